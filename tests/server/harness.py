@@ -1,0 +1,122 @@
+"""Start real bastion server processes for tests and talk to them over sockets."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+BASTION = str(Path(sys.executable).with_name("bastion"))
+ADMIN_SECRET = "test-admin-secret"
+CLIENT_ID = "test-client"
+CLIENT_SECRET = "test-client-secret"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def base_flags(database_type: str, database_url: str) -> list[str]:
+    """Every required flag, and explicit high rate limits (tests that test limits lower them)."""
+    return [
+        f"--admin-secret={ADMIN_SECRET}",
+        f"--client-id={CLIENT_ID}",
+        f"--client-secret={CLIENT_SECRET}",
+        f"--database-type={database_type}",
+        f"--database-url={database_url}",
+        "--jwt-type=HS256",
+        "--jwt-secret=test-jwt-secret-of-sufficient-length",
+        "--rate-limit-rps=100000",
+        "--rate-limit-burst=100000",
+        "--log-level=warn",
+    ]
+
+
+@dataclass
+class ServerProcess:
+    process: subprocess.Popen[bytes]
+    http_port: int
+    grpc_port: int
+    metrics_port: int
+    stderr_path: Path
+    url: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.url = f"http://127.0.0.1:{self.http_port}"
+
+    def stderr(self) -> str:
+        return self.stderr_path.read_text(errors="replace")
+
+    def client(self, **kwargs: object) -> httpx.Client:
+        headers = {"origin": self.url}
+        return httpx.Client(base_url=self.url, headers=headers, timeout=30, **kwargs)  # type: ignore[arg-type]
+
+    def wait_ready(self, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"server exited {self.process.returncode}:\n{self.stderr()}")
+            with contextlib.suppress(httpx.TransportError):
+                if httpx.get(f"{self.url}/healthz", timeout=2).status_code == 200:
+                    return
+            time.sleep(0.1)
+        raise RuntimeError(f"server did not become ready:\n{self.stderr()}")
+
+    def terminate(self, timeout: float = 30) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        try:
+            return self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            raise
+
+
+def start_server(
+    flags: list[str],
+    tmp_path: Path,
+    *,
+    wait: bool = True,
+    name: str = "server",
+    grpc_port: int | None = None,
+) -> ServerProcess:
+    http_port, metrics_port = free_port(), free_port()
+    grpc_port = grpc_port or free_port()
+    stderr_path = tmp_path / f"{name}-{http_port}.stderr"
+    args = [
+        BASTION,
+        "--host=127.0.0.1",
+        f"--http-port={http_port}",
+        f"--grpc-port={grpc_port}",
+        f"--metrics-port={metrics_port}",
+        *flags,
+    ]
+    with stderr_path.open("wb") as err:
+        process = subprocess.Popen(
+            args, stdout=subprocess.DEVNULL, stderr=err, env={**os.environ}, cwd=tmp_path
+        )
+    server = ServerProcess(process, http_port, grpc_port, metrics_port, stderr_path)
+    if wait:
+        server.wait_ready()
+    return server
+
+
+@contextlib.contextmanager
+def running(flags: list[str], tmp_path: Path, **kwargs: object) -> Iterator[ServerProcess]:
+    server = start_server(flags, tmp_path, **kwargs)  # type: ignore[arg-type]
+    try:
+        yield server
+    finally:
+        server.terminate()

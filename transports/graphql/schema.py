@@ -1,0 +1,125 @@
+"""The executable schema: Authorizer's SDL with root fields bound to service calls.
+
+``build_schema(resolvers)`` binds each root Query/Mutation field, by name, to an async
+callable ``(context, args) -> result``: ``context`` is the ``context_value`` the
+transport passed to :func:`transports.graphql.execution.execute_operation`, ``args`` the
+field's coerced arguments (``{"params": {...}}``, or ``{"param": {...}}`` for
+``_revoke_access``/``_enable_access``), and the result a dict or an object whose
+keys/attributes are the output type's field names. Nested fields resolve by key or
+attribute.
+
+A root field with no resolver is not silently null: it fails with ``Unimplemented``.
+The deprecated operations always fail with Authorizer's messages and are not bindable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from functools import cache
+from importlib.resources import files
+from typing import Any
+
+from graphql import (
+    DocumentNode,
+    GraphQLField,
+    GraphQLResolveInfo,
+    GraphQLSchema,
+    build_ast_schema,
+    parse,
+)
+
+from core.errors import Unimplemented
+
+from .scalars import install_scalars
+
+__all__ = [
+    "DEPRECATED_OPERATIONS",
+    "UNIMPLEMENTED_MESSAGE",
+    "Resolver",
+    "build_schema",
+    "schema_sdl",
+]
+
+Resolver = Callable[[Any, dict[str, Any]], Awaitable[Any]]
+
+UNIMPLEMENTED_MESSAGE = "not implemented in this build"
+
+#: Operations Authorizer 2.x keeps in its schema but always refuses (configuration moved
+#: to command-line flags; phone signup/login merged into signup/login).
+#:
+#: Their code is ``unimplemented``, not ``failed_precondition``: ``failed_precondition``
+#: is what REST answers for a feature the operator switched off, something a different
+#: configuration would make work. No configuration makes these work; the server does not
+#: offer the operation at all, which is exactly gRPC's UNIMPLEMENTED ("not implemented or
+#: not supported/enabled in this service") and also what an unbound operation answers.
+DEPRECATED_OPERATIONS: Mapping[str, str] = {
+    "_env": "deprecated",
+    "_update_env": "deprecated. please configure env via cli args",
+    "_admin_signup": "deprecated. please configure admin secret via cli args",
+    "_generate_jwt_keys": "deprecated. please configure jwt keys via cli args",
+    "mobile_signup": "deprecated, use signup with mobile phone_number",
+    "mobile_login": "deprecated, use login with mobile phone_number",
+}
+
+
+@cache
+def schema_sdl() -> str:
+    """The schema's SDL text (``schema.graphql`` beside this module)."""
+    return files(__package__).joinpath("schema.graphql").read_text(encoding="utf-8")
+
+
+@cache
+def _sdl_document() -> DocumentNode:
+    return parse(schema_sdl())
+
+
+def _refusing(message: str) -> Callable[..., Awaitable[Any]]:
+    async def refuse(_root: object, _info: GraphQLResolveInfo[Any], **_args: Any) -> Any:
+        raise Unimplemented(message)
+
+    return refuse
+
+
+def _bound(resolver: Resolver) -> Callable[..., Awaitable[Any]]:
+    async def resolve(_root: object, info: GraphQLResolveInfo[Any], **args: Any) -> Any:
+        return await resolver(info.context, args)
+
+    return resolve
+
+
+def _root_fields(schema: GraphQLSchema) -> dict[str, GraphQLField]:
+    fields: dict[str, GraphQLField] = {}
+    for root in (schema.query_type, schema.mutation_type):
+        if root is None:
+            continue
+        for name, field in root.fields.items():
+            if name in fields:
+                raise ValueError(f"root field {name!r} is both a query and a mutation")
+            fields[name] = field
+    return fields
+
+
+def build_schema(resolvers: Mapping[str, Resolver] | None = None) -> GraphQLSchema:
+    """A fresh executable schema with ``resolvers`` bound to root fields by name.
+
+    Raises ``ValueError`` for a name that is not a root field or is a deprecated
+    operation, so that a typo cannot leave an operation unbound unnoticed.
+    """
+    resolvers = resolvers or {}
+    schema = build_ast_schema(_sdl_document())
+    install_scalars(schema)
+    fields = _root_fields(schema)
+    unknown = sorted(set(resolvers) - set(fields))
+    if unknown:
+        raise ValueError(f"not root fields of the schema: {', '.join(unknown)}")
+    deprecated = sorted(set(resolvers) & set(DEPRECATED_OPERATIONS))
+    if deprecated:
+        raise ValueError(f"deprecated operations cannot be bound: {', '.join(deprecated)}")
+    for name, field in fields.items():
+        if name in DEPRECATED_OPERATIONS:
+            field.resolve = _refusing(DEPRECATED_OPERATIONS[name])
+        elif name in resolvers:
+            field.resolve = _bound(resolvers[name])
+        else:
+            field.resolve = _refusing(UNIMPLEMENTED_MESSAGE)
+    return schema

@@ -1,0 +1,56 @@
+"""Running trio work from grpcio's handler threads.
+
+grpcio calls handlers on its own thread pool. A handler hands its work to the server's
+trio loop and blocks until it is done. The work runs inside a cancel scope whose
+deadline is the call's deadline, and which is cancelled when the call ends early
+(client cancellation, connection loss), so a timed-out call never leaves a database
+query running behind it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+import grpc
+import trio
+
+T = TypeVar("T")
+
+
+class CallCancelled(Exception):
+    """The call's deadline passed or the client went away before the work finished."""
+
+
+def run_for_call(
+    token: trio.lowlevel.TrioToken,
+    context: grpc.ServicerContext,
+    fn: Callable[[], Awaitable[T]],
+) -> T:
+    scope_holder: list[trio.CancelScope] = []
+    ended = False
+
+    def on_call_end() -> None:
+        nonlocal ended
+        ended = True
+        if scope_holder:
+            with contextlib.suppress(trio.RunFinishedError):
+                trio.from_thread.run_sync(scope_holder[0].cancel, trio_token=token)
+
+    async def runner() -> tuple[bool, T | None]:
+        with trio.CancelScope() as scope:
+            remaining = context.time_remaining()
+            if remaining is not None:
+                scope.deadline = trio.current_time() + max(0.0, remaining)
+            scope_holder.append(scope)
+            if ended:
+                scope.cancel()
+            return True, await fn()
+        return False, None
+
+    context.add_callback(on_call_end)
+    finished, result = trio.from_thread.run(runner, trio_token=token)
+    if not finished:
+        raise CallCancelled
+    return result  # type: ignore[return-value]

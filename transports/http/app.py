@@ -1,0 +1,329 @@
+"""The quart-trio application: REST under /v1, health, discovery, and the HTTP edge.
+
+Order of the edge, for every request: client address (``--trusted-proxies``) -> CORS
+preflight -> per-IP rate limit -> CSRF -> route. Every response, errors included, gets
+the security headers, CORS headers for an allowed origin, and a metrics sample.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from quart import Response, g, request
+from quart_trio import QuartTrio
+from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound, RequestEntityTooLarge
+
+from core import errors
+from storage import StorageUnavailable
+from transports.context import CallerContext, Cookie, Protocol, Reply
+from transports.http import edge
+from transports.http.errors import http_status
+from transports.http.routes import Route, openapi_document
+from transports.runtime import Runtime
+
+log = logging.getLogger("bastion.http")
+
+#: Largest request body accepted on any route.
+MAX_BODY_BYTES = 1024 * 1024
+
+_HEALTH_SCHEMA = {
+    "type": "object",
+    "required": ["status"],
+    "properties": {"status": {"type": "string"}, "error": {"type": "string"}},
+}
+
+
+def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    return Response(
+        json.dumps(body, separators=(",", ":")),
+        status=status,
+        headers=headers,
+        content_type="application/json",
+    )
+
+
+def error_response(error: errors.BastionError) -> Response:
+    headers = {}
+    if isinstance(error, errors.ResourceExhausted):
+        headers["Retry-After"] = str(error.retry_after)
+    return json_response(
+        {"code": error.code, "message": error.message}, http_status(error), headers
+    )
+
+
+async def read_json_object() -> dict[str, Any]:
+    """The request body as a JSON object; an empty body is ``{}``, unknown fields stay."""
+    raw = await request.get_data(cache=False)
+    if not raw.strip():
+        return {}
+    try:
+        body = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        raise errors.InvalidArgument("request body must be a JSON object") from None
+    if not isinstance(body, dict):
+        raise errors.InvalidArgument("request body must be a JSON object")
+    return body
+
+
+def caller_context() -> CallerContext:
+    auth = request.headers.get("authorization", "")
+    bearer = auth[7:].strip() if auth[:7].lower() == "bearer " else None
+    return CallerContext(
+        protocol=Protocol.REST,
+        client_ip=g.client_ip,
+        user_agent=request.headers.get("user-agent", ""),
+        bearer_token=bearer or None,
+        cookies=dict(request.cookies),
+        admin_secret_header=request.headers.get("x-service-admin-secret"),
+    )
+
+
+def health_routes(runtime: Runtime) -> list[Route]:
+    async def live(_: dict[str, Any], __: CallerContext) -> Reply:
+        await runtime.storage.ping()
+        return Reply({"status": "ok"})
+
+    async def ready(_: dict[str, Any], __: CallerContext) -> Reply:
+        await runtime.check_ready()
+        return Reply({"status": "ready"})
+
+    common = {
+        "tag": "health",
+        "response_schema": _HEALTH_SCHEMA,
+        "rate_limit_exempt": True,
+        "extra_statuses": (503,),
+    }
+    return [
+        Route(
+            method="GET",
+            path="/healthz",
+            operation=live,
+            summary="Liveness: storage reachable",
+            **common,
+        ),
+        Route(
+            method="GET",
+            path="/health",
+            operation=live,
+            summary="Liveness (alias of /healthz)",
+            **common,
+        ),
+        Route(
+            method="GET",
+            path="/readyz",
+            operation=ready,
+            summary="Readiness: storage reachable",
+            **common,
+        ),
+    ]
+
+
+def api_routes(runtime: Runtime) -> list[Route]:
+    """REST under /v1. Mounted only with the gRPC server enabled (spec, Surfaces rule 2)."""
+    service = runtime.service
+    message = {"type": "object", "properties": {"message": {"type": "string"}}}
+    return [
+        Route(
+            method="GET",
+            path="/v1/meta",
+            operation=service.meta,
+            summary="Server feature flags and provider availability",
+            tag="public",
+        ),
+        Route(
+            method="POST",
+            path="/v1/admin/login",
+            operation=service.admin_login,
+            summary="Exchange the admin secret for the admin session cookie",
+            tag="admin",
+            request_schema={
+                "type": "object",
+                "required": ["admin_secret"],
+                "properties": {"admin_secret": {"type": "string"}},
+            },
+            response_schema=message,
+            extra_statuses=(401,),
+        ),
+        Route(
+            method="POST",
+            path="/v1/admin/logout",
+            operation=service.admin_logout,
+            summary="End the admin session",
+            tag="admin",
+            request_schema={"type": "object"},
+            response_schema=message,
+            extra_statuses=(401,),
+        ),
+        Route(
+            method="GET",
+            path="/v1/admin/session",
+            operation=service.admin_session,
+            summary="Renew the admin session cookie",
+            tag="admin",
+            response_schema=message,
+            extra_statuses=(401,),
+        ),
+        Route(
+            method="GET",
+            path="/v1/admin/meta",
+            operation=service.admin_meta,
+            summary="Meta plus the admin-only fields",
+            tag="admin",
+            extra_statuses=(401,),
+        ),
+    ]
+
+
+_HEALTH_FAILURE = {
+    "/healthz": {"status": "unhealthy", "error": "storage unavailable"},
+    "/health": {"status": "unhealthy", "error": "storage unavailable"},
+    "/readyz": {"status": "not ready", "error": "storage unavailable"},
+}
+
+
+def create_app(runtime: Runtime) -> QuartTrio:
+    settings = runtime.settings
+    app = QuartTrio("bastion")
+    app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
+    app.config["PROVIDE_AUTOMATIC_OPTIONS"] = False
+
+    routes = health_routes(runtime)
+    if settings.enable_grpc:
+        routes += api_routes(runtime)
+    document: dict[str, Any] = {}
+
+    async def openapi(_: dict[str, Any], __: CallerContext) -> Reply:
+        return Reply(document)
+
+    routes.append(
+        Route(
+            method="GET",
+            path="/openapi.json",
+            operation=openapi,
+            summary="This document, generated from the served route table",
+            tag="discovery",
+            rate_limit_exempt=True,
+        )
+    )
+    document.update(
+        openapi_document(
+            routes, title="bastion", version=runtime.service.version, server_url=settings.url
+        )
+    )
+    by_endpoint: dict[str, Route] = {}
+    for route in routes:
+        endpoint = f"{route.method} {route.path}"
+        by_endpoint[endpoint] = route
+        app.add_url_rule(
+            route.path, endpoint=endpoint, view_func=_view(route), methods=[route.method]
+        )
+
+    security = edge.security_headers(csp=not settings.disable_csp, hsts=settings.enable_hsts)
+
+    @app.before_request
+    async def edge_in() -> Response | None:
+        g.started = time.perf_counter()
+        peer = (request.scope.get("client") or ("unknown", 0))[0]
+        g.client_ip = edge.client_ip(
+            peer, request.headers.get("x-forwarded-for"), runtime.trusted_proxies
+        )
+        if request.method == "OPTIONS":
+            return Response("", status=204, headers=_preflight_headers())
+        route = by_endpoint.get(request.url_rule.endpoint) if request.url_rule else None
+        if route is None or not route.rate_limit_exempt:
+            await runtime.rate_limiter.check(g.client_ip, surface="http")
+        refusal = edge.csrf_refusal(request.method, request.path, request.headers, runtime.origins)
+        if refusal is not None:
+            raise errors.PermissionDenied(refusal)
+        return None
+
+    def _preflight_headers() -> dict[str, str]:
+        headers = {
+            "Access-Control-Allow-Methods": edge.CORS_ALLOW_METHODS,
+            "Access-Control-Allow-Headers": edge.CORS_ALLOW_HEADERS,
+            "Access-Control-Max-Age": "600",
+        }
+        return headers
+
+    @app.after_request
+    async def edge_out(response: Response) -> Response:
+        response.headers.update(security)
+        origin = request.headers.get("origin")
+        response.headers.add("Vary", "Origin")
+        if origin and runtime.origins.allows(origin):
+            response.headers["Access-Control-Allow-Origin"] = origin
+            response.headers["Access-Control-Allow-Credentials"] = "true"
+        rule = request.url_rule.rule if request.url_rule else "unmatched"
+        method = request.method
+        runtime.metrics.http_requests.labels(method, rule, str(response.status_code)).inc()
+        started = getattr(g, "started", None)
+        if started is not None:
+            runtime.metrics.http_latency.labels(method, rule).observe(time.perf_counter() - started)
+        return response
+
+    @app.errorhandler(errors.BastionError)
+    async def on_bastion_error(error: errors.BastionError) -> Response:
+        if isinstance(error, errors.ServerError):
+            log.error("request failed", extra={"error_code": error.code, "path": request.path})
+        return error_response(error)
+
+    @app.errorhandler(StorageUnavailable)
+    async def on_storage_down(error: StorageUnavailable) -> Response:
+        failure = _HEALTH_FAILURE.get(request.path)
+        if failure is not None:
+            return json_response(failure, 503)
+        log.error("storage unavailable", extra={"path": request.path})
+        return error_response(errors.Unavailable("storage unavailable"))
+
+    @app.errorhandler(HTTPException)
+    async def on_http_error(error: HTTPException) -> Response:
+        if isinstance(error, MethodNotAllowed):
+            allow = ", ".join(sorted(m for m in (error.valid_methods or []) if m != "HEAD"))
+            response = error_response(errors.MethodNotAllowed("method not allowed"))
+            response.headers["Allow"] = allow
+            return response
+        if isinstance(error, NotFound):
+            return error_response(errors.NotFound("not found"))
+        if isinstance(error, RequestEntityTooLarge):
+            return error_response(errors.PayloadTooLarge("request body too large"))
+        return json_response(
+            {"code": "invalid_argument", "message": error.description or "bad request"},
+            error.code or 400,
+        )
+
+    @app.errorhandler(Exception)
+    async def on_unexpected(error: Exception) -> Response:
+        log.exception("unhandled error", extra={"path": request.path})
+        return error_response(errors.Internal("internal server error"))
+
+    return app
+
+
+def _view(route: Route) -> Callable[[], Awaitable[Response]]:
+    async def view() -> Response:
+        body = await read_json_object() if route.method != "GET" else dict(request.args)
+        reply = await route.operation(body, caller_context())
+        response = json_response(reply.body)
+        for cookie in reply.cookies:
+            _set_cookie(response, cookie)
+        return response
+
+    return view
+
+
+def _set_cookie(response: Response, cookie: Cookie) -> None:
+    response.set_cookie(
+        cookie.name,
+        cookie.value,
+        max_age=cookie.max_age if cookie.max_age > 0 else 0,
+        expires=0 if cookie.max_age <= 0 else None,
+        path=cookie.path,
+        domain=cookie.domain,
+        secure=cookie.secure,
+        httponly=cookie.http_only,
+        samesite=cookie.same_site,
+    )

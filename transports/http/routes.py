@@ -1,0 +1,77 @@
+"""The HTTP route table: the single source for serving requests and for /openapi.json."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from transports.context import CallerContext, Reply
+
+JsonObject = dict[str, Any]
+Operation = Callable[[JsonObject, CallerContext], Awaitable[Reply]]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Route:
+    method: str
+    path: str
+    operation: Operation
+    summary: str
+    tag: str
+    #: JSON Schema of the request body (POST) or None for no body.
+    request_schema: JsonObject | None = None
+    #: JSON Schema of the 200 response body.
+    response_schema: JsonObject = field(default_factory=lambda: {"type": "object"})
+    #: Exempt from the per-IP rate limit (health probes, discovery documents).
+    rate_limit_exempt: bool = False
+    #: Status codes the route answers with JSON (the success code is 200).
+    extra_statuses: tuple[int, ...] = ()
+
+
+ERROR_SCHEMA: JsonObject = {
+    "type": "object",
+    "required": ["code", "message"],
+    "properties": {"code": {"type": "string"}, "message": {"type": "string"}},
+}
+
+
+def openapi_document(
+    routes: list[Route], *, title: str, version: str, server_url: str
+) -> JsonObject:
+    """OpenAPI 3.1 for exactly the routes that are served."""
+    paths: dict[str, dict[str, Any]] = {}
+    for route in routes:
+        responses: dict[str, Any] = {
+            "200": {
+                "description": "Success",
+                "content": {"application/json": {"schema": route.response_schema}},
+            }
+        }
+        for status in (*route.extra_statuses, 400, 403, 429):
+            responses.setdefault(
+                str(status),
+                {
+                    "description": "Error",
+                    "content": {"application/json": {"schema": ERROR_SCHEMA}},
+                },
+            )
+        operation: dict[str, Any] = {
+            "summary": route.summary,
+            "tags": [route.tag],
+            "operationId": route.method.lower() + "_" + route.path.strip("/").replace("/", "_"),
+            "responses": responses,
+        }
+        if route.request_schema is not None:
+            operation["requestBody"] = {
+                "required": False,
+                "content": {"application/json": {"schema": route.request_schema}},
+            }
+        paths.setdefault(route.path, {})[route.method.lower()] = operation
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": title, "version": version},
+        "servers": [{"url": server_url}],
+        "paths": paths,
+        "components": {"schemas": {"Error": ERROR_SCHEMA}},
+    }

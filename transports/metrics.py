@@ -1,0 +1,106 @@
+"""Prometheus metrics, served only on the dedicated metrics listener.
+
+Labels are bounded by construction: a route template (never the raw path), a method, a
+status. A client address or a user never becomes a label: each distinct value would be
+a new time series.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    PlatformCollector,
+    ProcessCollector,
+    make_asgi_app,
+)
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+
+_LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5)
+
+
+class Metrics:
+    """The server's metric families, on a registry of their own (one per server)."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        ProcessCollector(registry=self.registry)
+        PlatformCollector(registry=self.registry)
+        self.http_requests = Counter(
+            "bastion_http_requests_total",
+            "HTTP requests by route template, method and status.",
+            ["method", "route", "status"],
+            registry=self.registry,
+        )
+        self.http_latency = Histogram(
+            "bastion_http_request_duration_seconds",
+            "HTTP request latency by route template and method.",
+            ["method", "route"],
+            buckets=_LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.grpc_requests = Counter(
+            "bastion_grpc_requests_total",
+            "gRPC calls by full method name and status code.",
+            ["method", "code"],
+            registry=self.registry,
+        )
+        self.grpc_latency = Histogram(
+            "bastion_grpc_request_duration_seconds",
+            "gRPC call latency by full method name.",
+            ["method"],
+            buckets=_LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.storage_latency = Histogram(
+            "bastion_storage_call_duration_seconds",
+            "Latency of storage calls by store and outcome.",
+            ["store", "outcome"],
+            buckets=_LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.rate_limited = Counter(
+            "bastion_rate_limited_total",
+            "Requests refused by the per-IP rate limit, by surface.",
+            ["surface"],
+            registry=self.registry,
+        )
+
+    def asgi_app(self) -> Callable[[Scope, Receive, Send], Awaitable[None]]:
+        """``/metrics`` as an ASGI app that also answers hypercorn's lifespan protocol.
+
+        prometheus-client's app ignores lifespan events, which hypercorn's trio worker
+        treats as a failed startup; and it would answer on every path, which we don't want.
+        """
+        inner = make_asgi_app(self.registry)
+
+        async def app(scope: Scope, receive: Receive, send: Send) -> None:
+            if scope["type"] == "lifespan":
+                while True:
+                    message = await receive()
+                    if message["type"] == "lifespan.startup":
+                        await send({"type": "lifespan.startup.complete"})
+                    elif message["type"] == "lifespan.shutdown":
+                        await send({"type": "lifespan.shutdown.complete"})
+                        return
+            if scope["type"] == "http" and scope["path"] == "/metrics":
+                await inner(scope, receive, send)
+                return
+            body = b'{"code":"not_found","message":"not found"}'
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 404,
+                    "headers": [(b"content-type", b"application/json")],
+                }
+            )
+            await send({"type": "http.response.body", "body": body})
+
+        return app

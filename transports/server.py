@@ -1,0 +1,170 @@
+"""One trio process, one nursery: the HTTP, gRPC and metrics listeners.
+
+Start-up binds every listener before any of them serves, so a taken port is a clean
+failure. SIGTERM or SIGINT starts a graceful stop: the listeners stop accepting, calls
+and requests in flight finish (up to :data:`GRACE_SECONDS`), storage closes last.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import trio
+from hypercorn.config import Config as HypercornConfig
+from hypercorn.config import Sockets
+from hypercorn.trio.run import worker_serve
+from hypercorn.utils import wrap_app
+
+from core.settings import Settings
+from storage import StorageConfig, StorageUnavailable, open_storage
+from transports import logs
+from transports.grpc.server import GrpcListener
+from transports.http.app import MAX_BODY_BYTES, create_app
+from transports.metrics import Metrics
+from transports.runtime import Runtime
+
+log = logging.getLogger("bastion.server")
+
+#: How long requests and calls in flight may take to finish after SIGTERM.
+GRACE_SECONDS = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class Listening:
+    http: str
+    metrics: str
+    grpc: str | None
+
+
+def storage_config(settings: Settings) -> StorageConfig:
+    return StorageConfig(
+        database_type=settings.database_type,
+        database_url=settings.database_url,
+        database_host=settings.database_host,
+        database_port=settings.database_port,
+        database_name=settings.database_name,
+        database_username=settings.database_username,
+        database_password=settings.database_password,
+        database_cert=settings.database_cert,
+        database_ca_cert=settings.database_ca_cert,
+        database_cert_key=settings.database_cert_key,
+        memory_store_url=settings.memory_store_url,
+    )
+
+
+def _hypercorn_config(host: str, port: int) -> tuple[HypercornConfig, Sockets]:
+    config = HypercornConfig()
+    config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
+    config.graceful_timeout = GRACE_SECONDS
+    config.accesslog = None
+    config.errorlog = logging.getLogger("bastion.hypercorn")
+    config.h11_max_incomplete_size = 64 * 1024
+    config.wsgi_max_body_size = MAX_BODY_BYTES
+    sockets = config.create_sockets()
+    for sock in sockets.insecure_sockets:
+        sock.listen(config.backlog)
+    return config, sockets
+
+
+async def _stop_on_signal(stop: trio.Event) -> None:
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for signum in signals:
+            log.info("stopping", extra={"signal": signal.Signals(signum).name})
+            stop.set()
+
+
+async def serve(
+    settings: Settings,
+    *,
+    stop: trio.Event | None = None,
+    task_status: trio.TaskStatus[Listening] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Run the server until ``stop`` is set (or a signal arrives)."""
+    stop = stop or trio.Event()
+    metrics = Metrics()
+    async with open_storage(storage_config(settings)) as storage:
+        runtime = Runtime.build(settings, storage, metrics)
+        grpc_listener = (
+            GrpcListener(runtime, trio.lowlevel.current_trio_token())
+            if settings.enable_grpc
+            else None
+        )
+        http_config, http_sockets = _hypercorn_config(settings.host, settings.http_port)
+        metrics_config, metrics_sockets = _hypercorn_config(
+            settings.metrics_host, settings.metrics_port
+        )
+        app = create_app(runtime)
+        async with trio.open_nursery() as outer:
+            outer.start_soon(_stop_on_signal, stop)
+            async with trio.open_nursery() as listeners:
+                http_binds = await listeners.start(
+                    partial(
+                        worker_serve,
+                        wrap_app(app, MAX_BODY_BYTES, "asgi"),
+                        http_config,
+                        sockets=http_sockets,
+                        shutdown_trigger=stop.wait,
+                    )
+                )
+                metrics_binds = await listeners.start(
+                    partial(
+                        worker_serve,
+                        wrap_app(metrics.asgi_app(), MAX_BODY_BYTES, "asgi"),
+                        metrics_config,
+                        sockets=metrics_sockets,
+                        shutdown_trigger=stop.wait,
+                    )
+                )
+                grpc_address = None
+                if grpc_listener is not None:
+                    grpc_listener.start()
+                    grpc_address = f"{settings.host}:{grpc_listener.port}"
+                listening = Listening(http_binds[0], metrics_binds[0], grpc_address)
+                log.info(
+                    "bastion listening",
+                    extra={
+                        "http": listening.http,
+                        "grpc": listening.grpc or "disabled",
+                        "metrics": listening.metrics + "/metrics",
+                        "database": settings.database_type,
+                        "version": runtime.service.version,
+                    },
+                )
+                task_status.started(listening)
+                await stop.wait()
+                if grpc_listener is not None:
+                    await grpc_listener.stop(GRACE_SECONDS)
+            outer.cancel_scope.cancel()
+    log.info("stopped")
+
+
+def run(settings: Settings) -> int:
+    """The console entry point's second half: serve, and turn start-up failures into exit codes."""
+    logs.configure(settings.log_level, settings.env)
+    try:
+        trio.run(partial(serve, settings))
+    except StorageUnavailable as exc:
+        print(f"bastion: storage unavailable: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"bastion: cannot start listeners: {exc}", file=sys.stderr)
+        return 1
+    except BaseExceptionGroup as group:
+        first = _first_leaf(group)
+        if isinstance(first, OSError | StorageUnavailable):
+            print(f"bastion: cannot start: {first}", file=sys.stderr)
+            return 1
+        raise
+    return 0
+
+
+def _first_leaf(group: BaseExceptionGroup[Any]) -> BaseException:
+    leaf: BaseException = group
+    while isinstance(leaf, BaseExceptionGroup):
+        leaf = leaf.exceptions[0]
+    return leaf

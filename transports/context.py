@@ -30,6 +30,8 @@ class CallerContext:
     bearer_token: str | None = None
     cookies: dict[str, str] = field(default_factory=dict)
     admin_secret_header: str | None = None
+    #: ``x-authorizer-client-id``: the application an Authorizer client was set up for.
+    client_id_header: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

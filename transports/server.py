@@ -24,6 +24,7 @@ from core.settings import Settings
 from storage import StorageConfig, StorageUnavailable, open_storage
 from transports import logs
 from transports.grpc.server import GrpcListener
+from transports.grpc.services import registrations
 from transports.http.app import MAX_BODY_BYTES, create_app
 from transports.metrics import Metrics
 from transports.runtime import Runtime
@@ -89,8 +90,9 @@ async def serve(
     metrics = Metrics()
     async with open_storage(storage_config(settings)) as storage:
         runtime = Runtime.build(settings, storage, metrics)
+        token = trio.lowlevel.current_trio_token()
         grpc_listener = (
-            GrpcListener(runtime, trio.lowlevel.current_trio_token())
+            GrpcListener(runtime, token, register=registrations(runtime, token))
             if settings.enable_grpc
             else None
         )

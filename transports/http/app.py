@@ -20,6 +20,8 @@ from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound, Reque
 from core import errors
 from storage import StorageUnavailable
 from transports.context import CallerContext, Cookie, Protocol, Reply
+from transports.graphql.limits import QueryLimits
+from transports.graphql.surface import GraphQLSurface
 from transports.http import edge
 from transports.http.errors import http_status
 from transports.http.routes import Route, openapi_document
@@ -73,12 +75,13 @@ def caller_context() -> CallerContext:
     auth = request.headers.get("authorization", "")
     bearer = auth[7:].strip() if auth[:7].lower() == "bearer " else None
     return CallerContext(
-        protocol=Protocol.REST,
         client_ip=g.client_ip,
         user_agent=request.headers.get("user-agent", ""),
         bearer_token=bearer or None,
         cookies=dict(request.cookies),
         admin_secret_header=request.headers.get("x-service-admin-secret"),
+        client_id_header=request.headers.get("x-authorizer-client-id"),
+        protocol=Protocol.GRAPHQL if request.path == "/graphql" else Protocol.REST,
     )
 
 
@@ -178,6 +181,34 @@ def api_routes(runtime: Runtime) -> list[Route]:
     ]
 
 
+def graphql_route(runtime: Runtime) -> Route:
+    surface = GraphQLSurface(runtime.service, QueryLimits())
+    client_id = runtime.settings.client_id
+
+    async def graphql(body: dict[str, Any], caller: CallerContext) -> Reply:
+        # Authorizer's clients name the application they were configured for.
+        if caller.client_id_header is not None and caller.client_id_header != client_id:
+            raise errors.InvalidArgument("The client id is invalid")
+        return await surface.execute(body, caller)
+
+    return Route(
+        method="POST",
+        path="/graphql",
+        operation=graphql,
+        summary="GraphQL (Authorizer 2.3 schema); errors come back in the body with HTTP 200",
+        tag="graphql",
+        request_schema={
+            "type": "object",
+            "required": ["query"],
+            "properties": {
+                "query": {"type": "string"},
+                "variables": {"type": "object"},
+                "operationName": {"type": "string"},
+            },
+        },
+    )
+
+
 _HEALTH_FAILURE = {
     "/healthz": {"status": "unhealthy", "error": "storage unavailable"},
     "/health": {"status": "unhealthy", "error": "storage unavailable"},
@@ -194,6 +225,7 @@ def create_app(runtime: Runtime) -> QuartTrio:
     routes = health_routes(runtime)
     if settings.enable_grpc:
         routes += api_routes(runtime)
+    routes.append(graphql_route(runtime))
     document: dict[str, Any] = {}
 
     async def openapi(_: dict[str, Any], __: CallerContext) -> Reply:

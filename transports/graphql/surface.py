@@ -1,0 +1,74 @@
+"""POST /graphql: the GraphQL surface bound to the one service layer.
+
+Each root field calls the service operation of the same meaning with the field's
+``params`` (or ``param``) object as its request, exactly as REST passes its JSON body,
+so the two surfaces validate and answer alike. Cookies an operation sets are collected
+in the request context and become real ``Set-Cookie`` headers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from core.errors import InvalidArgument
+from transports.context import CallerContext, Cookie, Reply
+from transports.graphql.execution import execute_operation
+from transports.graphql.limits import QueryLimits
+from transports.graphql.schema import Resolver, build_schema
+from transports.service import Service
+
+ServiceOperation = Callable[[dict[str, Any], CallerContext], Awaitable[Reply]]
+
+
+@dataclass(slots=True)
+class GraphQLContext:
+    caller: CallerContext
+    cookies: list[Cookie] = field(default_factory=list)
+
+
+def _resolver(operation: ServiceOperation) -> Resolver:
+    async def resolve(context: GraphQLContext, args: dict[str, Any]) -> Any:
+        request = args.get("params") or args.get("param") or {}
+        reply = await operation(dict(request), context.caller)
+        context.cookies.extend(reply.cookies)
+        return reply.body
+
+    return resolve
+
+
+def resolvers(service: Service) -> dict[str, Resolver]:
+    """Every root field that has a service operation in this build."""
+    operations: dict[str, ServiceOperation] = {
+        "meta": service.meta,
+        "_admin_login": service.admin_login,
+        "_admin_logout": service.admin_logout,
+        "_admin_session": service.admin_session,
+        "_admin_meta": service.admin_meta,
+    }
+    return {name: _resolver(op) for name, op in operations.items()}
+
+
+class GraphQLSurface:
+    def __init__(self, service: Service, limits: QueryLimits) -> None:
+        self.schema = build_schema(resolvers(service))
+        self.limits = limits
+
+    async def execute(self, body: dict[str, Any], caller: CallerContext) -> Reply:
+        query = body.get("query")
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidArgument("query is required")
+        operation_name = body.get("operationName")
+        if operation_name is not None and not isinstance(operation_name, str):
+            raise InvalidArgument("operationName must be a string")
+        context = GraphQLContext(caller)
+        result = await execute_operation(
+            self.schema,
+            query,
+            body.get("variables"),
+            operation_name,
+            context,
+            limits=self.limits,
+        )
+        return Reply(result, tuple(context.cookies))

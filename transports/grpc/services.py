@@ -1,0 +1,202 @@
+"""``authorizer.v1`` services on grpcio, bound to the one service layer.
+
+Every RPC is one row of :data:`_RPCS`: which service operation it calls, which response
+message it renders, and, where Authorizer's protobuf wraps what REST returns bare, the
+field the body goes into. A request message becomes the same request mapping REST
+builds from JSON (proto field names are REST's snake_case names), so both surfaces
+validate and answer alike. An RPC with no row answers UNIMPLEMENTED.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from http.cookies import SimpleCookie
+from typing import Any
+
+import grpc
+import trio
+from google.protobuf import json_format
+from google.protobuf.message import Message
+
+from core import errors
+from transports.context import CallerContext, Cookie, Protocol, Reply
+from transports.grpc.bridge import CallCancelled, run_for_call
+from transports.grpc.proto.authorizer.v1 import (
+    admin_pb2,
+    admin_pb2_grpc,
+    authorizer_pb2_grpc,
+    types_pb2,
+)
+from transports.http.edge import client_ip
+from transports.runtime import Runtime
+
+log = logging.getLogger("bastion.grpc")
+
+ServiceOperation = Callable[[dict[str, Any], CallerContext], Awaitable[Reply]]
+
+#: The gRPC surface's one table from error class to status code.
+GRPC_STATUS: dict[type[errors.BastionError], grpc.StatusCode] = {
+    errors.InvalidArgument: grpc.StatusCode.INVALID_ARGUMENT,
+    errors.Unauthenticated: grpc.StatusCode.UNAUTHENTICATED,
+    errors.PermissionDenied: grpc.StatusCode.PERMISSION_DENIED,
+    errors.NotFound: grpc.StatusCode.NOT_FOUND,
+    errors.AlreadyExists: grpc.StatusCode.ALREADY_EXISTS,
+    errors.FailedPrecondition: grpc.StatusCode.FAILED_PRECONDITION,
+    errors.ResourceExhausted: grpc.StatusCode.RESOURCE_EXHAUSTED,
+    errors.PayloadTooLarge: grpc.StatusCode.RESOURCE_EXHAUSTED,
+    errors.Unimplemented: grpc.StatusCode.UNIMPLEMENTED,
+    errors.MethodNotAllowed: grpc.StatusCode.UNIMPLEMENTED,
+    errors.Internal: grpc.StatusCode.INTERNAL,
+    errors.Unavailable: grpc.StatusCode.UNAVAILABLE,
+    errors.DeadlineExceeded: grpc.StatusCode.DEADLINE_EXCEEDED,
+}
+
+
+def grpc_status(error: errors.BastionError) -> grpc.StatusCode:
+    for cls in type(error).__mro__:
+        if cls in GRPC_STATUS:
+            return GRPC_STATUS[cls]
+    return grpc.StatusCode.INTERNAL
+
+
+@dataclass(frozen=True, slots=True)
+class _Rpc:
+    operation: Callable[[Runtime], ServiceOperation]
+    response: type[Message]
+    #: Authorizer's message puts REST's bare body under this field.
+    wrap_in: str | None = None
+
+
+_RPCS: dict[str, dict[str, _Rpc]] = {
+    "AuthorizerService": {
+        "Meta": _Rpc(lambda r: r.service.meta, types_pb2.Meta),
+    },
+    "AuthorizerAdminService": {
+        "AdminLogin": _Rpc(lambda r: r.service.admin_login, admin_pb2.AdminLoginResponse),
+        "AdminLogout": _Rpc(lambda r: r.service.admin_logout, admin_pb2.AdminLogoutResponse),
+        "AdminSession": _Rpc(lambda r: r.service.admin_session, admin_pb2.AdminSessionResponse),
+        "AdminMeta": _Rpc(
+            lambda r: r.service.admin_meta, admin_pb2.AdminMetaResponse, wrap_in="admin_meta"
+        ),
+    },
+}
+
+
+def _peer_address(peer: str) -> str:
+    """``ipv4:1.2.3.4:5678`` / ``ipv6:[::1]:5678`` -> the address alone."""
+    kind, _, rest = peer.partition(":")
+    if kind == "ipv6":
+        return rest.rpartition(":")[0].strip("[]")
+    if kind == "ipv4":
+        return rest.rpartition(":")[0]
+    return peer
+
+
+def _caller(runtime: Runtime, context: grpc.ServicerContext) -> CallerContext:
+    metadata = {key.lower(): value for key, value in context.invocation_metadata()}
+    auth = str(metadata.get("authorization", ""))
+    bearer = auth[7:].strip() if auth[:7].lower() == "bearer " else None
+    jar: SimpleCookie = SimpleCookie()
+    try:
+        jar.load(str(metadata.get("cookie", "")))
+    except Exception:  # a malformed cookie header carries no credentials
+        jar = SimpleCookie()
+    return CallerContext(
+        protocol=Protocol.GRPC,
+        client_ip=client_ip(
+            _peer_address(context.peer()),
+            metadata.get("x-forwarded-for"),
+            runtime.trusted_proxies,
+        ),
+        user_agent=str(metadata.get("user-agent", "")),
+        bearer_token=bearer or None,
+        cookies={name: morsel.value for name, morsel in jar.items()},
+        admin_secret_header=metadata.get("x-service-admin-secret"),
+    )
+
+
+def _set_cookie_header(cookie: Cookie) -> str:
+    parts = [f"{cookie.name}={cookie.value}", f"Path={cookie.path}", f"Max-Age={cookie.max_age}"]
+    if cookie.domain:
+        parts.append(f"Domain={cookie.domain}")
+    if cookie.http_only:
+        parts.append("HttpOnly")
+    if cookie.secure:
+        parts.append("Secure")
+    parts.append(f"SameSite={cookie.same_site}")
+    return "; ".join(parts)
+
+
+def _handler(
+    runtime: Runtime, token: trio.lowlevel.TrioToken, rpc: _Rpc
+) -> Callable[[Message, grpc.ServicerContext], Message]:
+    operation = rpc.operation(runtime)
+
+    def handle(request: Message, context: grpc.ServicerContext) -> Message:
+        caller = _caller(runtime, context)
+        body = json_format.MessageToDict(request, preserving_proto_field_name=True)
+
+        async def call() -> Reply:
+            await runtime.rate_limiter.check(caller.client_ip, surface="grpc")
+            return await operation(body, caller)
+
+        try:
+            reply = run_for_call(token, context, call)
+        except CallCancelled:
+            context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, "deadline exceeded")
+        except errors.BastionError as error:
+            if isinstance(error, errors.ResourceExhausted):
+                context.set_trailing_metadata((("retry-after", str(error.retry_after)),))
+            context.abort(grpc_status(error), error.message)
+        except Exception:
+            log.exception("unhandled error", extra={"method": type(request).__name__})
+            context.abort(grpc.StatusCode.INTERNAL, "internal server error")
+        if reply.cookies:
+            context.send_initial_metadata(
+                tuple(("set-cookie", _set_cookie_header(c)) for c in reply.cookies)
+            )
+        payload = {rpc.wrap_in: reply.body} if rpc.wrap_in else reply.body
+        return json_format.ParseDict(payload, rpc.response(), ignore_unknown_fields=True)
+
+    return handle
+
+
+def _servicer(
+    base: type, rpcs: dict[str, _Rpc], runtime: Runtime, token: trio.lowlevel.TrioToken
+) -> object:
+    methods = {name: staticmethod(_handler(runtime, token, rpc)) for name, rpc in rpcs.items()}
+    return type(f"Bastion{base.__name__}", (base,), methods)()
+
+
+def registrations(
+    runtime: Runtime, token: trio.lowlevel.TrioToken
+) -> list[Callable[[grpc.Server], str]]:
+    """Adders for :class:`~transports.grpc.server.GrpcListener`; each returns its full name."""
+
+    def public(server: grpc.Server) -> str:
+        authorizer_pb2_grpc.add_AuthorizerServiceServicer_to_server(
+            _servicer(
+                authorizer_pb2_grpc.AuthorizerServiceServicer,
+                _RPCS["AuthorizerService"],
+                runtime,
+                token,
+            ),
+            server,
+        )
+        return "authorizer.v1.AuthorizerService"
+
+    def admin(server: grpc.Server) -> str:
+        admin_pb2_grpc.add_AuthorizerAdminServiceServicer_to_server(
+            _servicer(
+                admin_pb2_grpc.AuthorizerAdminServiceServicer,
+                _RPCS["AuthorizerAdminService"],
+                runtime,
+                token,
+            ),
+            server,
+        )
+        return "authorizer.v1.AuthorizerAdminService"
+
+    return [public, admin]

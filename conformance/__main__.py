@@ -1,0 +1,27 @@
+"""``python -m conformance SUITE ARGS...``: a small dispatcher over conformance suites."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+
+
+def _openfga(argv: Sequence[str]) -> int:
+    from conformance.openfga.runner import main
+
+    return main(argv)
+
+
+SUITES: dict[str, Callable[[Sequence[str]], int]] = {"openfga": _openfga}
+
+
+def main(argv: Sequence[str]) -> int:
+    if not argv or argv[0] not in SUITES:
+        print(f"usage: python -m conformance {{{','.join(sorted(SUITES))}}} ARGS...",
+              file=sys.stderr)
+        return 2
+    return SUITES[argv[0]](argv[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

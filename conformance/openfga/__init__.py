@@ -1,0 +1,1 @@
+"""Runners for OpenFGA's own test data against :mod:`core.fga`."""

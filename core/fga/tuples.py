@@ -1,0 +1,150 @@
+"""Relationship tuples, the reader protocol the evaluator asks, and an in-memory reader.
+
+The evaluator never touches storage: it calls a synchronous :class:`TupleReader`, which a
+driver answers from memory, SQL or a cache. :class:`MemoryTupleReader` keeps a forward
+index ``(object, relation) -> {user: tuple}`` and a reverse index
+``(user, object type) -> [tuple]``; :class:`CombinedReader` overlays a request's
+contextual tuples on a store for that request only.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+__all__ = [
+    "CombinedReader",
+    "MemoryTupleReader",
+    "TupleKey",
+    "TupleReader",
+    "is_valid_object_id",
+    "split_object",
+    "split_user",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class TupleKey:
+    """``object#relation@user``, maybe bound to a condition with a stored context."""
+
+    object: str
+    relation: str
+    user: str
+    condition: str = ""
+    context: Mapping[str, Any] | None = field(default=None, compare=False, hash=False)
+
+    def __str__(self) -> str:
+        return f"{self.object}#{self.relation}@{self.user}"
+
+
+def split_object(obj: str) -> tuple[str, str]:
+    """``"doc:1"`` -> ``("doc", "1")``; a missing ``:`` gives an empty id."""
+    object_type, _, object_id = obj.partition(":")
+    return object_type, object_id
+
+
+def split_user(user: str) -> tuple[str, str, str]:
+    """``type:id#rel`` -> ``(type, id, rel)``; ``rel`` is empty for objects and wildcards."""
+    obj, _, relation = user.partition("#")
+    user_type, user_id = split_object(obj)
+    return user_type, user_id, relation
+
+
+class TupleReader(Protocol):
+    """What the evaluator may ask of a tuple store. All answers are unfiltered by model."""
+
+    def read(self, obj: str, relation: str) -> Sequence[TupleKey]:
+        """Every tuple ``obj#relation@*``."""
+        ...
+
+    def read_exact(self, obj: str, relation: str, user: str) -> Sequence[TupleKey]:
+        """The tuple(s) ``obj#relation@user``: none or one per source of tuples."""
+        ...
+
+    def read_usersets(self, obj: str, relation: str) -> Sequence[TupleKey]:
+        """Tuples ``obj#relation@T:id#R`` whose user is a userset."""
+        ...
+
+    def read_by_user(self, user: str, object_type: str) -> Sequence[TupleKey]:
+        """Tuples whose user is exactly ``user`` and object has type ``object_type``."""
+        ...
+
+
+class MemoryTupleReader:
+    """A pure, indexed in-memory tuple store (also the contextual-tuples overlay)."""
+
+    def __init__(self, tuples: Iterable[TupleKey] = ()) -> None:
+        self._forward: dict[tuple[str, str], dict[str, TupleKey]] = {}
+        self._usersets: dict[tuple[str, str], dict[str, TupleKey]] = {}
+        self._reverse: dict[tuple[str, str], dict[tuple[str, str], TupleKey]] = {}
+        self.revision = 0
+        for key in tuples:
+            self.write(key)
+
+    def __len__(self) -> int:
+        return sum(len(users) for users in self._forward.values())
+
+    def write(self, key: TupleKey) -> None:
+        """Insert or replace ``key`` (identified by object, relation and user)."""
+        self._forward.setdefault((key.object, key.relation), {})[key.user] = key
+        if "#" in key.user:
+            self._usersets.setdefault((key.object, key.relation), {})[key.user] = key
+        object_type = split_object(key.object)[0]
+        self._reverse.setdefault((key.user, object_type), {})[(key.object, key.relation)] = key
+        self.revision += 1
+
+    def delete(self, key: TupleKey) -> bool:
+        users = self._forward.get((key.object, key.relation))
+        if users is None or users.pop(key.user, None) is None:
+            return False
+        self._usersets.get((key.object, key.relation), {}).pop(key.user, None)
+        object_type = split_object(key.object)[0]
+        self._reverse.get((key.user, object_type), {}).pop((key.object, key.relation), None)
+        self.revision += 1
+        return True
+
+    def read(self, obj: str, relation: str) -> Sequence[TupleKey]:
+        return list(self._forward.get((obj, relation), {}).values())
+
+    def read_exact(self, obj: str, relation: str, user: str) -> Sequence[TupleKey]:
+        found = self._forward.get((obj, relation), {}).get(user)
+        return () if found is None else (found,)
+
+    def read_usersets(self, obj: str, relation: str) -> Sequence[TupleKey]:
+        return list(self._usersets.get((obj, relation), {}).values())
+
+    def read_by_user(self, user: str, object_type: str) -> Sequence[TupleKey]:
+        return list(self._reverse.get((user, object_type), {}).values())
+
+
+class CombinedReader:
+    """Contextual tuples first, then the store: one request's view, nothing persisted."""
+
+    def __init__(self, contextual: TupleReader, store: TupleReader) -> None:
+        self._contextual = contextual
+        self._store = store
+
+    def read(self, obj: str, relation: str) -> Sequence[TupleKey]:
+        return [*self._contextual.read(obj, relation), *self._store.read(obj, relation)]
+
+    def read_exact(self, obj: str, relation: str, user: str) -> Sequence[TupleKey]:
+        return [*self._contextual.read_exact(obj, relation, user),
+                *self._store.read_exact(obj, relation, user)]
+
+    def read_usersets(self, obj: str, relation: str) -> Sequence[TupleKey]:
+        return [*self._contextual.read_usersets(obj, relation),
+                *self._store.read_usersets(obj, relation)]
+
+    def read_by_user(self, user: str, object_type: str) -> Sequence[TupleKey]:
+        return [*self._contextual.read_by_user(user, object_type),
+                *self._store.read_by_user(user, object_type)]
+
+
+_OBJECT_ID = re.compile(r"[^#:\s*][a-zA-Z0-9_|*@.+/-]*")
+
+
+def is_valid_object_id(object_id: str) -> bool:
+    """OpenFGA's object-id rule: no ``#``, ``:`` or whitespace, and no leading ``*``."""
+    return _OBJECT_ID.fullmatch(object_id) is not None

@@ -1,0 +1,24 @@
+"""Small builders shared by the engine tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from core.fga.dsl_parser import parse_model
+from core.fga.tuples import MemoryTupleReader, TupleKey
+from core.fga.typesystem import TypeSystem
+
+HEADER = "model\n  schema 1.1\n"
+
+
+def key(text: str, condition: str = "", context: dict[str, Any] | None = None) -> TupleKey:
+    """``"doc:1#viewer@user:anne"`` -> TupleKey."""
+    left, _, user = text.rpartition("@")
+    obj, _, relation = left.partition("#")
+    return TupleKey(obj, relation, user, condition, context)
+
+
+def world(dsl: str, *tuples: str | TupleKey) -> tuple[TypeSystem, MemoryTupleReader]:
+    ts = TypeSystem(parse_model(HEADER + dsl))
+    store = MemoryTupleReader(t if isinstance(t, TupleKey) else key(t) for t in tuples)
+    return ts, store

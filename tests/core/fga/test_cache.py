@@ -1,0 +1,53 @@
+"""The cross-request Check cache wrapper: hits, revision scoping, bypass, eviction."""
+
+from __future__ import annotations
+
+from core.fga.cache import CheckCache
+from core.fga.check import check
+from core.fga.request import RequestOptions
+from tests.core.fga.support import key, world
+
+MODEL = """type user
+type group
+  relations
+    define member: [user, group#member]
+type doc
+  relations
+    define viewer: [group#member]
+"""
+
+
+def test_cached_answers_are_reused_until_the_revision_changes() -> None:
+    ts, store = world(MODEL, "doc:1#viewer@group:a#member", "group:a#member@user:anne")
+    cache = CheckCache()
+    options = RequestOptions()
+
+    def cached_check(user: str) -> bool:
+        wrap = cache.wrapper(("m1", store.revision), options)
+        return check(ts, store, "doc:1", "viewer", user, options, wrap=wrap)
+
+    assert cached_check("user:anne") is True
+    first = cache.statistics()
+    assert first.entries > 0
+    assert cached_check("user:anne") is True
+    assert cache.statistics().hits == first.hits + 1
+    store.delete(key("group:a#member@user:anne"))
+    assert cached_check("user:anne") is False  # new revision, new scope: no stale answer
+
+
+def test_requests_with_context_or_contextual_tuples_bypass() -> None:
+    cache = CheckCache()
+    assert cache.wrapper("s", RequestOptions(context={"x": 1})) is None
+    assert cache.wrapper("s", RequestOptions(
+        contextual_tuples=[key("doc:1#viewer@group:a#member")])) is None
+    assert cache.wrapper("s", RequestOptions()) is not None
+
+
+def test_least_recently_used_entries_are_evicted() -> None:
+    ts, store = world(MODEL, *(f"group:{i}#member@user:anne" for i in range(5)))
+    cache = CheckCache(max_entries=2)
+    options = RequestOptions()
+    for i in range(5):
+        check(ts, store, f"group:{i}", "member", "user:anne", options,
+              wrap=cache.wrapper(0, options))
+    assert cache.statistics().entries == 2

@@ -1,0 +1,68 @@
+"""Semantic model validation: error types with positions, and the server's 2056."""
+
+from __future__ import annotations
+
+import pytest
+
+from core.fga.dsl_parser import parse_dsl
+from core.fga.errors import ErrorCode, FgaError
+from core.fga.model import model_from_json
+from core.fga.validation import ModelError, check_model, validate_model
+from tests.core.fga.support import HEADER
+
+
+def errors(dsl: str) -> list[ModelError]:
+    parsed = parse_dsl(HEADER + dsl)
+    return validate_model(parsed.model, parsed)
+
+
+def test_valid_model_has_no_errors() -> None:
+    assert errors("type user\ntype group\n  relations\n    define member: [user, group#member]\n"
+                  "    define admin: [user] or member\n") == []
+
+
+def test_missing_relation_points_at_the_reference() -> None:
+    [error] = errors("type user\ntype doc\n  relations\n    define v: [user] or ghost\n")
+    assert error == ModelError("missing-definition", "the relation `ghost` does not exist.",
+                               "ghost", 5, 24, 29)
+
+
+def test_loops_and_missing_entry_points() -> None:
+    found = errors("type doc\n  relations\n    define a: b\n    define b: a\n")
+    assert [(e.error_type, e.message, e.line, e.column) for e in found] == [
+        ("relation-no-entry-point",
+         "`a` is an impossible relation for `doc` (potential loop).", 4, 11),
+        ("relation-no-entry-point",
+         "`b` is an impossible relation for `doc` (potential loop).", 5, 11)]
+    [error] = errors("type doc\n  relations\n    define parent: [doc]\n"
+                     "    define v: v from parent\n")
+    assert error.message == "`v` is an impossible relation for `doc` (no entrypoint)."
+
+
+def test_restrictions_tuplesets_and_conditions() -> None:
+    found = {e.error_type for e in errors(
+        "type user\ntype doc\n  relations\n    define p: [doc, doc#q]\n"
+        "    define q: [ghost, user with nope, user, user]\n    define r: q from p\n"
+        "condition unused(x: int) {\n  x < 1\n}\n")}
+    assert found == {"invalid-type", "condition-not-defined", "duplicated-error",
+                     "tupleuserset-not-direct", "condition-not-used"}
+
+
+def test_reserved_names_and_schema() -> None:
+    assert errors("type self\n")[0].error_type == "reserved-type-keywords"
+    parsed = parse_dsl("model\n  schema 1.0\ntype user\n")
+    [error] = validate_model(parsed.model, parsed)
+    assert (error.error_type, error.line, error.column) == ("invalid-schema", 1, 9)
+
+
+def test_check_model_raises_2056_for_invalid_models_and_bad_cel() -> None:
+    with pytest.raises(FgaError) as info:
+        check_model(model_from_json({"schema_version": "1.1", "type_definitions": [
+            {"type": "doc", "relations": {"a": {"computedUserset": {"relation": "zz"}}}}]}))
+    assert info.value.fga_code == ErrorCode.INVALID_AUTHORIZATION_MODEL
+    parsed = parse_dsl(HEADER + "type user\ntype doc\n  relations\n    define v: [user with c]\n"
+                       "condition c(x: int) {\n  x <\n}\n")
+    with pytest.raises(FgaError) as info:
+        check_model(parsed.model)
+    assert info.value.fga_code == ErrorCode.INVALID_AUTHORIZATION_MODEL
+    check_model(parse_dsl(HEADER + "type user\n").model)  # a valid model passes

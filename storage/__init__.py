@@ -1,0 +1,61 @@
+"""bastion's storage: the SQL database and the memory store, opened together::
+
+async with open_storage(config) as storage:
+    user = await storage.db.run(lambda conn: ..., write=True)
+    await storage.memory.set("key", b"value", ttl=60)
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+import trio
+
+from storage.config import SUPPORTED_DATABASE_TYPES, StorageConfig
+from storage.errors import StorageUnavailable
+from storage.memory import MemoryStore, memory_store_for
+from storage.sql.database import Database, open_database
+from storage.sql.migrate import migrate
+
+__all__ = [
+    "SUPPORTED_DATABASE_TYPES",
+    "Storage",
+    "StorageConfig",
+    "StorageUnavailable",
+    "open_storage",
+]
+
+
+@dataclass(frozen=True)
+class Storage:
+    db: Database
+    memory: MemoryStore
+    timeout: float
+
+    async def ping(self) -> None:
+        """Raise :class:`StorageUnavailable` unless both stores answer within ``timeout``."""
+        try:
+            with trio.fail_after(self.timeout):
+                await self.db.ping()
+                await self.memory.ping()
+        except trio.TooSlowError:
+            raise StorageUnavailable("storage did not answer in time") from None
+
+
+@asynccontextmanager
+async def open_storage(config: StorageConfig) -> AsyncIterator[Storage]:
+    """Connect, migrate (unless ``config.run_migrations`` is off), and close on exit."""
+    memory_url = config.memory_store_url
+    async with open_database(config) as db:
+        if config.run_migrations:
+            await migrate(db)
+        memory = memory_store_for(
+            memory_url, db, pool_size=config.pool_size, timeout=config.timeout
+        )
+        try:
+            yield Storage(db=db, memory=memory, timeout=config.timeout)
+        finally:
+            with trio.CancelScope(shield=True):
+                await memory.aclose()

@@ -1,0 +1,322 @@
+"""One way to run SQL on every database: a sync function inside one transaction.
+
+``Database.run(fn)`` calls ``fn(connection)`` (a SQLAlchemy Core ``Connection``) inside a
+single transaction: committed when ``fn`` returns, rolled back when it raises. The same
+``fn`` runs on every backend:
+
+- SQLite and MySQL/MariaDB (pymysql): the sync engine, in a worker thread behind a
+  ``trio.CapacityLimiter`` as large as the connection pool. SQLite runs in WAL mode with a
+  busy timeout; write transactions start with ``BEGIN IMMEDIATE`` so read-modify-write
+  never fails with "database is locked" halfway.
+- PostgreSQL: asyncpg under trio-asyncio, ``fn`` through ``AsyncConnection.run_sync``. A trio
+  cancel scope cancels the running query on the server.
+
+``run_locked(key, fn)`` additionally serialises every transaction that names the same key,
+across processes: ``pg_advisory_xact_lock`` on PostgreSQL, ``GET_LOCK``/``RELEASE_LOCK`` on
+MySQL/MariaDB, and ``BEGIN IMMEDIATE`` (one writer at a time) on SQLite. It is how the
+application keeps email and phone number unique, and how the SQL memory store is atomic.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ssl
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from functools import partial
+from typing import Any, TypeVar
+
+import sqlalchemy as sa
+import trio
+import trio_asyncio  # type: ignore[import-untyped]
+from sqlalchemy import event, exc
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+from storage.config import StorageConfig, dialect_of, sqlalchemy_url
+from storage.errors import StorageUnavailable
+
+__all__ = ["Database", "open_database"]
+
+T = TypeVar("T")
+
+#: Errors that mean "could not reach the database" when opening a connection (including a
+#: pool that stayed exhausted for the whole timeout).
+_CONNECT_ERRORS = (exc.DBAPIError, exc.TimeoutError, OSError, TimeoutError)
+
+
+class Database:
+    """Runs sync Core functions in transactions. Get one from :func:`open_database`."""
+
+    def __init__(
+        self,
+        *,
+        dialect: str,
+        timeout: float,
+        engine: sa.Engine | None = None,
+        async_engine: AsyncEngine | None = None,
+        limiter: trio.CapacityLimiter | None = None,
+        loop: Any = None,
+    ) -> None:
+        self._dialect = dialect
+        self._timeout = timeout
+        self._engine = engine
+        self._async_engine = async_engine
+        self._limiter = limiter
+        self._loop = loop
+
+    @property
+    def dialect(self) -> str:
+        """``sqlite``, ``postgresql`` or ``mysql`` (MariaDB included)."""
+        return self._dialect
+
+    @property
+    def timeout(self) -> float:
+        return self._timeout
+
+    async def run(self, fn: Callable[[sa.Connection], T], *, write: bool = False) -> T:
+        """``fn(connection)`` in one transaction; ``write`` = it will write (SQLite locks early)."""
+        begin = None
+        if self._dialect == "sqlite":
+            begin = "BEGIN IMMEDIATE" if write else "BEGIN"
+        return await self._call(fn, begin=begin, mysql_lock=None)
+
+    async def run_locked(
+        self, lock_key: str, fn: Callable[[sa.Connection], T], *, lock_wait: float | None = None
+    ) -> T:
+        """Like :meth:`run`, holding a lock named ``lock_key`` across every instance.
+
+        ``lock_wait`` bounds the wait for the lock on MySQL/MariaDB (default: the config's
+        timeout); on PostgreSQL the caller's cancel scope bounds it, on SQLite the busy
+        timeout.
+        """
+        if self._dialect == "sqlite":
+            return await self._call(fn, begin="BEGIN IMMEDIATE", mysql_lock=None)
+        if self._dialect == "postgresql":
+            return await self._call(partial(_pg_locked, _pg_lock_id(lock_key), fn), None, None)
+        lock = (_mysql_lock_name(lock_key), lock_wait if lock_wait is not None else self._timeout)
+        return await self._call(fn, begin=None, mysql_lock=lock)
+
+    async def ping(self) -> None:
+        """Raise :class:`StorageUnavailable` unless the database answers within the timeout."""
+        try:
+            with trio.fail_after(self._timeout):
+                await self._call(_select_one, begin=None, mysql_lock=None, abandon=True)
+        except trio.TooSlowError:
+            raise StorageUnavailable(f"the {self._dialect} database did not answer") from None
+        except exc.DBAPIError as e:
+            raise StorageUnavailable(f"the {self._dialect} database failed a ping") from e
+
+    async def aclose(self) -> None:
+        if self._async_engine is not None:
+            await trio_asyncio.aio_as_trio(self._async_engine.dispose, loop=self._loop)()
+        if self._engine is not None:
+            await trio.to_thread.run_sync(self._engine.dispose)
+
+    async def _call(
+        self,
+        fn: Callable[[sa.Connection], T],
+        begin: str | None,
+        mysql_lock: tuple[str, float] | None,
+        abandon: bool = False,
+    ) -> T:
+        try:
+            if self._async_engine is not None:
+                run_async = trio_asyncio.aio_as_trio(self._call_asyncio, loop=self._loop)
+                result: T = await run_async(fn)
+                return result
+            return await trio.to_thread.run_sync(
+                self._call_sync,
+                fn,
+                begin,
+                mysql_lock,
+                abandon_on_cancel=abandon,
+                limiter=self._limiter,
+            )
+        except exc.DBAPIError as e:
+            if e.connection_invalidated:
+                raise StorageUnavailable(
+                    f"lost the connection to the {self._dialect} database"
+                ) from e
+            raise
+
+    def _call_sync(
+        self,
+        fn: Callable[[sa.Connection], T],
+        begin: str | None,
+        mysql_lock: tuple[str, float] | None,
+    ) -> T:
+        assert self._engine is not None
+        try:
+            conn = self._engine.connect()
+        except _CONNECT_ERRORS as e:
+            raise self._unreachable() from e
+        with conn:
+            if mysql_lock is not None:
+                _mysql_acquire(conn, *mysql_lock)
+            try:
+                with conn.begin():
+                    if begin is not None:
+                        conn.exec_driver_sql(begin)
+                    return fn(conn)
+            finally:
+                if mysql_lock is not None:
+                    _mysql_release(conn, mysql_lock[0])
+
+    async def _call_asyncio(self, fn: Callable[[sa.Connection], T]) -> T:
+        assert self._async_engine is not None
+        conn = self._async_engine.connect()
+        try:
+            await conn.start()
+        except _CONNECT_ERRORS as e:
+            raise self._unreachable() from e
+        try:
+            async with conn.begin():
+                return await conn.run_sync(fn)
+        finally:
+            await conn.close()
+
+    def _unreachable(self) -> StorageUnavailable:
+        return StorageUnavailable(f"cannot connect to the {self._dialect} database")
+
+
+def _select_one(conn: sa.Connection) -> None:
+    conn.exec_driver_sql("SELECT 1").scalar_one()
+
+
+def _pg_lock_id(key: str) -> int:
+    digest = hashlib.blake2b(key.encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+def _pg_locked(lock_id: int, fn: Callable[[sa.Connection], T], conn: sa.Connection) -> T:
+    conn.execute(sa.select(sa.func.pg_advisory_xact_lock(lock_id))).all()
+    return fn(conn)
+
+
+def _mysql_lock_name(key: str) -> str:
+    # GET_LOCK names are limited to 64 characters.
+    return "bastion_" + hashlib.blake2b(key.encode(), digest_size=16).hexdigest()
+
+
+def _mysql_acquire(conn: sa.Connection, name: str, timeout: float) -> None:
+    # Taken outside the work's transaction, so that its snapshot starts after the previous
+    # holder committed.
+    got = conn.execute(sa.select(sa.func.get_lock(name, max(1, round(timeout))))).scalar_one()
+    conn.commit()
+    if got != 1:
+        raise StorageUnavailable("timed out waiting for a database lock")
+
+
+def _mysql_release(conn: sa.Connection, name: str) -> None:
+    if conn.invalidated:
+        return  # the server dropped the session, and the lock with it
+    conn.execute(sa.select(sa.func.release_lock(name))).all()
+    conn.commit()
+
+
+@asynccontextmanager
+async def open_database(config: StorageConfig) -> AsyncIterator[Database]:
+    """A :class:`Database` for ``config``; PostgreSQL needs (or opens) a trio-asyncio loop."""
+    url = sqlalchemy_url(config)
+    dialect = dialect_of(config)
+    pool = {
+        "pool_size": config.pool_size,
+        "max_overflow": 0,
+        "pool_timeout": config.timeout,
+        "pool_recycle": 1800,
+    }
+    if dialect == "postgresql":
+        async with _asyncio_loop() as loop:
+            async_engine = create_async_engine(url, connect_args=_asyncpg_args(config), **pool)
+            db = Database(
+                dialect=dialect, timeout=config.timeout, async_engine=async_engine, loop=loop
+            )
+            try:
+                yield db
+            finally:
+                with trio.CancelScope(shield=True):
+                    await db.aclose()
+        return
+    if dialect == "sqlite":
+        engine = sa.create_engine(url, **pool)
+        _configure_sqlite(engine, config.timeout)
+    else:
+        engine = sa.create_engine(url, connect_args=_pymysql_args(config), **pool)
+    db = Database(
+        dialect=dialect,
+        timeout=config.timeout,
+        engine=engine,
+        limiter=trio.CapacityLimiter(config.pool_size),
+    )
+    try:
+        yield db
+    finally:
+        with trio.CancelScope(shield=True):
+            await db.aclose()
+
+
+@asynccontextmanager
+async def _asyncio_loop() -> AsyncIterator[Any]:
+    """The running trio-asyncio loop, or a new one for as long as the database is open."""
+    loop = trio_asyncio.current_loop.get()
+    if loop is not None:
+        yield loop
+        return
+    try:
+        async with trio_asyncio.open_loop() as new_loop:
+            yield new_loop
+    except BaseExceptionGroup as group:
+        # The loop's nursery wraps whatever left the ``async with`` body; hand it back as
+        # it was raised, so callers catch StorageUnavailable, not a group.
+        sole = _sole_exception(group)
+        if sole is None:
+            raise
+        raise sole from sole.__cause__
+
+
+def _sole_exception(group: BaseExceptionGroup[BaseException]) -> BaseException | None:
+    inner: BaseException = group
+    while isinstance(inner, BaseExceptionGroup):
+        if len(inner.exceptions) != 1:
+            return None
+        inner = inner.exceptions[0]
+    return inner
+
+
+def _configure_sqlite(engine: sa.Engine, timeout: float) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        # Transactions are begun explicitly (BEGIN / BEGIN IMMEDIATE) by Database.run.
+        dbapi_conn.isolation_level = None
+        cursor = dbapi_conn.cursor()
+        cursor.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+        cursor.execute("PRAGMA journal_mode = WAL")
+        cursor.execute("PRAGMA synchronous = NORMAL")
+        cursor.execute("PRAGMA foreign_keys = ON")
+        cursor.close()
+
+
+def _asyncpg_args(config: StorageConfig) -> dict[str, Any]:
+    args: dict[str, Any] = {"timeout": config.timeout}
+    if config.database_ca_cert or config.database_cert:
+        context = ssl.create_default_context(cafile=config.database_ca_cert or None)
+        if config.database_cert:
+            context.load_cert_chain(config.database_cert, config.database_cert_key or None)
+        args["ssl"] = context
+    return args
+
+
+def _pymysql_args(config: StorageConfig) -> dict[str, Any]:
+    args: dict[str, Any] = {"connect_timeout": max(1, round(config.timeout))}
+    tls = {
+        name: path
+        for name, path in (
+            ("ca", config.database_ca_cert),
+            ("cert", config.database_cert),
+            ("key", config.database_cert_key),
+        )
+        if path
+    }
+    if tls:
+        args["ssl"] = tls
+    return args

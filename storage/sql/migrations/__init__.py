@@ -1,0 +1,1 @@
+"""Alembic migrations of bastion's SQL schema, run by :mod:`storage.sql.migrate`."""

@@ -1,0 +1,95 @@
+"""The transaction runner on every database: atomicity, per-identity locks, ping."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+import sqlalchemy as sa
+import trio
+
+from storage.sql import Database
+from storage.sql.schema import users
+
+
+def user_row(email: str) -> dict[str, object]:
+    return {
+        "id": str(uuid.uuid4()),
+        "email": email,
+        "signup_methods": "basic_auth",
+        "roles": "user",
+        "created_at": 1,
+        "updated_at": 1,
+    }
+
+
+def count_email(conn: sa.Connection, email: str) -> int:
+    return conn.execute(
+        sa.select(sa.func.count()).select_from(users).where(users.c.email == email)
+    ).scalar_one()
+
+
+def pause(conn: sa.Connection) -> None:
+    """Widen the window between check and insert, so a missing lock shows as a duplicate."""
+    if conn.dialect.name == "postgresql":
+        conn.exec_driver_sql("SELECT pg_sleep(0.01)")
+    elif conn.dialect.name == "mysql":
+        conn.exec_driver_sql("SELECT SLEEP(0.01)")
+
+
+class Boom(Exception):
+    pass
+
+
+async def test_run_commits_and_returns(database: Database) -> None:
+    email = f"{uuid.uuid4().hex}@example.com"
+    row = user_row(email)
+    await database.run(lambda conn: conn.execute(sa.insert(users).values(row)), write=True)
+    got = await database.run(
+        lambda conn: conn.execute(sa.select(users.c.id).where(users.c.email == email)).scalar()
+    )
+    assert got == row["id"]
+
+
+async def test_failed_transaction_leaves_no_row(database: Database) -> None:
+    email = f"{uuid.uuid4().hex}@example.com"
+
+    def insert_then_fail(conn: sa.Connection) -> None:
+        conn.execute(sa.insert(users).values(user_row(email)))
+        assert count_email(conn, email) == 1  # visible inside the transaction
+        raise Boom
+
+    with pytest.raises(Boom):
+        await database.run(insert_then_fail, write=True)
+    with pytest.raises(Boom):
+        await database.run_locked(f"email:{email}", insert_then_fail)
+    assert await database.run(lambda conn: count_email(conn, email)) == 0
+
+
+async def test_run_locked_keeps_one_identity_unique(database: Database) -> None:
+    """20 concurrent check-then-insert of one email: exactly one row (no unique index)."""
+    email = f"{uuid.uuid4().hex}@example.com"
+
+    def signup(conn: sa.Connection) -> bool:
+        if count_email(conn, email) > 0:
+            return False
+        pause(conn)
+        conn.execute(sa.insert(users).values(user_row(email)))
+        return True
+
+    results: list[bool] = []
+
+    async def attempt() -> None:
+        results.append(await database.run_locked(f"identity:{email}", signup))
+
+    async with trio.open_nursery() as nursery:
+        for _ in range(20):
+            nursery.start_soon(attempt)
+    assert sorted(results) == [False] * 19 + [True]
+    assert await database.run(lambda conn: count_email(conn, email)) == 1
+
+
+async def test_ping_and_dialect(database: Database, database_kind: str) -> None:
+    await database.ping()
+    expected = {"sqlite": "sqlite", "postgres": "postgresql", "mariadb": "mysql"}
+    assert database.dialect == expected[database_kind]

@@ -24,6 +24,7 @@ __all__ = [
     "memory",
     "metadata",
     "otps",
+    "outbox",
     "sessions",
     "users",
     "verification_requests",
@@ -201,5 +202,23 @@ memory = sa.Table(
     sa.Column("value", sa.LargeBinary().with_variant(mysql.MEDIUMBLOB(), "mysql", "mariadb")),
     #: Unix seconds (fractional); NULL = never expires.
     sa.Column("expires_at", sa.Double, index=True),
+    **_MYSQL,
+)
+
+outbox = sa.Table(
+    "service_outbox",
+    metadata,
+    _id(),
+    sa.Column("kind", sa.String(32), nullable=False),
+    #: JSON: what the handler for ``kind`` needs, and nothing secret beyond it.
+    sa.Column("payload", sa.Text, nullable=False),
+    sa.Column("attempts", sa.Integer, nullable=False, server_default="0"),
+    #: Unix seconds (fractional); NULL once the item has failed for good.
+    sa.Column("next_attempt_at", sa.Double, index=True),
+    #: A worker's claim on the item; another worker takes it over once it lapses.
+    sa.Column("leased_until", sa.Double),
+    sa.Column("last_error", sa.Text),
+    sa.Column("failed_at", sa.BigInteger),
+    sa.Column("created_at", sa.BigInteger, nullable=False),
     **_MYSQL,
 )

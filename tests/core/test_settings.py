@@ -269,7 +269,9 @@ def test_integers() -> None:
 
 def test_rates_take_fractions() -> None:
     assert parse("--rate-limit-rps=0.25").rate_limit_rps == 0.25
-    assert refusal(*BASE, "--rate-limit-rps=fast") == "--rate-limit-rps expects a number, got 'fast'"
+    assert refusal(*BASE, "--rate-limit-rps=fast") == (
+        "--rate-limit-rps expects a number, got 'fast'"
+    )
     assert refusal(*BASE, "--rate-limit-rps=inf") == (
         "--rate-limit-rps expects a finite number, got 'inf'"
     )

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import ssl
 from pathlib import Path
 
 import pytest
+import trio
 
 from core.settings import settings_from_flags
-from tests.mailsink import mail_sink, self_signed
+from tests.mailsink import SpooledMailSink, self_signed
 from tests.server.harness import free_port
 from transports.mail import Mail, MailError, SmtpMailer
 
@@ -40,13 +40,17 @@ def _asdict(settings: object) -> dict[str, object]:
     return {name: getattr(settings, name) for name in settings.__slots__}  # type: ignore[attr-defined]
 
 
+def _send(mailer: SmtpMailer) -> None:
+    trio.run(mailer.send, MAIL)
+
+
 MAIL = Mail(to="ann@example.test", subject="Hello", html="<p>Hi <b>Ann</b></p>", text="Hi Ann")
 
 
-async def test_plain_delivery() -> None:
+def test_plain_delivery(tmp_path: Path) -> None:
     port = free_port()
-    with mail_sink(port) as sink:
-        await _mailer(port).send(MAIL)
+    with SpooledMailSink(port, tmp_path) as sink:
+        _send(_mailer(port))
         (message,) = sink.wait_for(1)
     assert message["To"] == "ann@example.test"
     assert message["Subject"] == "Hello"
@@ -56,29 +60,21 @@ async def test_plain_delivery() -> None:
     assert "<b>Ann</b>" in html.get_content()
 
 
-def _server_tls(tmp_path: Path) -> ssl.SSLContext:
-    cert, key = self_signed(tmp_path)
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.load_cert_chain(cert, key)
-    return context
-
-
-async def test_starttls_with_login(tmp_path: Path) -> None:
+def test_starttls_with_login(tmp_path: Path) -> None:
     port = free_port()
-    with mail_sink(port, tls=_server_tls(tmp_path), credentials=("mailer", "pw")) as sink:
-        await _mailer(
-            port, smtp_username="mailer", smtp_password="pw", skip_tls_verification=True
-        ).send(MAIL)
+    tls = self_signed(tmp_path)
+    with SpooledMailSink(port, tmp_path / "m", tls=tls, credentials=("mailer", "pw")) as sink:
+        _send(_mailer(port, smtp_username="mailer", smtp_password="pw", skip_tls_verification=True))
         assert len(sink.wait_for(1)) == 1
 
 
-async def test_certificate_checked_unless_told_otherwise(tmp_path: Path) -> None:
+def test_certificate_checked_unless_told_otherwise(tmp_path: Path) -> None:
     port = free_port()
-    tls = _server_tls(tmp_path)
-    with mail_sink(port, tls=tls), pytest.raises(MailError, match="CERTIFICATE_VERIFY_FAILED"):
-        await _mailer(port).send(MAIL)
+    sink = SpooledMailSink(port, tmp_path / "m", tls=self_signed(tmp_path))
+    with sink, pytest.raises(MailError, match="CERTIFICATE_VERIFY_FAILED"):
+        _send(_mailer(port))
 
 
-async def test_unreachable_relay() -> None:
+def test_unreachable_relay() -> None:
     with pytest.raises(MailError):
-        await _mailer(free_port()).send(MAIL)
+        _send(_mailer(free_port()))

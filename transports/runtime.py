@@ -9,9 +9,12 @@ from sqlalchemy import Connection, select
 
 from core.settings import Settings
 from storage import Storage, StorageUnavailable
+from storage.outbox import OutboxItem
 from storage.sql.schema import users
 from transports.http.edge import Network, OriginPolicy, parse_networks
+from transports.mail import Mail, SmtpMailer
 from transports.metrics import Metrics
+from transports.outbox import Handler, OutboxWorker
 from transports.ratelimit import RateLimiter
 from transports.service import Service
 
@@ -25,6 +28,7 @@ class Runtime:
     origins: OriginPolicy
     trusted_proxies: tuple[Network, ...]
     rate_limiter: RateLimiter
+    outbox: OutboxWorker
 
     async def check_ready(self) -> None:
         """Storage answers AND the migrated schema is there (raises StorageUnavailable)."""
@@ -51,6 +55,7 @@ class Runtime:
                 fail_closed=settings.rate_limit_fail_closed,
                 metrics=metrics,
             ),
+            outbox=OutboxWorker(storage.db, _outbox_handlers(settings)),
         )
 
 
@@ -59,3 +64,16 @@ def _probe_schema(connection: Connection) -> None:
         connection.execute(select(users.c.id).limit(1)).all()
     except Exception as exc:
         raise StorageUnavailable("schema not readable") from exc
+
+
+def _outbox_handlers(settings: Settings) -> dict[str, Handler]:
+    """What the outbox worker can carry out with this configuration."""
+    handlers: dict[str, Handler] = {}
+    if settings.smtp_host:
+        mailer = SmtpMailer(settings)
+
+        async def send_mail(item: OutboxItem) -> None:
+            await mailer.send(Mail(**item.payload))
+
+        handlers["mail"] = send_mail
+    return handlers

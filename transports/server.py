@@ -103,6 +103,7 @@ async def serve(
         app = create_app(runtime)
         async with trio.open_nursery() as outer:
             outer.start_soon(_stop_on_signal, stop)
+            await outer.start(runtime.outbox.run)
             async with trio.open_nursery() as listeners:
                 http_binds = await listeners.start(
                     partial(

@@ -61,7 +61,7 @@ IMPLEMENTED = {
     "jwt-type", "jwt-secret", "jwt-private-key", "jwt-public-key", "allowed-origins",
     "trusted-proxies", "rate-limit-rps", "rate-limit-burst", "rate-limit-fail-closed",
     "enable-hsts", "disable-csp", "cookie-domain", "disable-admin-header-auth",
-    "admin-cookie-secure",
+    "admin-cookie-secure", "fga-store", "fga-store-url",
 }  # fmt: skip
 
 

@@ -135,3 +135,13 @@ def test_every_flow_module_opens_with_its_rules(flow: str) -> None:
     table_at = source.index("TABLE: Table[State] = {")
     machine_at = source.index(f"class {MACHINES[flow].__name__}(")
     assert table_at < machine_at, "the transition table comes before the machine"
+
+
+def test_diagram_command_prints_every_flow(capsys: pytest.CaptureFixture[str]) -> None:
+    from core.state_machines.__main__ import main
+
+    main()
+    out = capsys.readouterr().out
+    assert [line for line in out.splitlines() if line.startswith("digraph")] == [
+        f'digraph "{flow}" {{' for flow in sorted(MACHINES)
+    ]

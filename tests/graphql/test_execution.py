@@ -8,6 +8,7 @@ must hold for any shape the lead's resolvers give it.
 from __future__ import annotations
 
 import gc
+import warnings
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -229,10 +230,20 @@ async def run(query: str, variables: dict[str, Any] | None = None) -> dict[str, 
 
 async def test_stock_executor_fails_under_trio_with_two_async_fields() -> None:
     # The reason TrioExecutor exists. Should graphql-core ever stop using asyncio,
-    # this starts failing and the override can go.
-    with pytest.raises(TypeError, match="unrecognized yield message"):
-        await graphql.execute(SCHEMA, graphql.parse("{ b c }"), context_value=Probe())
-    gc.collect()
+    # this starts failing and the override can go. How the stock executor fails depends
+    # on which asyncio loop policy the process has seen (trio-asyncio's, after PostgreSQL
+    # tests in the same worker), so any failure counts, but not a success.
+    failure: str | None = None
+    with warnings.catch_warnings():
+        # Its abandoned resolver coroutines are never awaited: collect them here, quietly,
+        # rather than let them surface as "unraisable" in some later test.
+        warnings.simplefilter("ignore", RuntimeWarning)
+        try:
+            await graphql.execute(SCHEMA, graphql.parse("{ b c }"), context_value=Probe())
+        except Exception as exc:  # any failure proves the point
+            failure = type(exc).__name__
+        gc.collect()
+    assert failure is not None, "graphql-core's executor works under trio now: drop TrioExecutor"
 
 
 async def test_sibling_root_fields_run_concurrently(autojump_clock: trio.abc.Clock) -> None:

@@ -85,8 +85,9 @@ def test_errors_have_the_rest_message(channel: grpc.Channel) -> None:
 
 def test_rpcs_of_later_features_are_unimplemented(channel: grpc.Channel) -> None:
     with pytest.raises(grpc.RpcError) as missing:
-        authorizer_pb2_grpc.AuthorizerServiceStub(channel).Signup(
-            authorizer_pb2.SignupRequest(email="a@b.test"), timeout=10
+        # Multi-factor authentication is a later issue.
+        authorizer_pb2_grpc.AuthorizerServiceStub(channel).VerifyOtp(
+            authorizer_pb2.VerifyOtpRequest(email="a@b.test", otp="123456"), timeout=10
         )
     assert missing.value.code() == grpc.StatusCode.UNIMPLEMENTED
 

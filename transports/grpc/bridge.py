@@ -49,7 +49,8 @@ def run_for_call(
             return True, await fn()
         return False, None
 
-    context.add_callback(on_call_end)
+    if not context.add_callback(on_call_end):
+        raise CallCancelled  # the call ended before its handler ran: nothing to start
     finished, result = trio.from_thread.run(runner, trio_token=token)
     if not finished:
         raise CallCancelled

@@ -97,39 +97,17 @@ NOT_IMPLEMENTED_FLAGS: Final[frozenset[str]] = frozenset(
         "jwt-secondary-secret",
         "jwt-secondary-private-key",
         "jwt-secondary-public-key",
-        "jwt-role-claim",
-        "custom-access-token-script",
-        "refresh-token-expires-in",
         "default-authorize-response-type",
         "default-authorize-response-mode",
         "backchannel-logout-uri",
-        # security (cookies)
-        "app-cookie-secure",
-        "app-cookie-same-site",
         # sign-up and login
-        "enable-signup",
-        "enable-basic-authentication",
-        "enable-email-verification",
-        "enable-magic-link-login",
-        "enable-strong-password",
-        "enable-mobile-basic-authentication",
         "enable-phone-verification",
-        "reset-password-url",
         # multi-factor authentication
         "enable-mfa",
         "enforce-mfa",
         "enable-totp-login",
         "enable-email-otp",
         "enable-sms-otp",
-        # email
-        "smtp-host",
-        "smtp-port",
-        "smtp-username",
-        "smtp-password",
-        "smtp-sender-email",
-        "smtp-sender-name",
-        "smtp-local-name",
-        "skip-tls-verification",
         # sms
         "sms-account-sid",
         "sms-api-key",
@@ -154,12 +132,6 @@ NOT_IMPLEMENTED_FLAGS: Final[frozenset[str]] = frozenset(
             for suffix in ("client-id", "client-secret", "scopes")
         ),
         "microsoft-tenant-id",
-        # roles and authorization
-        "roles",
-        "default-roles",
-        "protected-roles",
-        "fga-store",
-        "fga-store-url",
         # graphql
         "enable-graphql-introspection",
         "graphql-max-complexity",
@@ -169,10 +141,6 @@ NOT_IMPLEMENTED_FLAGS: Final[frozenset[str]] = frozenset(
         # pages and branding
         "enable-login-page",
         "enable-playground",
-        "organization-name",
-        "organization-logo",
-        # webhooks
-        "webhook-allow-private-targets",
     }
 )
 
@@ -881,6 +849,63 @@ def _check_security(s: Settings) -> None:
         )
 
 
+def _check_mail(s: Settings) -> None:
+    # Both features only work by sending mail: without SMTP they would silently do nothing.
+    for flag, on in (
+        ("--enable-email-verification", s.enable_email_verification),
+        ("--enable-magic-link-login", s.enable_magic_link_login),
+    ):
+        if on and not s.smtp_host:
+            raise ConfigError(f"{flag} needs mail: give --smtp-host (and --smtp-sender-email)")
+
+
+def _check_mfa(s: Settings) -> None:
+    # Each way of sending a code needs its service; MFA on needs a method to offer.
+    provider = {
+        "--sms-account-sid": s.sms_account_sid,
+        "--sms-api-key": s.sms_api_key,
+        "--sms-api-secret": s.sms_api_secret,
+        "--sms-sender": s.sms_sender,
+    }
+    missing = [option for option, value in provider.items() if not value]
+    for flag, on in (
+        ("--enable-sms-otp", s.enable_sms_otp),
+        ("--enable-phone-verification", s.enable_phone_verification),
+    ):
+        if on and missing:
+            raise ConfigError(
+                f"{flag} needs the SMS provider: give {', '.join(provider)} "
+                f"(missing: {', '.join(missing)})"
+            )
+    if s.enable_email_otp and not s.smtp_host:
+        raise ConfigError(
+            "--enable-email-otp needs mail: give --smtp-host (and --smtp-sender-email)"
+        )
+    if s.enable_mfa and not (s.enable_email_otp or s.enable_sms_otp or s.enable_totp_login):
+        raise ConfigError(
+            "--enable-mfa needs a method: give --enable-totp-login, --enable-email-otp "
+            "or --enable-sms-otp"
+        )
+
+
+_FGA_SQL_STORES: Final[frozenset[str]] = frozenset({"sqlite", "postgres", "mysql"})
+
+
+def _check_fga_store(s: Settings) -> None:
+    if s.fga_store_url and s.fga_store not in _FGA_SQL_STORES:
+        raise ConfigError("--fga-store-url needs --fga-store sqlite, postgres or mysql")
+    if (
+        s.fga_store in _FGA_SQL_STORES
+        and not s.fga_store_url
+        and s.database_type in DATABASE_TYPES
+        and DATABASE_TYPES[s.fga_store] != DATABASE_TYPES[s.database_type]
+    ):
+        raise ConfigError(
+            f"--fga-store {s.fga_store} needs --fga-store-url "
+            f"(the main database is {s.database_type})"
+        )
+
+
 _COOKIE_DOMAIN = re.compile(r"\.?[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9-]+)*")
 
 # Startup rules in the order they are reported (the spec's numbering first).
@@ -894,5 +919,8 @@ _RULES = (
     _check_hosts,
     _check_memory_store,
     _check_choices,
+    _check_fga_store,
     _check_security,
+    _check_mail,
+    _check_mfa,
 )

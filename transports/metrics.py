@@ -72,6 +72,25 @@ class Metrics:
             ["surface"],
             registry=self.registry,
         )
+        self.fga_checks = Counter(
+            "bastion_fga_checks_total",
+            "Authorization checks by operation and result (allowed, denied, error).",
+            ["operation", "result"],
+            registry=self.registry,
+        )
+        self.fga_check_latency = Histogram(
+            "bastion_fga_check_duration_seconds",
+            "Latency of one authorization check by operation.",
+            ["operation"],
+            buckets=_LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.fga_operations = Counter(
+            "bastion_fga_operations_total",
+            "Authorization engine operations by name and result (success, error).",
+            ["operation", "result"],
+            registry=self.registry,
+        )
 
     def asgi_app(self) -> Callable[[Scope, Receive, Send], Awaitable[None]]:
         """``/metrics`` as an ASGI app that also answers hypercorn's lifespan protocol.

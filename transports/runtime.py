@@ -9,14 +9,21 @@ from sqlalchemy import Connection, select
 
 from core.settings import Settings
 from storage import Storage, StorageUnavailable
+from storage.fga import FgaStore
 from storage.outbox import OutboxItem
 from storage.sql.schema import users
+from transports.admin import Admin
+from transports.admin import outbox_handlers as admin_outbox_handlers
+from transports.auth.issuer import CustomClaims
+from transports.auth.service import AuthService
+from transports.fga_service import FgaService
 from transports.http.edge import Network, OriginPolicy, parse_networks
 from transports.mail import Mail, SmtpMailer
 from transports.metrics import Metrics
 from transports.outbox import Handler, OutboxWorker
 from transports.ratelimit import RateLimiter
 from transports.service import Service
+from transports.sms import sms_handlers
 
 
 @dataclass(slots=True)
@@ -29,6 +36,12 @@ class Runtime:
     trusted_proxies: tuple[Network, ...]
     rate_limiter: RateLimiter
     outbox: OutboxWorker
+    #: The authorization engine's operations (check/list permissions, ``_fga_*``).
+    fga: FgaService
+    #: Webhooks, email templates, audit log (the super-admin surface beyond the session).
+    admin: Admin
+    #: The authentication flows (signup, login, sessions, tokens ...; issue 3).
+    auth: AuthService
 
     async def check_ready(self) -> None:
         """Storage answers AND the migrated schema is there (raises StorageUnavailable)."""
@@ -40,13 +53,26 @@ class Runtime:
             raise StorageUnavailable("schema probe did not answer in time") from None
 
     @classmethod
-    def build(cls, settings: Settings, storage: Storage, metrics: Metrics) -> Runtime:
+    def build(
+        cls,
+        settings: Settings,
+        storage: Storage,
+        metrics: Metrics,
+        *,
+        fga_store: FgaStore | None = None,
+    ) -> Runtime:
+        service = Service(settings, storage)
+        origins = OriginPolicy(settings.allowed_origins, settings.url)
+        auth = AuthService(settings, storage, origins, custom_claims=_custom_claims(settings))
+        service.auth = auth
+        fga = FgaService(service, fga_store, metrics)
+        auth.relation_gate = fga
         return cls(
             settings=settings,
             storage=storage,
             metrics=metrics,
-            service=Service(settings, storage),
-            origins=OriginPolicy(settings.allowed_origins, settings.url),
+            service=service,
+            origins=origins,
             trusted_proxies=parse_networks(settings.trusted_proxies),
             rate_limiter=RateLimiter(
                 storage.memory,
@@ -55,8 +81,20 @@ class Runtime:
                 fail_closed=settings.rate_limit_fail_closed,
                 metrics=metrics,
             ),
-            outbox=OutboxWorker(storage.db, _outbox_handlers(settings)),
+            outbox=OutboxWorker(storage.db, _outbox_handlers(settings, storage)),
+            fga=fga,
+            admin=Admin.build(service, settings, storage, auth),
+            auth=auth,
         )
+
+
+def _custom_claims(settings: Settings) -> CustomClaims | None:
+    """``--custom-access-token-script``, compiled at startup (a bad script stops it)."""
+    if not settings.custom_access_token_script:
+        return None
+    from transports.custom_claims import CustomClaimsScript
+
+    return CustomClaimsScript(settings.custom_access_token_script).claims
 
 
 def _probe_schema(connection: Connection) -> None:
@@ -66,9 +104,9 @@ def _probe_schema(connection: Connection) -> None:
         raise StorageUnavailable("schema not readable") from exc
 
 
-def _outbox_handlers(settings: Settings) -> dict[str, Handler]:
+def _outbox_handlers(settings: Settings, storage: Storage) -> dict[str, Handler]:
     """What the outbox worker can carry out with this configuration."""
-    handlers: dict[str, Handler] = {}
+    handlers: dict[str, Handler] = {**admin_outbox_handlers(settings, storage)}
     if settings.smtp_host:
         mailer = SmtpMailer(settings)
 
@@ -76,4 +114,5 @@ def _outbox_handlers(settings: Settings) -> dict[str, Handler]:
             await mailer.send(Mail(**item.payload))
 
         handlers["mail"] = send_mail
+    handlers.update(sms_handlers(settings))  # "sms" when every SMS provider flag is set
     return handlers

@@ -23,6 +23,7 @@ from hypercorn.utils import wrap_app
 from core.settings import Settings
 from storage import StorageConfig, StorageUnavailable, open_storage
 from transports import logs
+from transports.fga.opening import open_fga_store
 from transports.grpc.server import GrpcListener
 from transports.grpc.services import registrations
 from transports.http.app import MAX_BODY_BYTES, create_app
@@ -88,8 +89,11 @@ async def serve(
     """Run the server until ``stop`` is set (or a signal arrives)."""
     stop = stop or trio.Event()
     metrics = Metrics()
-    async with open_storage(storage_config(settings)) as storage:
-        runtime = Runtime.build(settings, storage, metrics)
+    async with (
+        open_storage(storage_config(settings)) as storage,
+        open_fga_store(settings, storage) as fga_store,
+    ):
+        runtime = Runtime.build(settings, storage, metrics, fga_store=fga_store)
         token = trio.lowlevel.current_trio_token()
         grpc_listener = (
             GrpcListener(runtime, token, register=registrations(runtime, token))
@@ -103,6 +107,7 @@ async def serve(
         app = create_app(runtime)
         async with trio.open_nursery() as outer:
             outer.start_soon(_stop_on_signal, stop)
+            outer.start_soon(runtime.fga.warm_up)
             await outer.start(runtime.outbox.run)
             async with trio.open_nursery() as listeners:
                 http_binds = await listeners.start(

@@ -13,13 +13,16 @@ import math
 import time
 import uuid
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core import admin
 from core.errors import InvalidArgument, ResourceExhausted, Unauthenticated
 from core.settings import Settings
 from storage import Storage
 from transports.context import CallerContext, Cookie, Reply
+
+if TYPE_CHECKING:
+    from transports.auth.service import AuthService
 
 SOCIAL_PROVIDERS = (
     "google",
@@ -60,6 +63,8 @@ class Service:
         self.settings = settings
         self.storage = storage
         self.version = _version()
+        #: The authentication flows (``transports.auth``), attached by the Runtime.
+        self.auth: AuthService | None = None
 
     # -- public -------------------------------------------------------------------------
 
@@ -81,6 +86,12 @@ class Service:
             is_phone_verification_enabled=s.enable_phone_verification,
         )
         return result
+
+    async def caller_subject(self, caller: CallerContext) -> str:
+        """``user:<id>`` of the caller's access token or session cookie (FGA subject)."""
+        if self.auth is None:
+            raise Unauthenticated("unauthorized")
+        return await self.auth.caller_subject(caller)
 
     async def meta(self, request: dict[str, Any], caller: CallerContext) -> Reply:
         """Server feature flags and provider availability (reference §2.3 ``Meta``)."""

@@ -85,6 +85,12 @@ class AuditAction(enum.StrEnum):
     TOKEN_REFRESHED = "token.refreshed"
     TOKEN_REVOKED = "token.revoked"
     SESSION_CREATED = "session.created"
+    # multi-factor authentication (issue 4)
+    PHONE_VERIFIED = "user.phone_verified"
+    OTP_RESENT = "user.otp_resent"
+    MFA_CHALLENGE_ISSUED = "user.mfa_challenge_issued"
+    MFA_FAILED = "user.mfa_failed"
+    MFA_LOCKED = "user.mfa_locked"
 
 
 # -- effects that wait for a reply -----------------------------------------------------

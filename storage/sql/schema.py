@@ -21,6 +21,9 @@ __all__ = [
     "audit_logs",
     "authenticators",
     "email_templates",
+    "fga_changelog",
+    "fga_models",
+    "fga_tuples",
     "memory",
     "metadata",
     "otps",
@@ -82,6 +85,8 @@ users = sa.Table(
     sa.Column("is_multi_factor_auth_enabled", sa.Boolean),
     sa.Column("app_data", sa.Text),
     *_timestamps(),
+    #: tokens issued before this time are refused (migration 0004; storage/users.py)
+    sa.Column("sessions_valid_after", sa.BigInteger),
     **_MYSQL,
 )
 
@@ -140,7 +145,8 @@ webhooks = sa.Table(
     "service_webhooks",
     metadata,
     _id(),
-    sa.Column("event_name", sa.String(256), nullable=False, unique=True),
+    #: As registered; several webhooks may share an event (migration 0004).
+    sa.Column("event_name", sa.String(256), nullable=False, index=True),
     sa.Column("event_description", sa.Text),
     sa.Column("end_point", sa.Text, nullable=False),
     sa.Column("headers", sa.Text),
@@ -219,6 +225,71 @@ outbox = sa.Table(
     sa.Column("leased_until", sa.Double),
     sa.Column("last_error", sa.Text),
     sa.Column("failed_at", sa.BigInteger),
+    sa.Column("created_at", sa.BigInteger, nullable=False),
+    **_MYSQL,
+)
+
+# ---------------------------------------------------------------- authorization engine (FGA)
+
+
+def _fga_text(length: int) -> sa.String:
+    """Tuple parts compare byte for byte on every database (MySQL's default ignores case)."""
+    return sa.String(length).with_variant(
+        mysql.VARCHAR(length, charset="utf8mb4", collation="utf8mb4_bin"), "mysql", "mariadb"
+    )
+
+
+#: Authorization model versions, append-only; the one with the highest ``revision`` is current.
+fga_models = sa.Table(
+    "service_fga_models",
+    metadata,
+    sa.Column("id", sa.String(36), primary_key=True),
+    sa.Column("dsl", sa.Text, nullable=False),
+    #: The store revision that installed this version (see ``service_fga_changelog``).
+    sa.Column("revision", sa.BigInteger, nullable=False, index=True),
+    sa.Column("created_at", sa.BigInteger, nullable=False),
+    **_MYSQL,
+)
+
+#: Relationship tuples. ``key_hash`` (SHA-256 of ``object#relation@user``) keeps them unique
+#: without an index longer than MySQL allows; (object, relation) serves forward reads and
+#: (user, object_type) reverse reads. ``id`` orders pages of Read.
+fga_tuples = sa.Table(
+    "service_fga_tuples",
+    metadata,
+    sa.Column(
+        "id",
+        sa.BigInteger().with_variant(sa.Integer(), "sqlite"),
+        primary_key=True,
+        autoincrement=True,
+    ),
+    sa.Column("key_hash", sa.String(64), nullable=False, unique=True),
+    sa.Column("object_type", _fga_text(254), nullable=False),
+    sa.Column("object", _fga_text(512), nullable=False),
+    sa.Column("relation", _fga_text(50), nullable=False),
+    sa.Column("user", _fga_text(512), nullable=False),
+    sa.Column("condition_name", sa.String(256)),
+    #: JSON object: the condition's stored context.
+    sa.Column("condition_context", sa.Text),
+    sa.Column("created_at", sa.BigInteger, nullable=False),
+    sa.Index("ix_service_fga_tuples_object_relation", "object", "relation"),
+    sa.Index("ix_service_fga_tuples_user_object_type", "user", "object_type"),
+    **_MYSQL,
+)
+
+#: Every change to the store, numbered: the store's revision is the highest ``revision``.
+#: Server processes keep an in-memory index and replay the rows past the revision they saw.
+fga_changelog = sa.Table(
+    "service_fga_changelog",
+    metadata,
+    sa.Column("revision", sa.BigInteger, primary_key=True, autoincrement=False),
+    #: ``write`` / ``delete`` (a tuple), ``model`` (``object`` holds the model id), ``reset``.
+    sa.Column("operation", sa.String(16), nullable=False),
+    sa.Column("object", _fga_text(512), nullable=False, server_default=""),
+    sa.Column("relation", _fga_text(50), nullable=False, server_default=""),
+    sa.Column("user", _fga_text(512), nullable=False, server_default=""),
+    sa.Column("condition_name", sa.String(256)),
+    sa.Column("condition_context", sa.Text),
     sa.Column("created_at", sa.BigInteger, nullable=False),
     **_MYSQL,
 )

@@ -8,7 +8,7 @@ in the request context and become real ``Set-Cookie`` headers.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,8 +38,11 @@ def _resolver(operation: ServiceOperation) -> Resolver:
     return resolve
 
 
-def resolvers(service: Service) -> dict[str, Resolver]:
-    """Every root field that has a service operation in this build."""
+def resolvers(
+    service: Service, extra: Mapping[str, ServiceOperation] | None = None
+) -> dict[str, Resolver]:
+    """Every root field that has a service operation in this build (``extra``: operations
+    of feature services the Runtime holds, e.g. the authorization engine's)."""
     operations: dict[str, ServiceOperation] = {
         "meta": service.meta,
         "_admin_login": service.admin_login,
@@ -47,12 +50,18 @@ def resolvers(service: Service) -> dict[str, Resolver]:
         "_admin_session": service.admin_session,
         "_admin_meta": service.admin_meta,
     }
+    operations.update(extra or {})
     return {name: _resolver(op) for name, op in operations.items()}
 
 
 class GraphQLSurface:
-    def __init__(self, service: Service, limits: QueryLimits) -> None:
-        self.schema = build_schema(resolvers(service))
+    def __init__(
+        self,
+        service: Service,
+        limits: QueryLimits,
+        extra: Mapping[str, ServiceOperation] | None = None,
+    ) -> None:
+        self.schema = build_schema(resolvers(service, extra))
         self.limits = limits
 
     async def execute(self, body: dict[str, Any], caller: CallerContext) -> Reply:

@@ -21,11 +21,14 @@ from google.protobuf import json_format
 from google.protobuf.message import Message
 
 from core import errors
+from transports.admin.grpc_shapes import renamed, unwrapped, wrapped
+from transports.auth.grpc_shapes import grpc_shaped
 from transports.context import CallerContext, Cookie, Protocol, Reply
 from transports.grpc.bridge import CallCancelled, run_for_call
 from transports.grpc.proto.authorizer.v1 import (
     admin_pb2,
     admin_pb2_grpc,
+    authorizer_pb2,
     authorizer_pb2_grpc,
     types_pb2,
 )
@@ -72,6 +75,46 @@ class _Rpc:
 _RPCS: dict[str, dict[str, _Rpc]] = {
     "AuthorizerService": {
         "Meta": _Rpc(lambda r: r.service.meta, types_pb2.Meta),
+        "CheckPermissions": _Rpc(
+            lambda r: r.fga.check_permissions, authorizer_pb2.CheckPermissionsResponse
+        ),
+        "ListPermissions": _Rpc(
+            lambda r: r.fga.list_permissions, authorizer_pb2.ListPermissionsResponse
+        ),
+        "Signup": _Rpc(lambda r: grpc_shaped(r.auth.signup), types_pb2.AuthResponse),
+        "Login": _Rpc(lambda r: grpc_shaped(r.auth.login), types_pb2.AuthResponse),
+        "Logout": _Rpc(lambda r: grpc_shaped(r.auth.logout), authorizer_pb2.LogoutResponse),
+        "MagicLinkLogin": _Rpc(
+            lambda r: grpc_shaped(r.auth.magic_link_login), authorizer_pb2.MagicLinkLoginResponse
+        ),
+        "VerifyEmail": _Rpc(lambda r: grpc_shaped(r.auth.verify_email), types_pb2.AuthResponse),
+        "ResendVerifyEmail": _Rpc(
+            lambda r: grpc_shaped(r.auth.resend_verify_email),
+            authorizer_pb2.ResendVerifyEmailResponse,
+        ),
+        "ForgotPassword": _Rpc(
+            lambda r: grpc_shaped(r.auth.forgot_password), authorizer_pb2.ForgotPasswordResponse
+        ),
+        "ResetPassword": _Rpc(
+            lambda r: grpc_shaped(r.auth.reset_password), authorizer_pb2.ResetPasswordResponse
+        ),
+        "Profile": _Rpc(lambda r: grpc_shaped(r.auth.profile), types_pb2.User),
+        "UpdateProfile": _Rpc(
+            lambda r: grpc_shaped(r.auth.update_profile), authorizer_pb2.UpdateProfileResponse
+        ),
+        "DeactivateAccount": _Rpc(
+            lambda r: grpc_shaped(r.auth.deactivate_account),
+            authorizer_pb2.DeactivateAccountResponse,
+        ),
+        "Revoke": _Rpc(lambda r: grpc_shaped(r.auth.revoke), authorizer_pb2.RevokeResponse),
+        "Session": _Rpc(lambda r: grpc_shaped(r.auth.session), types_pb2.AuthResponse),
+        "ValidateJwtToken": _Rpc(
+            lambda r: grpc_shaped(r.auth.validate_jwt_token),
+            authorizer_pb2.ValidateJwtTokenResponse,
+        ),
+        "ValidateSession": _Rpc(
+            lambda r: grpc_shaped(r.auth.validate_session), authorizer_pb2.ValidateSessionResponse
+        ),
     },
     "AuthorizerAdminService": {
         "AdminLogin": _Rpc(lambda r: r.service.admin_login, admin_pb2.AdminLoginResponse),
@@ -79,6 +122,85 @@ _RPCS: dict[str, dict[str, _Rpc]] = {
         "AdminSession": _Rpc(lambda r: r.service.admin_session, admin_pb2.AdminSessionResponse),
         "AdminMeta": _Rpc(
             lambda r: r.service.admin_meta, admin_pb2.AdminMetaResponse, wrap_in="admin_meta"
+        ),
+        "FgaGetModel": _Rpc(
+            lambda r: r.fga.get_model, admin_pb2.FgaGetModelResponse, wrap_in="model"
+        ),
+        "FgaWriteModel": _Rpc(
+            lambda r: r.fga.write_model, admin_pb2.FgaWriteModelResponse, wrap_in="model"
+        ),
+        "FgaWriteTuples": _Rpc(lambda r: r.fga.write_tuples, admin_pb2.FgaWriteTuplesResponse),
+        "FgaDeleteTuples": _Rpc(
+            lambda r: r.fga.delete_tuples, admin_pb2.FgaDeleteTuplesResponse
+        ),
+        "FgaReadTuples": _Rpc(lambda r: r.fga.read_tuples, admin_pb2.FgaReadTuplesResponse),
+        "FgaListUsers": _Rpc(lambda r: r.fga.list_users, admin_pb2.FgaListUsersResponse),
+        "FgaExpand": _Rpc(lambda r: r.fga.expand, admin_pb2.FgaExpandResponse),
+        "FgaReset": _Rpc(lambda r: r.fga.reset, admin_pb2.FgaResetResponse),
+        "AddWebhook": _Rpc(
+            lambda r: unwrapped(r.admin.webhooks.add_webhook, "headers"),
+            admin_pb2.AddWebhookResponse,
+        ),
+        "UpdateWebhook": _Rpc(
+            lambda r: unwrapped(r.admin.webhooks.update_webhook, "headers"),
+            admin_pb2.UpdateWebhookResponse,
+        ),
+        "DeleteWebhook": _Rpc(
+            lambda r: r.admin.webhooks.delete_webhook, admin_pb2.DeleteWebhookResponse
+        ),
+        "GetWebhook": _Rpc(
+            lambda r: wrapped(r.admin.webhooks.webhook, "headers"),
+            admin_pb2.GetWebhookResponse,
+            wrap_in="webhook",
+        ),
+        "Webhooks": _Rpc(
+            lambda r: wrapped(r.admin.webhooks.webhooks, "headers", within="webhooks"),
+            admin_pb2.WebhooksResponse,
+        ),
+        "WebhookLogs": _Rpc(lambda r: r.admin.webhooks.webhook_logs, admin_pb2.WebhookLogsResponse),
+        "TestEndpoint": _Rpc(
+            lambda r: unwrapped(r.admin.webhooks.test_endpoint, "headers"),
+            admin_pb2.TestEndpointResponse,
+        ),
+        "AddEmailTemplate": _Rpc(
+            lambda r: r.admin.email_templates.add_email_template,
+            admin_pb2.AddEmailTemplateResponse,
+        ),
+        "UpdateEmailTemplate": _Rpc(
+            lambda r: r.admin.email_templates.update_email_template,
+            admin_pb2.UpdateEmailTemplateResponse,
+        ),
+        "DeleteEmailTemplate": _Rpc(
+            lambda r: r.admin.email_templates.delete_email_template,
+            admin_pb2.DeleteEmailTemplateResponse,
+        ),
+        "EmailTemplates": _Rpc(
+            lambda r: r.admin.email_templates.email_templates, admin_pb2.EmailTemplatesResponse
+        ),
+        "AuditLogs": _Rpc(lambda r: r.admin.audit.audit_logs, admin_pb2.AuditLogsResponse),
+        "Users": _Rpc(
+            lambda r: wrapped(r.admin.users.users, "app_data", within="users"),
+            admin_pb2.UsersResponse,
+        ),
+        "User": _Rpc(
+            lambda r: wrapped(r.admin.users.user, "app_data"),
+            admin_pb2.UserResponse,
+            wrap_in="user",
+        ),
+        "UpdateUser": _Rpc(
+            lambda r: wrapped(unwrapped(r.admin.users.update_user, "app_data"), "app_data"),
+            admin_pb2.UpdateUserResponse,
+            wrap_in="user",
+        ),
+        "DeleteUser": _Rpc(lambda r: r.admin.users.delete_user, admin_pb2.DeleteUserResponse),
+        "VerificationRequests": _Rpc(
+            lambda r: r.admin.users.verification_requests, admin_pb2.VerificationRequestsResponse
+        ),
+        "RevokeAccess": _Rpc(lambda r: r.admin.users.revoke_access, admin_pb2.RevokeAccessResponse),
+        "EnableAccess": _Rpc(lambda r: r.admin.users.enable_access, admin_pb2.EnableAccessResponse),
+        "InviteMembers": _Rpc(
+            lambda r: renamed(r.admin.users.invite_members, "Users", "users"),
+            admin_pb2.InviteMembersResponse,
         ),
     },
 }

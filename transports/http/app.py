@@ -19,7 +19,10 @@ from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound, Reque
 
 from core import errors
 from storage import StorageUnavailable
+from transports.admin.routes import admin_graphql, admin_routes
+from transports.auth.routes import auth_graphql, auth_routes, register_oauth_views
 from transports.context import CallerContext, Cookie, Protocol, Reply
+from transports.fga.routes import fga_graphql, fga_routes
 from transports.graphql.limits import QueryLimits
 from transports.graphql.surface import GraphQLSurface
 from transports.http import edge
@@ -178,11 +181,22 @@ def api_routes(runtime: Runtime) -> list[Route]:
             tag="admin",
             extra_statuses=(401,),
         ),
+        *fga_routes(runtime.fga),
+        *admin_routes(runtime.admin),
+        *auth_routes(runtime.auth),
     ]
 
 
 def graphql_route(runtime: Runtime) -> Route:
-    surface = GraphQLSurface(runtime.service, QueryLimits())
+    surface = GraphQLSurface(
+        runtime.service,
+        QueryLimits(),
+        {
+            **fga_graphql(runtime.fga),
+            **admin_graphql(runtime.admin),
+            **auth_graphql(runtime.auth),
+        },
+    )
     client_id = runtime.settings.client_id
 
     async def graphql(body: dict[str, Any], caller: CallerContext) -> Reply:
@@ -253,6 +267,7 @@ def create_app(runtime: Runtime) -> QuartTrio:
         app.add_url_rule(
             route.path, endpoint=endpoint, view_func=_view(route), methods=[route.method]
         )
+    register_oauth_views(app, runtime.auth, caller_context)
 
     security = edge.security_headers(csp=not settings.disable_csp, hsts=settings.enable_hsts)
 

@@ -1,0 +1,25 @@
+"""The scenario catalogue: importing this package registers every scenario, in order."""
+
+from __future__ import annotations
+
+from conformance.catalogue import (
+    admin_data,
+    admin_session,
+    admin_users,
+    auth,
+    fga,
+    http_only,
+    public,
+)
+from conformance.scenario import CATALOGUE
+
+__all__ = [
+    "CATALOGUE",
+    "admin_data",
+    "admin_session",
+    "admin_users",
+    "auth",
+    "fga",
+    "http_only",
+    "public",
+]

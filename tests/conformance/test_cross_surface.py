@@ -1,0 +1,202 @@
+"""CI for the cross-surface conformance suite: ``python -m conformance`` against real servers.
+
+Three deployments, as issue 9 asks: SQLite with the SQL-backed memory store; two server
+processes sharing PostgreSQL + Redis with every call alternating between them; and a
+server without the authorization engine (``--fga-store=none``) for the
+``failed_precondition`` rows. Then the suite's own promise: a surface that answers
+differently makes it fail, with both answers shown.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conformance.cli import main
+from conformance.operations import Operation
+from conformance.outcome import Credentials, Outcome
+from conformance.surfaces import GraphQLSurface, GrpcSurface, RestSurface
+from conformance.surfaces.base import Surface
+from tests.dbfixtures import fresh_postgres_url, fresh_redis_url, fresh_sqlite_url
+from tests.server.harness import (
+    ADMIN_SECRET,
+    CLIENT_ID,
+    ServerProcess,
+    base_flags,
+    running,
+    start_server,
+)
+
+TOTALS = re.compile(r"^(\d+) passed, (\d+) failed, (\d+) skipped$")
+#: What the suite needs of a local deployment: its own webhook receiver is on loopback.
+SUITE_FLAGS = ["--webhook-allow-private-targets=true", "--app-cookie-secure=false"]
+
+
+def suite_args(*servers: ServerProcess) -> list[str]:
+    args = ["--admin-secret", ADMIN_SECRET, "--client-id", CLIENT_ID]
+    for server in servers:
+        args += ["--base-url", server.url, "--grpc", f"127.0.0.1:{server.grpc_port}"]
+    return args
+
+
+def run_suite(
+    args: list[str], surfaces: dict[str, Surface | None] | None = None
+) -> tuple[int, str]:
+    out = io.StringIO()
+    code = main(args, out=out, surfaces=surfaces)
+    return code, out.getvalue()
+
+
+def totals(output: str) -> tuple[int, int, int]:
+    last = output.rstrip("\n").splitlines()[-1]
+    match = TOTALS.match(last)
+    assert match, f"last line is {last!r}"
+    passed, failed, skipped = (int(g) for g in match.groups())
+    return passed, failed, skipped
+
+
+def row(output: str, scenario: str) -> list[str]:
+    """The rest/graphql/grpc cells of one row of the table."""
+    for line in output.splitlines():
+        parts = line.split()
+        if parts and parts[0] == scenario:
+            return parts[1:4]
+    raise AssertionError(f"no row {scenario} in:\n{output}")
+
+
+@pytest.fixture(scope="module")
+def sqlite_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    tmp: Path = tmp_path_factory.mktemp("conformance-sqlite")
+    flags = [*base_flags("sqlite", fresh_sqlite_url(tmp)), *SUITE_FLAGS]
+    with running(flags, tmp) as server:
+        yield server
+
+
+def test_whole_suite_destructive_on_sqlite_with_schemathesis(
+    sqlite_server: ServerProcess, tmp_path: Path
+) -> None:
+    junit = tmp_path / "conformance.xml"
+    args = [*suite_args(sqlite_server), "--destructive", "--junit", str(junit)]
+    code, output = run_suite([*args, "--fuzz-examples", "5"])
+    assert code == 0, output
+    passed, failed, skipped = totals(output)
+    assert failed == 0, output
+    assert passed >= 50, output
+    # Every surface ran the engine scenario with --destructive; gRPC is n/a on HTTP rows.
+    assert row(output, "fga.model_tuples_check_list_reset") == ["pass", "pass", "pass"]
+    assert row(output, "http.csrf_origin_required") == ["pass", "pass", "n/a"]
+    assert row(output, "schemathesis.openapi") == ["pass", "n/a", "n/a"]
+    assert "fga.not_enabled_failed_precondition: skip: the authorization engine is on" in output
+    suite = ET.parse(junit).getroot()
+    assert suite.get("failures") == "0"
+    assert int(suite.get("tests") or 0) == passed + failed + skipped
+    names = {case.get("name") for case in suite.iter("testcase")}
+    assert {"meta", "auth.signup_profile_bearer_and_cookie", "admin.cookie_session"} <= names
+
+
+def test_destructive_refuses_a_store_that_holds_tuples(
+    sqlite_server: ServerProcess, tmp_path: Path
+) -> None:
+    model = "model\n  schema 1.1\n\ntype user\n\ntype document\n  relations\n"
+    model += "    define viewer: [user]\n"
+    admin = {"x-service-admin-secret": ADMIN_SECRET}
+    tuples = {"tuples": [{"user": "user:kept", "relation": "viewer", "object": "document:kept"}]}
+    with sqlite_server.client() as http:
+        assert http.post("/v1/admin/fga/model", json={"dsl": model}, headers=admin).is_success
+        assert http.post("/v1/admin/fga/tuples", json=tuples, headers=admin).is_success
+        try:
+            code, output = run_suite([*suite_args(sqlite_server), "--destructive"])
+            assert code == 2
+            assert "refusing --destructive: the authorization store already holds tuples" in output
+            # Without --destructive the same store is fine: nothing global is touched.
+            code, output = run_suite([*suite_args(sqlite_server), "--only", "fga.*"])
+            assert code == 0, output
+            assert row(output, "fga.model_tuples_check_list_reset") == ["skip"] * 3
+        finally:
+            deleted = http.post("/v1/admin/fga/tuples/delete", json=tuples, headers=admin)
+            assert deleted.is_success
+
+
+def test_two_processes_on_postgres_and_redis_with_calls_alternating(tmp_path: Path) -> None:
+    database, memory = fresh_postgres_url("conformance"), fresh_redis_url()
+    # Instances behind one name share their public URL: it is the tokens' issuer.
+    shared = ["--url=http://bastion.conformance.test", f"--memory-store-url={memory}"]
+    flags = [*base_flags("postgres", database), *shared, *SUITE_FLAGS]
+    first = start_server(flags, tmp_path, name="first")
+    try:
+        with running(flags, tmp_path, name="second") as second:
+            args = [*suite_args(first, second), "--destructive", "--fuzz-examples", "0"]
+            code, output = run_suite(args)
+            assert code == 0, output
+            passed, failed, _ = totals(output)
+            assert failed == 0
+            assert passed >= 50
+            # A cookie minted by one process is honoured by the other: the admin cookie
+            # session logs in on one and is renewed and ended on the next.
+            assert row(output, "admin.cookie_session") == ["pass", "pass", "pass"]
+    finally:
+        first.terminate()
+
+
+def test_without_the_engine_every_engine_operation_is_failed_precondition(
+    tmp_path: Path,
+) -> None:
+    flags = [*base_flags("sqlite", fresh_sqlite_url(tmp_path)), "--fga-store=none", *SUITE_FLAGS]
+    with running(flags, tmp_path) as server:
+        code, output = run_suite([*suite_args(server), "--destructive", "--only", "fga.*"])
+    assert code == 0, output
+    assert row(output, "fga.not_enabled_failed_precondition") == ["pass", "pass", "pass"]
+    assert row(output, "fga.check_permissions_limits") == ["skip"] * 3
+    assert "the authorization engine is off on this deployment" in output
+
+
+class Misanswering:
+    """Wraps one real surface and changes its answer to one operation."""
+
+    def __init__(self, inner: Surface, operation: str) -> None:
+        self.inner, self.operation, self.name = inner, operation, inner.name
+
+    def call(
+        self, operation: Operation, request: dict[str, Any], credentials: Credentials
+    ) -> Outcome:
+        outcome = self.inner.call(operation, request, credentials)
+        if operation.name == self.operation and outcome.ok:
+            outcome.body = {**outcome.body, "client_id": "someone-else"}
+        return outcome
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def test_a_surface_that_answers_differently_fails_with_both_answers(
+    sqlite_server: ServerProcess,
+) -> None:
+    grpc = GrpcSurface([f"127.0.0.1:{sqlite_server.grpc_port}"])
+    surfaces: dict[str, Surface | None] = {
+        "rest": RestSurface([sqlite_server.url]),
+        "graphql": GraphQLSurface([sqlite_server.url]),
+        "grpc": Misanswering(grpc, "meta"),
+    }
+    code, output = run_suite(
+        [*suite_args(sqlite_server), "--only", "meta", "--fuzz-examples", "0"], surfaces
+    )
+    assert code == 1
+    assert row(output, "meta") == ["pass", "pass", "fail"]
+    assert totals(output) == (2, 1, 0)
+    report = output.split("Disagreements between surfaces:", 1)[1]
+    lines = [line.strip() for line in report.splitlines()]
+    assert "meta, step 1 (meta):" in lines
+    answers = {
+        line.split(" ", 1)[0]: line
+        for line in lines
+        if line.startswith(("rest", "graphql", "grpc"))
+    }
+    assert '"client_id": "test-client"' in answers["rest"]
+    assert '"client_id": "test-client"' in answers["graphql"]
+    assert '"client_id": "someone-else"' in answers["grpc"]

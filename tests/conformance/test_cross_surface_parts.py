@@ -1,0 +1,172 @@
+"""The cross-surface suite's parts without a server: normal form, gRPC shapes, GraphQL
+documents, and how the runner grades cells from the surfaces' answers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from google.protobuf import json_format
+
+from conformance.discovery import Deployment
+from conformance.operations import OPERATIONS, Operation
+from conformance.outcome import Credentials, Outcome, normal_form, parse_set_cookie
+from conformance.runner import FAIL, NA, PASS, SKIP, run_scenario
+from conformance.scenario import Ctx, Scenario
+from conformance.surfaces.base import Surface, Unexpressible
+from conformance.surfaces.graphql import bundled_schema, document
+from conformance.surfaces.grpc import plain, proto_shaped
+from transports.grpc.proto.authorizer.v1 import admin_pb2, authorizer_pb2
+
+
+def test_normal_form_drops_proto3_defaults_and_masks_what_varies() -> None:
+    outcome = Outcome(
+        ok=True,
+        body={
+            "message": "hi cfabc",
+            "access_token": "eyJ...",
+            "id_token": None,
+            "truncated": False,
+            "users": [],
+            "user": {"id": "u-1", "email": "cfabcu1@x.test", "roles": ["user"], "age": 0},
+        },
+    )
+    assert normal_form(outcome, ("cfabc",)) == {
+        "ok": True,
+        "body": {
+            "message": "hi <unique>",
+            "access_token": "<varies>",
+            "user": {"id": "<varies>", "email": "<unique>u1@x.test", "roles": ["user"]},
+        },
+    }
+    error = Outcome(ok=False, code="not_found", message="no cfabc here")
+    assert normal_form(error, ("cfabc",)) == {
+        "ok": False,
+        "error": {"code": "not_found", "message": "no <unique> here"},
+    }
+
+
+def test_set_cookie_values_and_clearing() -> None:
+    set_ = parse_set_cookie("service-admin=abc; Path=/; Max-Age=3600; HttpOnly")
+    cleared = parse_set_cookie("service-admin=; Path=/; Max-Age=0")
+    expired = parse_set_cookie("s=x; Expires=Thu, 01 Jan 1970 00:00:00 GMT; Path=/")
+    assert set_ is not None
+    assert (set_.name, set_.value, set_.cleared) == ("service-admin", "abc", False)
+    assert cleared is not None
+    assert cleared.cleared
+    assert expired is not None
+    assert expired.cleared
+    outcome = Outcome(ok=True, cookies=(set_,))
+    assert normal_form(outcome)["cookies"] == {"service-admin": "set"}
+
+
+def test_grpc_requests_wrap_app_data_and_refuse_a_zero_proto3_cannot_send() -> None:
+    descriptor = admin_pb2.AddWebhookRequest.DESCRIPTOR
+    shaped = proto_shaped({"event_name": "user.login", "headers": {"a": "b"}}, descriptor)
+    assert shaped == {"event_name": "user.login", "headers": {"value": {"a": "b"}}}
+    message = json_format.ParseDict(shaped, admin_pb2.AddWebhookRequest())
+    assert plain(message) == {"event_name": "user.login", "headers": {"a": "b"}}
+    with pytest.raises(Unexpressible, match="page=0"):
+        proto_shaped({"pagination": {"page": 0, "limit": 10}}, admin_pb2.WebhooksRequest.DESCRIPTOR)
+
+
+def test_grpc_responses_become_rest_dicts() -> None:
+    response = admin_pb2.TestEndpointResponse(http_status=200, response="ok")
+    assert plain(response) == {"http_status": 200, "response": "ok"}  # int64, not "200"
+    listed = authorizer_pb2.ListPermissionsResponse(objects=["doc:1"], truncated=False)
+    assert plain(listed) == {"objects": ["doc:1"]}
+
+
+def test_graphql_documents_select_every_field_and_bind_the_request() -> None:
+    schema = bundled_schema()
+    query, variables = document(schema, "_admin_meta", {})
+    assert query == "query { _admin_meta { roles default_roles protected_roles } }"
+    assert variables == {}
+    query, variables = document(schema, "_revoke_access", {"user_id": "u"})
+    assert query.startswith("mutation ($p: UpdateAccessRequest!) { _revoke_access(param: $p)")
+    assert variables == {"p": {"user_id": "u"}}
+    signup, _ = document(schema, "signup", {"email": "e"})
+    assert "user { id email" in signup
+    with pytest.raises(Unexpressible):
+        document(schema, "_fga_reset", {"unexpected": 1})
+
+
+class Scripted:
+    """A surface that answers from a script: operation name -> outcome."""
+
+    def __init__(self, name: str, answers: dict[str, Outcome]) -> None:
+        self.name, self.answers = name, answers
+
+    def call(
+        self, operation: Operation, request: dict[str, Any], credentials: Credentials
+    ) -> Outcome:
+        return self.answers[operation.name]
+
+    def close(self) -> None:
+        return
+
+
+def _meta_scenario(ctx: Ctx) -> None:
+    ctx.expect_ok(ctx.call("meta"))
+
+
+def _grade(
+    answers: dict[str, Outcome], surfaces: tuple[str, ...] = ("rest", "graphql", "grpc")
+) -> Any:
+    scenario = Scenario("meta", _meta_scenario, surfaces=surfaces)
+    clients: dict[str, Surface | None] = {
+        name: Scripted(name, {"meta": answer}) for name, answer in answers.items()
+    }
+    return run_scenario(scenario, clients, Deployment("http://x", "s", "c", None))
+
+
+def test_the_surface_unlike_the_majority_fails_and_every_answer_is_shown() -> None:
+    same = Outcome(ok=True, body={"client_id": "c"})
+    other = Outcome(ok=True, body={"client_id": "d"})
+    result = _grade({"rest": same, "graphql": same, "grpc": other})
+    assert {n: c.status for n, c in result.cells.items()} == {
+        "rest": PASS,
+        "graphql": PASS,
+        "grpc": FAIL,
+    }
+    (disagreement,) = result.disagreements
+    assert disagreement.step == "step 1 (meta)"
+    assert '"client_id": "d"' in disagreement.answers["grpc"]
+    assert '"client_id": "c"' in disagreement.answers["rest"]
+
+
+def test_two_surfaces_that_differ_both_fail_and_rows_that_do_not_apply_are_na() -> None:
+    result = _grade(
+        {
+            "rest": Outcome(ok=False, code="permission_denied", message="m"),
+            "graphql": Outcome(ok=False, code="invalid_argument", message="m"),
+            "grpc": Outcome(ok=True),
+        },
+        surfaces=("rest", "graphql"),
+    )
+    assert [result.cells[n].status for n in ("rest", "graphql", "grpc")] == [FAIL, FAIL, NA]
+
+
+def test_an_operation_offered_nowhere_skips_by_name_and_somewhere_fails() -> None:
+    missing = Outcome(ok=False, code="unimplemented", offered=False)
+    nowhere = _grade({"rest": missing, "graphql": missing, "grpc": missing})
+    assert {c.status for c in nowhere.cells.values()} == {SKIP}
+    assert nowhere.cells["grpc"].detail == "meta is not offered on grpc"
+    partly = _grade({"rest": Outcome(ok=True), "graphql": Outcome(ok=True), "grpc": missing})
+    assert partly.cells["grpc"].status == FAIL
+    assert "other surfaces offer it" in partly.cells["grpc"].detail
+
+
+def test_every_operation_names_a_real_grpc_method_and_graphql_field() -> None:
+    schema = bundled_schema()
+    fields = {
+        **schema.query_type.fields,
+        **(schema.mutation_type.fields if schema.mutation_type else {}),
+    }  # type: ignore[union-attr]
+    services = {
+        "AuthorizerService": authorizer_pb2.DESCRIPTOR.services_by_name["AuthorizerService"],
+        "AuthorizerAdminService": admin_pb2.DESCRIPTOR.services_by_name["AuthorizerAdminService"],
+    }
+    for operation in OPERATIONS.values():
+        assert operation.graphql_field in fields, operation
+        assert operation.grpc_method in services[operation.grpc_service].methods_by_name, operation

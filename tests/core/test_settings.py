@@ -72,6 +72,9 @@ IMPLEMENTED = {
     "smtp-sender-email", "smtp-sender-name", "smtp-local-name", "skip-tls-verification",
     "roles", "default-roles", "protected-roles", "organization-name", "organization-logo",
     "custom-access-token-script",
+    # issue 7: the GraphQL surface
+    "enable-graphql-introspection", "graphql-max-complexity", "graphql-max-depth",
+    "graphql-max-aliases", "graphql-max-body-bytes", "enable-playground",
 }  # fmt: skip
 
 
@@ -240,8 +243,8 @@ def test_a_not_implemented_flag_is_refused_even_with_its_default(name: str) -> N
 
 def test_bare_not_implemented_boolean_and_several_at_once() -> None:
     assert refusal(*BASE, "--enable-mfa") == "--enable-mfa is not implemented in this build"
-    message = refusal(*BASE, "--sms-sender", "bastion", "--enable-playground=false")
-    assert message == "--sms-sender, --enable-playground are not implemented in this build"
+    message = refusal(*BASE, "--sms-sender", "bastion", "--enable-login-page=false")
+    assert message == "--sms-sender, --enable-login-page are not implemented in this build"
 
 
 def test_not_implemented_is_checked_before_the_other_rules() -> None:
@@ -947,3 +950,16 @@ def test_the_reference_mfa_defaults_stay_legal() -> None:
     # provider flags alone (no feature using them) are fine, and the URL has a default
     validate(dataclasses.replace(settings, **SMS_PROVIDER))  # type: ignore[arg-type]
     assert FLAGS_BY_NAME["sms-api-url"].shown_default == "the provider's public API"
+
+
+@pytest.mark.parametrize(
+    "flag",
+    [
+        "graphql-max-complexity",
+        "graphql-max-depth",
+        "graphql-max-aliases",
+        "graphql-max-body-bytes",
+    ],
+)
+def test_graphql_limits_must_be_positive(flag: str) -> None:
+    assert refusal(*BASE, f"--{flag}=0") == f"--{flag} must be 1 or more, got 0"

@@ -1,14 +1,20 @@
 """Talk to a running server over gRPC with Authorizer's own published client stubs.
 
 Not a pytest module: it needs the ``authorizer-proto[grpc]`` package, whose ``authorizer.v1``
-descriptors clash with bastion's own in one process, so it runs in a separate virtualenv:
+descriptors clash with bastion's own in one process, so it runs in a separate virtualenv
+(tests/server/test_grpc_authorizer_proto.py builds one and drives this script):
 
-    python -m venv /tmp/apvenv && /tmp/apvenv/bin/pip install "authorizer-proto[grpc]"
+    python -m venv /tmp/apvenv && /tmp/apvenv/bin/pip install "authorizer-proto[grpc]==0.2.0"
     /tmp/apvenv/bin/python tests/grpc/authorizer_proto_probe.py 127.0.0.1:9091
 
 It calls Meta, Signup, Login, Profile and CheckPermissions as a stock Authorizer client would
 (the server must allow sign-up without email verification), prints one JSON line per call and
 exits 0 only if every answer has the shape Authorizer's clients expect.
+
+Before CheckPermissions it reads one line from stdin: the caller (tests/server/
+test_grpc_authorizer_proto.py) has by then seen the Profile line, written the authorization
+model and the tuple ``user:<id> viewer doc:probe`` for that user, and answers with a newline.
+The logged-in user must then be a viewer of ``doc:probe`` and not of ``doc:other``.
 """
 
 from __future__ import annotations
@@ -61,27 +67,19 @@ def probe(channel: grpc.Channel, *, timeout: float) -> None:
     report("Profile", id=profile.id, email=profile.email, roles=list(profile.roles))
     expect(profile.email == email and profile.id == login.user.id, "Profile is not the caller")
 
-    check = types_pb2.PermissionCheckInput(relation="viewer", object="doc:probe")
-    try:
-        permissions = stub.CheckPermissions(
-            authorizer_pb2.CheckPermissionsRequest(checks=[check]),
-            metadata=bearer,
-            timeout=timeout,
-        )
-    except grpc.RpcError as error:
-        # A server without an authorization model answers FAILED_PRECONDITION: still the contract.
-        code = error.code()
-        report("CheckPermissions", code=code.name, details=error.details())
-        expect(code is grpc.StatusCode.FAILED_PRECONDITION, f"CheckPermissions failed: {code}")
-        return
-    results = [
-        {"relation": r.relation, "object": r.object, "allowed": r.allowed}
-        for r in permissions.results
+    sys.stdin.readline()  # the grant for this user is written
+    checks = [
+        types_pb2.PermissionCheckInput(relation="viewer", object="doc:probe"),
+        types_pb2.PermissionCheckInput(relation="viewer", object="doc:other"),
     ]
+    permissions = stub.CheckPermissions(
+        authorizer_pb2.CheckPermissionsRequest(checks=checks), metadata=bearer, timeout=timeout
+    )
+    results = [(r.relation, r.object, r.allowed) for r in permissions.results]
     report("CheckPermissions", results=results)
     expect(
-        len(results) == 1 and results[0]["object"] == "doc:probe",
-        "CheckPermissions did not echo the check",
+        results == [("viewer", "doc:probe", True), ("viewer", "doc:other", False)],
+        "CheckPermissions did not answer for the logged-in user",
     )
 
 

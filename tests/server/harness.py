@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import signal
 import socket
@@ -15,16 +16,34 @@ from pathlib import Path
 
 import httpx
 
+from tests.services import worker_index
+
 BASTION = str(Path(sys.executable).with_name("bastion"))
 ADMIN_SECRET = "test-admin-secret"
 CLIENT_ID = "test-client"
 CLIENT_SECRET = "test-client-secret"
 
 
+_next_port = itertools.count()
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A free port from this xdist worker's own range, below the kernel's ephemeral range.
+
+    Asking the kernel for port 0 and releasing it races: under parallel load another
+    worker (or an outgoing connection) can take the same port before the server binds it.
+    Each worker has 2,000 ports of its own; a port is handed out only if it binds now.
+    """
+    base = 12000 + (worker_index() % 10) * 2000
+    for _ in range(2000):
+        port = base + next(_next_port) % 2000
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free port in this worker's range")
 
 
 def base_flags(database_type: str, database_url: str) -> list[str]:

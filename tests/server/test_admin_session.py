@@ -114,3 +114,23 @@ def test_header_refused_when_disabled(tmp_path: Path) -> None:
         assert header.status_code == 401
         assert _login(client).status_code == 200
         assert client.get("/v1/admin/meta").status_code == 200
+
+
+def test_admin_session_actions_are_audited(tmp_path: Path) -> None:
+    flags = _flags(tmp_path, "--admin-cookie-secure=false")
+    with running(flags, tmp_path) as srv, srv.client() as client:
+        _login(client, "wrong")
+        _login(client)
+        client.post("/v1/admin/logout", json={})
+        listed = httpx.post(
+            srv.url + "/v1/admin/audit_logs",
+            json={"pagination": {"limit": 100}},
+            headers={"origin": srv.url, "x-service-admin-secret": ADMIN_SECRET},
+        ).json()["audit_logs"]
+        actions = [row["action"] for row in listed]
+        for action in ("admin.login_failed", "admin.login_success", "admin.logout"):
+            assert action in actions
+        row = next(r for r in listed if r["action"] == "admin.login_failed")
+        assert row["actor_type"] == "admin"
+        assert row["ip_address"] == "127.0.0.1"
+        assert '"protocol":"rest"' in row["metadata"]

@@ -119,7 +119,7 @@ def test_graphql_signup_login_profile_session_logout(client: httpx.Client) -> No
     assert data(rotated)["session"]["message"] == "Session token refreshed"
     assert session_cookie(rotated) != cookie
     no_cookie = gql(client, f"{{ session {{ {AUTH_FIELDS} }} }}", bearer(logged["access_token"]))
-    assert error(no_cookie)[1] == "unauthorized"
+    assert error(no_cookie) == ("unauthenticated", "unauthorized")
     checked = data(
         gql(
             client,

@@ -96,7 +96,10 @@ def test_client_id_header(server: ServerProcess) -> None:
             headers={"x-authorizer-client-id": "other"},
         )
         assert bad.status_code == 400
-        assert bad.json() == {"code": "invalid_argument", "message": "The client id is invalid"}
+        assert bad.json() == {
+            "error": "invalid_client_id",
+            "error_description": "The client id is invalid",
+        }
 
 
 def test_csrf_applies_to_graphql(server: ServerProcess) -> None:

@@ -2,53 +2,18 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Mapping
 from typing import Any
-
-import sqlalchemy as sa
 
 from core.errors import InvalidArgument
 from core.pagination import parse_pagination
 from storage import Storage
-from storage.audit import AuditEntry, record
 from storage.audit_query import AuditFilter, list_audit_logs
 from transports.admin import fields
+from transports.audit import ADMIN_ACTOR_ID, record_admin_action
 from transports.context import CallerContext, Reply
 from transports.service import Service
 
 __all__ = ["ADMIN_ACTOR_ID", "AuditLogAdmin", "record_admin_action"]
-
-#: The super-admin has no user id; its rows carry this actor id and actor type ``admin``.
-ADMIN_ACTOR_ID = "admin"
-
-
-def record_admin_action(
-    conn: sa.Connection,
-    caller: CallerContext,
-    action: str,
-    *,
-    resource_type: str,
-    resource_id: str,
-    metadata: Mapping[str, Any] | None = None,
-) -> None:
-    """Record ``action`` in the transaction that performs it."""
-    record(
-        conn,
-        AuditEntry(
-            action=action,
-            actor_id=ADMIN_ACTOR_ID,
-            actor_type="admin",
-            resource_type=resource_type,
-            resource_id=resource_id,
-            ip_address=caller.client_ip,
-            user_agent=caller.user_agent,
-            protocol=caller.protocol.value,
-            metadata=metadata or {},
-        ),
-        now=time.time(),
-    )
-
 
 def _filter(request: dict[str, Any]) -> AuditFilter:
     resource_type = fields.text(request, "resource_type") or None

@@ -7,6 +7,8 @@ the security headers, CORS headers for an allowed origin, and a metrics sample.
 
 from __future__ import annotations
 
+import contextlib
+import hmac
 import json
 import logging
 import time
@@ -18,12 +20,14 @@ from quart_trio import QuartTrio
 from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound, RequestEntityTooLarge
 
 from core import errors
+from core.settings import Settings
 from storage import StorageUnavailable
 from transports.admin.routes import admin_graphql, admin_routes
 from transports.auth.routes import auth_graphql, auth_routes, register_oauth_views
 from transports.context import CallerContext, Cookie, Protocol, Reply
 from transports.fga.routes import fga_graphql, fga_routes
-from transports.graphql.limits import QueryLimits
+from transports.graphql.limits import QueryLimits, check_body_size
+from transports.graphql.playground import register_playground
 from transports.graphql.surface import GraphQLSurface
 from transports.http import edge
 from transports.http.errors import http_status
@@ -63,6 +67,8 @@ def error_response(error: errors.BastionError) -> Response:
 async def read_json_object() -> dict[str, Any]:
     """The request body as a JSON object; an empty body is ``{}``, unknown fields stay."""
     raw = await request.get_data(cache=False)
+    if len(raw) > g.get("body_limit", MAX_BODY_BYTES):  # a chunked body declares no length
+        raise errors.PayloadTooLarge("request body too large")
     if not raw.strip():
         return {}
     try:
@@ -187,22 +193,50 @@ def api_routes(runtime: Runtime) -> list[Route]:
     ]
 
 
+def graphql_limits(settings: Settings) -> QueryLimits:
+    """``--graphql-max-*`` and ``--enable-graphql-introspection``."""
+    return QueryLimits(
+        max_depth=settings.graphql_max_depth,
+        max_aliases=settings.graphql_max_aliases,
+        max_complexity=settings.graphql_max_complexity,
+        max_body_bytes=settings.graphql_max_body_bytes,
+        introspection=settings.enable_graphql_introspection,
+    )
+
+
+async def graphql_refusal(settings: Settings) -> Response | None:
+    """What ``/graphql`` refuses before running anything, in Authorizer's shapes: a client
+    id header naming another application (reference §2), a declared body over the limit."""
+    # Empty counts as absent (Authorizer reads it with Go's Header.Get): authorizer-js
+    # sends an empty one when configured without a client id.
+    claimed = request.headers.get("x-authorizer-client-id")
+    if claimed and not hmac.compare_digest(claimed.encode(), settings.client_id.encode()):
+        return json_response(
+            {"error": "invalid_client_id", "error_description": "The client id is invalid"}, 400
+        )
+    size = request.content_length
+    too_big = None if size is None else check_body_size(size, graphql_limits(settings))
+    if too_big is None:
+        return None
+    # Drain what the client is sending (at most the app's ceiling; beyond it the server
+    # discards), or it may block writing and never read the answer.
+    with contextlib.suppress(RequestEntityTooLarge):
+        await request.get_data(cache=False)
+    return json_response({"data": None, "errors": [too_big.formatted]}, 413)
+
+
 def graphql_route(runtime: Runtime) -> Route:
     surface = GraphQLSurface(
         runtime.service,
-        QueryLimits(),
+        graphql_limits(runtime.settings),
         {
             **fga_graphql(runtime.fga),
             **admin_graphql(runtime.admin),
             **auth_graphql(runtime.auth),
         },
     )
-    client_id = runtime.settings.client_id
 
     async def graphql(body: dict[str, Any], caller: CallerContext) -> Reply:
-        # Authorizer's clients name the application they were configured for.
-        if caller.client_id_header is not None and caller.client_id_header != client_id:
-            raise errors.InvalidArgument("The client id is invalid")
         return await surface.execute(body, caller)
 
     return Route(
@@ -233,7 +267,8 @@ _HEALTH_FAILURE = {
 def create_app(runtime: Runtime) -> QuartTrio:
     settings = runtime.settings
     app = QuartTrio("bastion")
-    app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
+    # The hard ceiling for every route; /graphql has its own (possibly larger) limit.
+    app.config["MAX_CONTENT_LENGTH"] = max(MAX_BODY_BYTES, settings.graphql_max_body_bytes)
     app.config["PROVIDE_AUTOMATIC_OPTIONS"] = False
 
     routes = health_routes(runtime)
@@ -268,6 +303,8 @@ def create_app(runtime: Runtime) -> QuartTrio:
             route.path, endpoint=endpoint, view_func=_view(route), methods=[route.method]
         )
     register_oauth_views(app, runtime.auth, caller_context)
+    if settings.enable_playground:
+        register_playground(app)
 
     security = edge.security_headers(csp=not settings.disable_csp, hsts=settings.enable_hsts)
 
@@ -281,11 +318,16 @@ def create_app(runtime: Runtime) -> QuartTrio:
         if request.method == "OPTIONS":
             return Response("", status=204, headers=_preflight_headers())
         route = by_endpoint.get(request.url_rule.endpoint) if request.url_rule else None
-        if route is None or not route.rate_limit_exempt:
+        exempt = route.rate_limit_exempt if route else False
+        # Discovery documents are fetched by every relying party and cached; never limit them.
+        if not exempt and not request.path.startswith("/.well-known/"):
             await runtime.rate_limiter.check(g.client_ip, surface="http")
         refusal = edge.csrf_refusal(request.method, request.path, request.headers, runtime.origins)
         if refusal is not None:
             raise errors.PermissionDenied(refusal)
+        if request.path == "/graphql":
+            g.body_limit = settings.graphql_max_body_bytes
+            return await graphql_refusal(settings)
         return None
 
     def _preflight_headers() -> dict[str, str]:
@@ -299,6 +341,9 @@ def create_app(runtime: Runtime) -> QuartTrio:
     @app.after_request
     async def edge_out(response: Response) -> Response:
         response.headers.update(security)
+        if response.status_code == 413:
+            # The refused body may still be arriving: the connection cannot be reused.
+            response.headers["Connection"] = "close"
         origin = request.headers.get("origin")
         response.headers.add("Vary", "Origin")
         if origin and runtime.origins.allows(origin):

@@ -1,0 +1,84 @@
+"""GET /playground (``--enable-playground``): GraphiQL, served entirely by bastion.
+
+The page loads nothing from another origin and runs no inline script, so it works under
+the default Content-Security-Policy (``script-src 'self'; style-src 'self'``). Its own
+files live in ``playground/static/`` (committed); the browser bundles of GraphiQL and React
+come from npm, pinned by ``playground/package-lock.json``, and are copied into
+``playground/vendor/`` by ``scripts/build_playground``. Without them the page says how to
+build them instead.
+
+Assets are served from a fixed allow-list, never from a path the client names.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from quart import Response
+from quart_trio import QuartTrio
+from werkzeug.exceptions import NotFound
+
+__all__ = ["ASSETS", "PAGE_PATH", "assets_built", "register_playground"]
+
+PAGE_PATH = "/playground"
+_ROOT = Path(__file__).with_name("playground")
+_STATIC = _ROOT / "static"
+_VENDOR = _ROOT / "vendor"
+_JS = "text/javascript; charset=utf-8"
+_CSS = "text/css; charset=utf-8"
+_HTML = "text/html; charset=utf-8"
+
+
+@dataclass(frozen=True, slots=True)
+class Asset:
+    path: Path
+    content_type: str
+
+
+#: Every file under /playground/assets/, by name.
+ASSETS: dict[str, Asset] = {
+    "playground.js": Asset(_STATIC / "playground.js", _JS),
+    "playground.css": Asset(_STATIC / "playground.css", _CSS),
+    "react.production.min.js": Asset(_VENDOR / "react.production.min.js", _JS),
+    "react-dom.production.min.js": Asset(_VENDOR / "react-dom.production.min.js", _JS),
+    "graphiql.min.js": Asset(_VENDOR / "graphiql.min.js", _JS),
+    "graphiql.min.css": Asset(_VENDOR / "graphiql.min.css", _CSS),
+}
+
+
+def assets_built() -> bool:
+    return all(asset.path.is_file() for asset in ASSETS.values())
+
+
+def register_playground(app: QuartTrio) -> None:
+    """Mount the page and its assets (call only with ``--enable-playground``)."""
+
+    async def page() -> Response:
+        if not assets_built():
+            body = (_STATIC / "not-built.html").read_bytes()
+            return Response(body, status=503, content_type=_HTML)
+        body = (_STATIC / "index.html").read_bytes()
+        return Response(body, content_type=_HTML, headers={"Cache-Control": "no-cache"})
+
+    loaded: dict[str, bytes] = {}  # the files do not change while the server runs
+
+    async def asset(name: str) -> Response:
+        found = ASSETS.get(name)
+        if found is None or not found.path.is_file():
+            raise NotFound()
+        if name not in loaded:
+            loaded[name] = found.path.read_bytes()
+        return Response(
+            loaded[name],
+            content_type=found.content_type,
+            headers={"Cache-Control": "public, max-age=3600"},
+        )
+
+    app.add_url_rule(PAGE_PATH, endpoint="GET /playground", view_func=page, methods=["GET"])
+    app.add_url_rule(
+        f"{PAGE_PATH}/assets/<name>",
+        endpoint="GET /playground/assets",
+        view_func=asset,
+        methods=["GET"],
+    )

@@ -15,7 +15,7 @@ import trio
 
 from storage.config import SUPPORTED_DATABASE_TYPES, StorageConfig
 from storage.errors import StorageUnavailable
-from storage.memory import MemoryStore, memory_store_for
+from storage.memory import MemoryStore, SqlMemoryStore, memory_store_for
 from storage.sql.database import Database, open_database
 from storage.sql.migrate import migrate
 
@@ -39,7 +39,9 @@ class Storage:
         try:
             with trio.fail_after(self.timeout):
                 await self.db.ping()
-                await self.memory.ping()
+                # The default memory store lives in the same database: one ping proves both.
+                if not isinstance(self.memory, SqlMemoryStore):
+                    await self.memory.ping()
         except trio.TooSlowError:
             raise StorageUnavailable("storage did not answer in time") from None
 

@@ -4,8 +4,9 @@ Starts a bastion server on SQLite (SQL-backed memory store) in its own process, 
 with wrk (Debian package `wrk`) in another, and prints requests/s, p50 and p99 for:
 
 - ``GET /healthz`` (exempt from rate limiting; one storage ping per request);
-- ``POST /v1/admin/logout`` with the admin header: a small JSON POST through the whole
-  edge (CSRF, per-IP token bucket in the memory store, admin check) that writes nothing.
+- ``POST /graphql`` with ``{ meta { version client_id } }``: a small JSON POST through the
+  whole edge (CSRF, per-IP token bucket in the memory store, JSON body) and the GraphQL
+  executor, reading nothing from storage.
 
 The client's CPU share (wrk's user+system time over wall time, of the machine's cores)
 is printed beside each figure so a reader can tell when the client, not the server, is
@@ -30,14 +31,13 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.server.harness import ADMIN_SECRET, base_flags, running  # noqa: E402
+from tests.server.harness import base_flags, running  # noqa: E402
 
 POST_SCRIPT = """
 wrk.method = "POST"
-wrk.body = "{}"
+wrk.body = '{"query": "{ meta { version client_id } }"}'
 wrk.headers["Content-Type"] = "application/json"
 wrk.headers["Origin"] = "%(origin)s"
-wrk.headers["x-service-admin-secret"] = "%(secret)s"
 """
 
 
@@ -72,6 +72,14 @@ def _wrk(url: str, seconds: int, script: Path | None) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=int, default=10)
+    parser.add_argument(
+        "--memory-store-url",
+        default="",
+        help="where the per-IP rate limit lives (default: the SQLite database; memory://)",
+    )
+    parser.add_argument(
+        "--no-rate-limit", action="store_true", help="--rate-limit-rps=0: the bare HTTP path"
+    )
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         sys.exit("wrk is needed: apt-get install wrk")
@@ -79,18 +87,24 @@ def main() -> None:
         tmp_path = Path(tmp)
         flags = base_flags("sqlite", str(tmp_path / "bench.db"))
         flags = [f for f in flags if not f.startswith("--log-level")] + ["--log-level=error"]
+        if args.no_rate_limit:
+            flags = [f for f in flags if not f.startswith("--rate-limit")] + ["--rate-limit-rps=0"]
+        if args.memory_store_url:
+            flags.append(f"--memory-store-url={args.memory_store_url}")
         with running(flags, tmp_path) as server:
             httpx.get(server.url + "/healthz")
             script = tmp_path / "post.lua"
-            script.write_text(POST_SCRIPT % {"origin": server.url, "secret": ADMIN_SECRET})
+            script.write_text(POST_SCRIPT % {"origin": server.url})
             results = {
                 "GET /healthz": _wrk(server.url + "/healthz", args.seconds, None),
-                "POST /v1/admin/logout (small JSON POST)": _wrk(
-                    server.url + "/v1/admin/logout", args.seconds, script
+                "POST /graphql meta (small JSON POST)": _wrk(
+                    server.url + "/graphql", args.seconds, script
                 ),
             }
+    limit = "off" if args.no_rate_limit else f"on, in {args.memory_store_url or 'the SQLite db'}"
     print(
-        f"machine: {os.cpu_count()} cores, {sys.platform}; 32 connections, wrk -t2, {args.seconds}s"
+        f"machine: {os.cpu_count()} cores, {sys.platform}; 32 connections, wrk -t2, "
+        f"{args.seconds}s; rate limit {limit}"
     )
     for name, r in results.items():
         print(

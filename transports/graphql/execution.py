@@ -28,10 +28,12 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import AsyncIterator, Awaitable, Iterable, Sequence
+from functools import lru_cache
 from typing import Any, TypeVar
 
 import trio
 from graphql import (
+    DocumentNode,
     ExecutionResult,
     Executor,
     GraphQLError,
@@ -239,6 +241,49 @@ def _response(result: ExecutionResult) -> dict[str, Any]:
     return response
 
 
+#: Documents up to this size are remembered; bigger ones (rare, and a way to fill memory)
+#: are prepared afresh each time.
+_CACHEABLE_SOURCE_BYTES = 8192
+
+
+def _prepare(
+    schema: GraphQLSchema, source: str, operation_name: str | None, limits: QueryLimits
+) -> DocumentNode | tuple[GraphQLError, ...]:
+    if len(source) <= _CACHEABLE_SOURCE_BYTES:
+        return _prepare_cached(schema, source, operation_name, limits)
+    return _prepare_document(schema, source, operation_name, limits)
+
+
+def _prepare_document(
+    schema: GraphQLSchema, source: str, operation_name: str | None, limits: QueryLimits
+) -> DocumentNode | tuple[GraphQLError, ...]:
+    """Parse, measure against the limits and validate a document, once per distinct text.
+
+    Clients send the same few documents over and over; parsing and validating them is
+    most of what a small query costs in graphql-core, so the outcome (a document, or the
+    errors that refuse it) is kept. Variables are not part of the key: they are coerced
+    at execution, every time.
+    """
+    try:
+        document = parse(source)
+    except GraphQLSyntaxError as error:
+        return (error,)
+    over_limit = check_operation_limits(document, operation_name, limits)
+    if over_limit is not None:
+        return (over_limit,)
+    rules = list(specified_rules)
+    if not limits.introspection:
+        rules.append(DisabledIntrospectionRule)
+    # With introspection off, "Did you mean ...?" hints would leak the schema anyway.
+    invalid = validate(schema, document, rules, hide_suggestions=not limits.introspection)
+    if invalid:
+        return tuple(invalid)
+    return document
+
+
+_prepare_cached = lru_cache(maxsize=512)(_prepare_document)
+
+
 async def execute_operation(
     schema: GraphQLSchema,
     source: str,
@@ -259,21 +304,11 @@ async def execute_operation(
         return _errors_only(too_big)
     if variables is not None and not isinstance(variables, dict):
         return _errors_only(GraphQLError("variables must be a JSON object"))
-    try:
-        document = parse(source)
-    except GraphQLSyntaxError as error:
-        return _errors_only(error)
-    over_limit = check_operation_limits(document, operation_name, limits)
-    if over_limit is not None:
-        return _errors_only(over_limit)
-    rules = list(specified_rules)
-    if not limits.introspection:
-        rules.append(DisabledIntrospectionRule)
-    # With introspection off, "Did you mean ...?" hints would leak the schema anyway.
+    prepared = _prepare(schema, source, operation_name, limits)
+    if isinstance(prepared, tuple):
+        return _errors_only(*prepared)
+    document = prepared
     hide_suggestions = not limits.introspection
-    invalid = validate(schema, document, rules, hide_suggestions=hide_suggestions)
-    if invalid:
-        return _errors_only(*invalid)
     try:
         result = execute(
             schema,

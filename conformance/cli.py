@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from conformance import catalogue
+from conformance import catalogue, mailsink
 from conformance.discovery import DiscoveryError, discover
 from conformance.fuzz import fuzz
 from conformance.report import write_junit, write_text
@@ -60,6 +60,12 @@ def parser() -> argparse.ArgumentParser:
         "--receiver-host",
         default="127.0.0.1",
         help="address the deployment reaches this machine's webhook receiver at",
+    )
+    p.add_argument(
+        "--mail-sink",
+        metavar="HOST:PORT",
+        help="start the suite's own SMTP sink here for the email rows; the deployment "
+        "must send to it (--smtp-host/--smtp-port). Without it those rows are skipped",
     )
     p.add_argument(
         "--fuzz-examples",
@@ -131,6 +137,11 @@ def main(
             "(run it against a fresh deployment)\n"
         )
         return 2
+    try:
+        sink = mailsink.Running(args.mail_sink) if args.mail_sink else None
+    except (OSError, ValueError) as exc:
+        out.write(f"cannot start the mail sink on {args.mail_sink}: {exc}\n")
+        return 2
     if surfaces is None:
         surfaces = {
             "rest": RestSurface(args.base_url, verify=verify),
@@ -142,7 +153,8 @@ def main(
         f"deployment {deployment.base_url}: version {deployment.meta.get('version')}; "
         f"enabled: {enabled}; authorization engine "
         f"{'on' if deployment.fga_enabled else 'off'}; admin by "
-        f"{'header' if deployment.header_auth else 'cookie'}\n\n"
+        f"{'header' if deployment.header_auth else 'cookie'}; mail sink "
+        f"{args.mail_sink or 'none (email rows skipped)'}\n\n"
     )
     rest = surfaces.get("rest")
     if isinstance(rest, RestSurface) and not rest.schemas.enabled:
@@ -153,6 +165,8 @@ def main(
     try:
         results = run_catalogue(scenarios, surfaces, deployment)
     finally:
+        if sink is not None:
+            sink.stop()
         for surface in surfaces.values():
             if surface is not None:
                 surface.close()

@@ -103,10 +103,6 @@ NOT_IMPLEMENTED_FLAGS: Final[frozenset[str]] = frozenset(
         # sign-up and login
         "enable-phone-verification",
         # multi-factor authentication
-        "enable-mfa",
-        "enforce-mfa",
-        "enable-totp-login",
-        "enable-email-otp",
         "enable-sms-otp",
         # sms
         "sms-account-sid",

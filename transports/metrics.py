@@ -85,6 +85,12 @@ class Metrics:
             buckets=_LATENCY_BUCKETS,
             registry=self.registry,
         )
+        self.mfa_challenges = Counter(
+            "bastion_mfa_challenges_total",
+            "MFA challenges by method and outcome (issued, passed, failed).",
+            ["method", "outcome"],
+            registry=self.registry,
+        )
         self.fga_operations = Counter(
             "bastion_fga_operations_total",
             "Authorization engine operations by name and result (success, error).",

@@ -65,6 +65,7 @@ class Runtime:
         origins = OriginPolicy(settings.allowed_origins, settings.url)
         auth = AuthService(settings, storage, origins, custom_claims=_custom_claims(settings))
         service.auth = auth
+        auth.metrics = metrics
         fga = FgaService(service, fga_store, metrics)
         auth.relation_gate = fga
         return cls(

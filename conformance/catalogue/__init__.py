@@ -9,6 +9,7 @@ from conformance.catalogue import (
     auth,
     fga,
     http_only,
+    mail,
     public,
 )
 from conformance.scenario import CATALOGUE
@@ -21,5 +22,6 @@ __all__ = [
     "auth",
     "fga",
     "http_only",
+    "mail",
     "public",
 ]

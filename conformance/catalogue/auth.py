@@ -25,7 +25,8 @@ def password_signup(deployment: Deployment) -> str | None:
     return None
 
 
-def _remove(ctx: Ctx, email: str) -> None:
+def remove_user(ctx: Ctx, email: str) -> None:
+    """Delete a user the scenario made (or let it deactivate itself)."""
     try:
         ctx.raw_call("delete_user", {"email": email}, ctx.admin)
     except NotOffered:
@@ -40,7 +41,7 @@ def new_user(ctx: Ctx, **extra: Any) -> tuple[str, dict[str, Any], str]:
     email = ctx.email()
     request = {"email": email, "password": PASSWORD, "confirm_password": PASSWORD, **extra}
     outcome = ctx.call("signup", request)
-    ctx.cleanups.append(lambda: _remove(ctx, email))
+    ctx.cleanups.append(lambda: remove_user(ctx, email))
     body = ctx.expect_ok(outcome)
     ctx.expect(bool(body.get("access_token")), f"signup returned no access token: {body}")
     cookie = outcome.cookie(SESSION_COOKIE)

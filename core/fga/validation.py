@@ -4,7 +4,8 @@ Errors carry ``error_type`` (``missing-definition``, ``relation-no-entry-point``
 message upstream prints, the offending symbol and, when the model came from DSL text, a
 0-based line and column span found the way upstream finds it: the symbol's first
 whole-word occurrence on the line of the definition. Entry points are only examined when
-nothing else is wrong. ``check_model`` turns the first error into OpenFGA's 2056.
+nothing else is wrong. ``check_model`` turns the first error into OpenFGA's 2056, with
+the server's entry-point search in place of the language validator's.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 
 from core.fga.conditions import CompiledCondition, ConditionError
 from core.fga.dsl_parser import ParsedDsl
+from core.fga.entrypoints import first_entrypoint_error
 from core.fga.errors import ErrorCode, FgaError
 from core.fga.model import (
     AuthorizationModel,
@@ -52,9 +54,11 @@ class ModelError:
 
 
 class _Validator:
-    def __init__(self, model: AuthorizationModel, source: SourceMap | None) -> None:
+    def __init__(self, model: AuthorizationModel, source: SourceMap | None,
+                 *, server: bool = False) -> None:
         self.model = model
         self.source = source
+        self.server = server
         self.errors: list[ModelError] = []
         self.types: dict[str, TypeDefinition] = {}
         for typedef in model.type_definitions:
@@ -116,8 +120,12 @@ class _Validator:
             self._type(typedef)
         self._conditions_used()
         self._one_module_per_file()
-        if not self.errors:
+        if self.errors:
+            return self.errors
+        if not self.server:
             self._entry_points()
+        elif (message := first_entrypoint_error(self.model)) is not None:
+            self.errors.append(ModelError("relation-no-entry-point", message))
         return self.errors
 
     def _schema(self) -> bool:
@@ -344,8 +352,12 @@ def validate_model(model: AuthorizationModel, source: ParsedDsl | SourceMap | No
 
 
 def check_model(model: AuthorizationModel) -> None:
-    """Raise OpenFGA's 2056 for an invalid model, including conditions that do not compile."""
-    errors = validate_model(model)
+    """Raise OpenFGA's 2056 for an invalid model, including conditions that do not compile.
+
+    Entry points are searched the way the server searches them, not the way the language
+    validator does (see ``entrypoints``): the two disagree on some models.
+    """
+    errors = _Validator(model, None, server=True).run()
     if errors:
         raise FgaError(ErrorCode.INVALID_AUTHORIZATION_MODEL, errors[0].message)
     for condition in model.conditions.values():

@@ -137,6 +137,8 @@ authenticators = sa.Table(
     sa.Column("secret", sa.Text),
     sa.Column("recovery_codes", sa.Text),
     sa.Column("verified_at", sa.BigInteger),
+    #: the last TOTP time step a code was accepted for: replay protection (migration 0006)
+    sa.Column("last_used_step", sa.BigInteger),
     *_timestamps(),
     **_MYSQL,
 )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import re
+import socket
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from conformance.catalogue.mail import NO_SINK
 from conformance.cli import main
 from conformance.operations import Operation
 from conformance.outcome import Credentials, Outcome
@@ -93,11 +95,49 @@ def test_whole_suite_destructive_on_sqlite_with_schemathesis(
     assert row(output, "http.csrf_origin_required") == ["pass", "pass", "n/a"]
     assert row(output, "schemathesis.openapi") == ["pass", "n/a", "n/a"]
     assert "fga.not_enabled_failed_precondition: skip: the authorization engine is on" in output
+    # No --mail-sink: the email rows say why they did not run.
+    assert f"mail.invite_members: skip: {NO_SINK}" in output
     suite = ET.parse(junit).getroot()
     assert suite.get("failures") == "0"
     assert int(suite.get("tests") or 0) == passed + failed + skipped
     names = {case.get("name") for case in suite.iter("testcase")}
     assert {"meta", "auth.signup_profile_bearer_and_cookie", "admin.cookie_session"} <= names
+
+
+MAIL_ROWS = (
+    "mail.signup_verify_email",
+    "mail.resend_verify_email",
+    "mail.magic_link_login",
+    "mail.forgot_reset_password",
+    "mail.invite_members",
+)
+
+
+def test_email_rows_through_the_suites_own_mail_sink(tmp_path: Path) -> None:
+    """The deployment mails the suite's sink; every surface follows every emailed link."""
+    # Held (bound, not listening) while the server starts, so no other server takes it;
+    # released just before the suite binds its sink there.
+    placeholder = socket.socket()
+    placeholder.bind(("127.0.0.1", 0))
+    port = int(placeholder.getsockname()[1])
+    mail = [
+        "--smtp-host=127.0.0.1",
+        f"--smtp-port={port}",
+        "--smtp-sender-email=bastion@conformance.example.com",
+        "--enable-email-verification=true",
+        "--enable-magic-link-login=true",
+    ]
+    flags = [*base_flags("sqlite", fresh_sqlite_url(tmp_path)), *SUITE_FLAGS, *mail]
+    with placeholder, running(flags, tmp_path) as server:
+        placeholder.close()
+        args = [*suite_args(server), "--mail-sink", f"127.0.0.1:{port}", "--only", "mail.*"]
+        code, output = run_suite([*args, "--fuzz-examples", "0"])
+    for scenario in MAIL_ROWS[:-1]:
+        assert row(output, scenario) == ["pass", "pass", "pass"], output
+    assert row(output, "mail.invite_members") == ["pass", "pass", "pass"], output
+    assert code == 0, output
+    assert totals(output) == (3 * len(MAIL_ROWS), 0, 0)
+    assert f"mail sink 127.0.0.1:{port}" in output
 
 
 def test_destructive_refuses_a_store_that_holds_tuples(

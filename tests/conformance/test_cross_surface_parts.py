@@ -3,11 +3,16 @@ documents, and how the runner grades cells from the surfaces' answers."""
 
 from __future__ import annotations
 
+import base64
+import json
+import smtplib
+from email.message import EmailMessage
 from typing import Any
 
 import pytest
 from google.protobuf import json_format
 
+from conformance import mailsink
 from conformance.discovery import Deployment
 from conformance.operations import OPERATIONS, Operation
 from conformance.outcome import Credentials, Outcome, normal_form, parse_set_cookie
@@ -16,6 +21,7 @@ from conformance.scenario import Ctx, Scenario
 from conformance.surfaces.base import Surface, Unexpressible
 from conformance.surfaces.graphql import bundled_schema, document
 from conformance.surfaces.grpc import plain, proto_shaped
+from tests.server.harness import free_port
 from transports.grpc.proto.authorizer.v1 import admin_pb2, authorizer_pb2
 
 
@@ -170,3 +176,45 @@ def test_every_operation_names_a_real_grpc_method_and_graphql_field() -> None:
     for operation in OPERATIONS.values():
         assert operation.graphql_field in fields, operation
         assert operation.grpc_method in services[operation.grpc_service].methods_by_name, operation
+
+
+def _jwt(claims: dict[str, Any]) -> str:
+    payload = base64.urlsafe_b64encode(json.dumps(claims).encode()).rstrip(b"=").decode()
+    return f"eyJhbGciOiJIUzI1NiJ9.{payload}.c2lnbmF0dXJl"
+
+
+def test_the_mail_sink_speaks_smtp_and_hands_out_each_link_token_once() -> None:
+    reset, signup = _jwt({"token_type": "forgot_password"}), _jwt({"token_type": "x"})
+    running = mailsink.Running(f"127.0.0.1:{free_port()}")
+    try:
+        sink = running.sink
+        assert mailsink.current() is sink
+        with smtplib.SMTP(sink.host, sink.port) as client:
+            for token in (signup, reset):
+                mail = EmailMessage()
+                mail["From"], mail["To"], mail["Subject"] = "a@x.test", "Who@X.test", "link"
+                # A line that starts with a dot is dot-stuffed on the wire.
+                mail.set_content(f".first\nOpen https://x.test/verify?token={token}&r=1\n")
+                mail.add_alternative(f'<a href="https://x.test/?a=1&amp;token={token}">go</a>')
+                client.send_message(mail)
+        assert sink.next_token("who@x.test", "forgot_password") == reset
+        assert sink.next_token("who@x.test", "x") == signup
+        body = sink.received["who@x.test"][0].get_body(("plain",))
+        assert body is not None
+        assert body.get_content().startswith(".first\r\n")
+        with pytest.raises(mailsink.NoMail, match=r"no forgot_password mail to who@x\.test"):
+            sink.next_token("who@x.test", "forgot_password", timeout=0)
+    finally:
+        running.stop()
+    assert mailsink.current() is None
+
+
+def test_the_mail_sink_reads_links_and_addresses() -> None:
+    mail = EmailMessage()
+    mail.set_content("no link here")
+    assert mailsink.link_token(mail) is None
+    assert mailsink.token_kind("not-a-jwt") is None
+    assert mailsink.token_kind(_jwt({"token_type": "invite_member"})) == "invite_member"
+    assert mailsink.parse_address("mail.internal:2525") == ("mail.internal", 2525)
+    with pytest.raises(ValueError, match="HOST:PORT"):
+        mailsink.parse_address("2525")

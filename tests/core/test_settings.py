@@ -75,6 +75,8 @@ IMPLEMENTED = {
     # issue 7: the GraphQL surface
     "enable-graphql-introspection", "graphql-max-complexity", "graphql-max-depth",
     "graphql-max-aliases", "graphql-max-body-bytes", "enable-playground",
+    # issue 4: multi-factor authentication (email codes so far)
+    "enable-mfa", "enforce-mfa", "enable-email-otp", "enable-totp-login",
 }  # fmt: skip
 
 
@@ -242,13 +244,15 @@ def test_a_not_implemented_flag_is_refused_even_with_its_default(name: str) -> N
 
 
 def test_bare_not_implemented_boolean_and_several_at_once() -> None:
-    assert refusal(*BASE, "--enable-mfa") == "--enable-mfa is not implemented in this build"
+    message = refusal(*BASE, "--enable-sms-otp")
+    assert message == "--enable-sms-otp is not implemented in this build"
     message = refusal(*BASE, "--sms-sender", "bastion", "--enable-login-page=false")
     assert message == "--sms-sender, --enable-login-page are not implemented in this build"
 
 
 def test_not_implemented_is_checked_before_the_other_rules() -> None:
-    assert refusal("--enable-mfa=true") == "--enable-mfa is not implemented in this build"
+    message = refusal("--enable-sms-otp=true")
+    assert message == "--enable-sms-otp is not implemented in this build"
 
 
 # ------------------------------------------------------------------ value syntax
@@ -782,8 +786,10 @@ def test_flag_file_errors_name_the_line(tmp_path: Path) -> None:
     assert refusal(f"@{flag_file}", *BASE) == (
         f"--admin-secret is given more than once (on {flag_file} line 1 and on the command line)"
     )
-    flag_file.write_text("--enable-mfa=false\n")
-    assert refusal(f"@{flag_file}", *BASE) == "--enable-mfa is not implemented in this build"
+    flag_file.write_text("--enable-sms-otp=false\n")
+    assert refusal(f"@{flag_file}", *BASE) == (
+        "--enable-sms-otp is not implemented in this build"
+    )
     flag_file.write_text("--http-port\n")
     assert refusal(f"@{flag_file}", *BASE) == f"{flag_file} line 1: --http-port needs a value"
     missing = tmp_path / "absent.flags"

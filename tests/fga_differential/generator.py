@@ -20,7 +20,7 @@ from core.fga.errors import FgaError
 from core.fga.tuples import TupleKey
 from core.fga.validation import check_model
 
-__all__ = ["Query", "World", "generate_world"]
+__all__ = ["Query", "World", "draw_models", "generate_world"]
 
 RELATIONS = ("r0", "r1", "r2", "r3", "r4", "r5")
 USERS = tuple(f"user:u{i}" for i in range(8))
@@ -190,6 +190,13 @@ def _valid(dsl: str) -> bool:
     except FgaError:
         return False
     return True
+
+
+def draw_models(seed: int, count: int) -> list[tuple[str, bool]]:
+    """``count`` model drafts, valid or not, each with core/fga's verdict on it."""
+    rng = random.Random(seed)
+    drafts = [_model(rng, World(seed, "")) for _ in range(count)]
+    return [(dsl, _valid(dsl)) for dsl in drafts]
 
 
 def generate_world(seed: int) -> World:

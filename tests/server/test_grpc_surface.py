@@ -83,13 +83,12 @@ def test_errors_have_the_rest_message(channel: grpc.Channel) -> None:
     assert empty.value.details() == "admin_secret is required"
 
 
-def test_rpcs_of_later_features_are_unimplemented(channel: grpc.Channel) -> None:
-    with pytest.raises(grpc.RpcError) as missing:
-        # Multi-factor authentication is a later issue.
+def test_verify_otp_without_a_challenge_is_unauthenticated(channel: grpc.Channel) -> None:
+    with pytest.raises(grpc.RpcError) as refused:
         authorizer_pb2_grpc.AuthorizerServiceStub(channel).VerifyOtp(
             authorizer_pb2.VerifyOtpRequest(email="a@b.test", otp="123456"), timeout=10
         )
-    assert missing.value.code() == grpc.StatusCode.UNIMPLEMENTED
+    assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
 
 
 def test_reflection_lists_both_services(channel: grpc.Channel) -> None:

@@ -320,9 +320,7 @@ class UserAdmin:
         if refused:
             reasons = ", ".join(f"{email} ({why})" for email, why in refused.items())
             message += f" Not invited: {reasons}."
-        return Reply(
-            {"message": message, "Users": [{"id": u.id, "email": u.email} for u in invited]}
-        )
+        return Reply({"message": message, "Users": [u.to_api_dict() for u in invited]})
 
     async def _invite(
         self,

@@ -27,10 +27,20 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from core.settings import Settings
 from transports.context import CallerContext, Cookie
 
-__all__ = ["SESSION_COOKIE", "SESSION_DOMAIN_COOKIE", "SessionCookies", "cookie_domain_for"]
+__all__ = [
+    "MFA_COOKIE",
+    "MFA_DOMAIN_COOKIE",
+    "SESSION_COOKIE",
+    "SESSION_DOMAIN_COOKIE",
+    "SessionCookies",
+    "cookie_domain_for",
+]
 
 SESSION_COOKIE = "cookie_session"
 SESSION_DOMAIN_COOKIE = "cookie_session_domain"
+#: The pending MFA challenge's id (host and domain variants), alive as long as the challenge.
+MFA_COOKIE = "mfa"
+MFA_DOMAIN_COOKIE = "mfa_domain"
 _NONCE_BYTES = 12
 _INFO = b"bastion session cookie v1"
 _SAME_SITE = {"none": "None", "lax": "Lax", "strict": "Strict"}
@@ -94,7 +104,12 @@ class SessionCookies:
 
     # -- Set-Cookie -----------------------------------------------------------------------
 
-    def _pair(self, value: str, max_age: int) -> tuple[Cookie, Cookie]:
+    def _pair(
+        self,
+        value: str,
+        max_age: int,
+        names: tuple[str, str] = (SESSION_COOKIE, SESSION_DOMAIN_COOKIE),
+    ) -> tuple[Cookie, Cookie]:
         common = {
             "value": value,
             "max_age": max_age,
@@ -102,8 +117,8 @@ class SessionCookies:
             "same_site": self._same_site,
         }
         return (
-            Cookie(name=SESSION_COOKIE, **common),  # type: ignore[arg-type]
-            Cookie(name=SESSION_DOMAIN_COOKIE, domain=self._domain, **common),  # type: ignore[arg-type]
+            Cookie(name=names[0], **common),  # type: ignore[arg-type]
+            Cookie(name=names[1], domain=self._domain, **common),  # type: ignore[arg-type]
         )
 
     def set(self, value: str, max_age: int) -> tuple[Cookie, Cookie]:
@@ -111,6 +126,17 @@ class SessionCookies:
 
     def clear(self) -> tuple[Cookie, Cookie]:
         return self._pair("", 0)
+
+    def set_mfa(self, challenge_id: str, max_age: int) -> tuple[Cookie, Cookie]:
+        return self._pair(challenge_id, max_age, (MFA_COOKIE, MFA_DOMAIN_COOKIE))
+
+    def clear_mfa(self) -> tuple[Cookie, Cookie]:
+        return self._pair("", 0, (MFA_COOKIE, MFA_DOMAIN_COOKIE))
+
+    @staticmethod
+    def presented_mfa(caller: CallerContext) -> str | None:
+        """The ``mfa`` cookie the caller sent: the host cookie, else the domain one."""
+        return caller.cookies.get(MFA_COOKIE) or caller.cookies.get(MFA_DOMAIN_COOKIE)
 
     @staticmethod
     def presented(caller: CallerContext) -> str | None:

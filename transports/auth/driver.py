@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 
 from core.auth.claims import verification_token_claims
+from core.auth.mfa import Method
 from core.auth.verification import VerificationRequest
 from core.errors import Internal, InvalidArgument, PermissionDenied, Unauthenticated
 from core.state_machines import Machine
@@ -61,15 +62,25 @@ from core.state_machines.events import (
     VerificationRequestCreated,
     VerificationRequestLoaded,
 )
-from core.state_machines.login import DecideSecondFactor, SecondFactorNotRequired
+from core.state_machines.login import (
+    DecideSecondFactor,
+    LoginContext,
+    SecondFactorNotRequired,
+    SecondFactorRequired,
+)
+from core.state_machines.login import State as LoginState
+from core.state_machines.mfa import ChallengeRequested, MfaMachine
+from core.state_machines.mfa_effects import ClearMfaCookie, RecordMfaOutcome, SetMfaCookie
 from storage import users as user_rows
 from storage import verification as requests
 from storage import webhooks
 from storage.audit import AuditEntry, record
 from storage.outbox import enqueue
+from transports.auth.authenticators import AUTHENTICATOR_EFFECTS
 from transports.auth.mail import compose_mail
 from transports.auth.sessions import REFRESH, REFRESH_GRACE_SECONDS
 from transports.context import CallerContext, Cookie
+from transports.mfa_challenges import CHALLENGE_EFFECTS
 
 if TYPE_CHECKING:
     from transports.auth.service import AuthService
@@ -103,6 +114,8 @@ class FlowRun:
         self.taken: str | None = None
         self._sql: list[SqlOp] = []
         self._consumed_message = "invalid token"
+        #: the second factor ``DecideSecondFactor`` asked for, if any
+        self._second_factor: Method | None = None
 
     # -- the loop ---------------------------------------------------------------------------
 
@@ -125,8 +138,17 @@ class FlowRun:
                 else:
                     await self._do(effect)
             if reply is None:
+                if machine.state is LoginState.SECOND_FACTOR_REQUIRED:
+                    return await self._challenge(machine.ctx)
                 raise Internal("flow stopped without an answer")
             effects = machine.handle(reply)
+
+    async def _challenge(self, login: LoginContext) -> Result:
+        """A login parked for its second factor: the MFA flow issues the challenge."""
+        if self._second_factor is None:
+            raise Internal("a login parked without a second factor")
+        event = ChallengeRequested.after_login(login, self._second_factor)
+        return await self.run(MfaMachine(self.auth.env), event)
 
     async def _flush(self) -> None:
         if not self._sql:
@@ -187,8 +209,17 @@ class FlowRun:
                 return RelationsChecked(allowed=False)
             return RelationsChecked(allowed=True)
         if isinstance(effect, DecideSecondFactor):
-            # Multi-factor authentication is a later issue: a password is enough for now.
-            return SecondFactorNotRequired()
+            self._second_factor = self.auth.mfa_policy.second_factor(effect.user, effect.channel)
+            if self._second_factor is None:
+                return SecondFactorNotRequired()
+            return SecondFactorRequired()
+        if isinstance(effect, CHALLENGE_EFFECTS):
+            found = await self.auth.challenges.execute(effect)
+            if found is None:
+                raise Internal(f"{type(effect).__name__} gave no answer")
+            return found
+        if isinstance(effect, AUTHENTICATOR_EFFECTS):
+            return await self.auth.authenticators.execute(effect)
         raise Internal(f"no driver for {type(effect).__name__}")
 
     async def _create_request(self, effect: CreateVerificationRequest) -> str:
@@ -305,6 +336,15 @@ class FlowRun:
             self.cookies.extend(auth.cookies.set(effect.value, auth.lifetimes.session))
         elif isinstance(effect, ClearSessionCookie):
             self.cookies.extend(auth.cookies.clear())
+        elif isinstance(effect, CHALLENGE_EFFECTS):
+            await self._flush()
+            await auth.challenges.execute(effect)
+        elif isinstance(effect, SetMfaCookie):
+            self.cookies.extend(auth.cookies.set_mfa(effect.value, effect.max_age))
+        elif isinstance(effect, ClearMfaCookie):
+            self.cookies.extend(auth.cookies.clear_mfa())
+        elif isinstance(effect, RecordMfaOutcome):
+            auth.record_mfa_outcome(effect.method, effect.outcome)
         else:
             raise Internal(f"no driver for {type(effect).__name__}")
 

@@ -14,8 +14,11 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
+from core.auth import otp
 from core.auth.claims import SESSION_TTL, TokenType
+from core.auth.mfa import Method, MfaPolicy
 from core.auth.policy import AuthPolicy, FlowEnv
+from core.auth.secretbox import SecretBox
 from core.auth.user import normalise_email
 from core.errors import (
     ClientError,
@@ -35,6 +38,8 @@ from core.state_machines import (
 )
 from core.state_machines.login import LoginRequested
 from core.state_machines.magic_link import MagicLinkRequested
+from core.state_machines.mfa import MfaMachine, ResendOtpRequested, VerifyOtpRequested
+from core.state_machines.mfa_effects import MfaOutcome
 from core.state_machines.password_reset import ForgotPasswordRequested, ResetPasswordRequested
 from core.state_machines.session import (
     LogoutRequested,
@@ -47,6 +52,7 @@ from core.state_machines.signup import SignupRequested
 from core.state_machines.verification import ResendVerifyEmailRequested, VerifyEmailRequested
 from storage import Storage
 from transports.auth.account import AccountOperations
+from transports.auth.authenticators import AuthenticatorStore
 from transports.auth.cookies import SessionCookies
 from transports.auth.driver import FlowRun
 from transports.auth.issuer import CustomClaims, TokenIssuer
@@ -54,8 +60,10 @@ from transports.auth.requests import flag, mapping, optional_text, relations, st
 from transports.auth.sessions import ACCESS, Lifetimes, SessionStore
 from transports.context import CallerContext, Reply
 from transports.http.edge import OriginPolicy
+from transports.metrics import Metrics
+from transports.mfa_challenges import ChallengeStore
 from transports.passwords import PasswordHasher
-from transports.system import SystemClock, SystemIds
+from transports.system import SystemClock, SystemIds, SystemRandom
 from transports.tokens import TokenSigner
 
 __all__ = ["AuthService", "policy_from"]
@@ -132,6 +140,26 @@ class AuthService(AccountOperations):
         self.issuer = TokenIssuer(self.policy, self.signer, self.cookies, custom_claims)
         #: the authorization engine's ``required_relations`` gate, attached by the Runtime
         self.relation_gate: RelationGate | None = None
+        self.mfa_policy = MfaPolicy.from_settings(settings)
+        self.challenges = ChallengeStore(
+            storage.memory,
+            otp_key=otp.derive_key(settings.client_secret),
+            randomness=SystemRandom(),
+            clock=self.clock,
+        )
+        self.authenticators = AuthenticatorStore(
+            storage.db,
+            SecretBox(settings.client_secret, SystemRandom()),
+            randomness=SystemRandom(),
+            clock=self.clock,
+            ids=self.ids,
+        )
+        #: the server's metrics (MFA challenges issued, passed, failed), attached by the Runtime
+        self.metrics: Metrics | None = None
+
+    def record_mfa_outcome(self, method: Method, outcome: MfaOutcome) -> None:
+        if self.metrics is not None:
+            self.metrics.mfa_challenges.labels(method.value, outcome.value).inc()
 
     # -- shared helpers -----------------------------------------------------------------------
 
@@ -233,6 +261,30 @@ class AuthService(AccountOperations):
                 await self._count_login_failure(keys)
             raise
         return self.reply(result, run)
+
+    # -- the second factor -------------------------------------------------------------------
+
+    async def verify_otp(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+        """Finish the challenge named by the ``mfa`` cookie with its code."""
+        event = VerifyOtpRequested(
+            challenge_id=self.cookies.presented_mfa(caller),
+            code=text(request, "otp"),
+            is_totp=bool(flag(request, "is_totp")),
+            email=optional_text(request, "email"),
+            phone_number=optional_text(request, "phone_number"),
+        )
+        run = FlowRun(self, caller)
+        return self.reply(await run.run(MfaMachine(self.env), event), run)
+
+    async def resend_otp(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+        """Replace the challenge named by the ``mfa`` cookie; the old code dies with it."""
+        event = ResendOtpRequested(
+            challenge_id=self.cookies.presented_mfa(caller),
+            email=optional_text(request, "email"),
+            phone_number=optional_text(request, "phone_number"),
+        )
+        run = FlowRun(self, caller)
+        return self.reply(await run.run(MfaMachine(self.env), event), run)
 
     # -- emailed links ------------------------------------------------------------------------
 

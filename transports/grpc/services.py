@@ -92,6 +92,10 @@ _RPCS: dict[str, dict[str, _Rpc]] = {
             lambda r: grpc_shaped(r.auth.resend_verify_email),
             authorizer_pb2.ResendVerifyEmailResponse,
         ),
+        "VerifyOtp": _Rpc(lambda r: grpc_shaped(r.auth.verify_otp), types_pb2.AuthResponse),
+        "ResendOtp": _Rpc(
+            lambda r: grpc_shaped(r.auth.resend_otp), authorizer_pb2.ResendOtpResponse
+        ),
         "ForgotPassword": _Rpc(
             lambda r: grpc_shaped(r.auth.forgot_password), authorizer_pb2.ForgotPasswordResponse
         ),
@@ -199,7 +203,11 @@ _RPCS: dict[str, dict[str, _Rpc]] = {
         "RevokeAccess": _Rpc(lambda r: r.admin.users.revoke_access, admin_pb2.RevokeAccessResponse),
         "EnableAccess": _Rpc(lambda r: r.admin.users.enable_access, admin_pb2.EnableAccessResponse),
         "InviteMembers": _Rpc(
-            lambda r: renamed(r.admin.users.invite_members, "Users", "users"),
+            lambda r: wrapped(
+                renamed(r.admin.users.invite_members, "Users", "users"),
+                "app_data",
+                within="users",
+            ),
             admin_pb2.InviteMembersResponse,
         ),
     },

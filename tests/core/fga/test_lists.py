@@ -115,3 +115,38 @@ def test_expand_returns_one_level_usersettree() -> None:
     with pytest.raises(FgaError) as info:
         expand(ts, store, "doc:1", "ghost")
     assert info.value.fga_code == ErrorCode.VALIDATION_ERROR
+
+
+# Found by the differential test against OpenFGA (seeds 1, 42, 9999): ListUsers follows
+# OpenFGA's exclusion algebra, not plain set difference.
+ALGEBRA = """type user
+type doc
+  relations
+    define r0: [user, user:*]
+    define r1: [user, user:*]
+    define either: [user] or r0
+    define cut: r0 but not r1
+    define cut_or_r1: cut or r1
+    define base_cut: either but not r0
+    define base_cut_or_r0: base_cut or r0
+    define twice: r0 but not base_cut
+"""
+
+
+def test_list_users_subtracted_wildcard_drops_every_base_user() -> None:
+    ts, store = world(ALGEBRA, "doc:1#r0@user:anne", "doc:1#r1@user:*")
+    assert list_users(ts, store, "doc:1", "cut", UserFilter("user")).items == ()
+    # anne can view through r1's wildcard, but OpenFGA lists only the wildcard
+    assert list_users(ts, store, "doc:1", "cut_or_r1", UserFilter("user")).items == ("user:*",)
+
+
+def test_list_users_wildcard_on_both_sides_leaves_only_the_wildcard() -> None:
+    ts, store = world(ALGEBRA, "doc:1#r0@user:*", "doc:1#either@user:carl")
+    assert list_users(ts, store, "doc:1", "base_cut_or_r0", UserFilter("user")).items == (
+        "user:*",)
+
+
+def test_list_users_exclusion_of_an_exclusion_lists_the_doubly_subtracted() -> None:
+    ts, store = world(ALGEBRA, "doc:1#r0@user:*", "doc:1#either@user:bob")
+    assert list_users(ts, store, "doc:1", "twice", UserFilter("user")).items == (
+        "user:*", "user:bob")

@@ -66,3 +66,45 @@ def test_check_model_raises_2056_for_invalid_models_and_bad_cel() -> None:
         check_model(parsed.model)
     assert info.value.fga_code == ErrorCode.INVALID_AUTHORIZATION_MODEL
     check_model(parse_dsl(HEADER + "type user\n").model)  # a valid model passes
+
+
+_SHARED_VISIT = ("type user\ntype doc\n  relations\n    define parent: [doc]\n"
+                 "    define r0: [user]\n    define r0x: [user]\n    define r2: r0 and r0x\n"
+                 "    define r3: r0 and r2\n    define r4: r3 and r2\n"
+                 "    define r5: r4 from parent\n")
+
+
+def test_server_entry_point_search_rejects_a_relation_reached_twice_behind_a_tupleset() -> None:
+    # Found by the differential test (seed 1): OpenFGA's server rejects r5 because its
+    # visited record is shared between the operands of r4's intersection, so r2, already
+    # seen under r3, counts as having no entry point. The language validator accepts it.
+    parsed = parse_dsl(HEADER + _SHARED_VISIT)
+    assert validate_model(parsed.model, parsed) == []
+    with pytest.raises(FgaError) as info:
+        check_model(parsed.model)
+    assert info.value.fga_code == ErrorCode.INVALID_AUTHORIZATION_MODEL
+    assert str(info.value).endswith(
+        "the definition of relation 'r5' in object type 'doc' is invalid: "
+        "no entrypoints defined")
+    # r4 alone is fine: a top-level intersection gives each operand a fresh record.
+    check_model(parse_dsl(HEADER + _SHARED_VISIT.replace(
+        "    define r5: r4 from parent\n", "")).model)
+
+
+@pytest.mark.parametrize(("relations", "cause"), [
+    ("define admin: [user]\n    define a1: admin and a2 and a3\n"
+     "    define a2: admin and a1 and a3\n    define a3: admin and a1 and a2\n",
+     "potential loop"),
+    ("define admin: [user]\n    define a1: admin but not a2\n"
+     "    define a2: admin but not a3\n    define a3: admin but not a1\n", "potential loop"),
+    ("define viewer: [doc#viewer] and editor\n    define editor: [user]\n",
+     "no entrypoints defined"),
+    ("define viewer: [doc#viewer] but not editor\n    define editor: [user]\n",
+     "no entrypoints defined"),
+])
+def test_server_entry_point_errors_name_the_cause(relations: str, cause: str) -> None:
+    with pytest.raises(FgaError) as info:
+        check_model(parse_dsl(HEADER + "type user\ntype doc\n  relations\n    "
+                              + relations).model)
+    assert info.value.fga_code == ErrorCode.INVALID_AUTHORIZATION_MODEL
+    assert str(info.value).endswith(f": {cause}")

@@ -106,6 +106,29 @@ def _base(
     }
 
 
+def _session_token_claims(
+    *,
+    policy: AuthPolicy,
+    token_type: TokenType,
+    ttl: int,
+    user: User,
+    roles: Sequence[str],
+    scope: Sequence[str],
+    login_method: str,
+    nonce: str,
+    now: int,
+) -> dict[str, Any]:
+    """Access and refresh tokens carry the same claims; only their type and lifetime differ."""
+    claims = _base(policy, subject=user.id, token_type=token_type, nonce=nonce, now=now, ttl=ttl)
+    claims.update(
+        roles=list(roles),
+        allowed_roles=list(user.roles),
+        scope=list(scope),
+        login_method=login_method,
+    )
+    return claims
+
+
 def access_token_claims(
     *,
     policy: AuthPolicy,
@@ -116,21 +139,17 @@ def access_token_claims(
     nonce: str,
     now: int,
 ) -> dict[str, Any]:
-    claims = _base(
-        policy,
-        subject=user.id,
+    return _session_token_claims(
+        policy=policy,
         token_type=TokenType.ACCESS,
+        ttl=policy.access_token_ttl,
+        user=user,
+        roles=roles,
+        scope=scope,
+        login_method=login_method,
         nonce=nonce,
         now=now,
-        ttl=policy.access_token_ttl,
     )
-    claims.update(
-        roles=list(roles),
-        allowed_roles=list(user.roles),
-        scope=list(scope),
-        login_method=login_method,
-    )
-    return claims
 
 
 def refresh_token_claims(
@@ -143,21 +162,17 @@ def refresh_token_claims(
     nonce: str,
     now: int,
 ) -> dict[str, Any]:
-    claims = _base(
-        policy,
-        subject=user.id,
+    return _session_token_claims(
+        policy=policy,
         token_type=TokenType.REFRESH,
+        ttl=policy.refresh_token_ttl,
+        user=user,
+        roles=roles,
+        scope=scope,
+        login_method=login_method,
         nonce=nonce,
         now=now,
-        ttl=policy.refresh_token_ttl,
     )
-    claims.update(
-        roles=list(roles),
-        allowed_roles=list(user.roles),
-        scope=list(scope),
-        login_method=login_method,
-    )
-    return claims
 
 
 def id_token_claims(

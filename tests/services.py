@@ -4,6 +4,10 @@ Each worker gets its own PostgreSQL database, its own MariaDB database and its o
 Redis database number, so workers never see each other's rows or keys. The service
 addresses can be overridden (CI on another machine) with BASTION_TEST_PG,
 BASTION_TEST_MYSQL and BASTION_TEST_REDIS, each a base URL without a database.
+
+BASTION_TEST_SLOT shifts every worker's index, so that two pytest sessions on one
+machine (say two working trees) can run at once without sharing a port, a database
+or a Redis database: give each session its own slot, at least its worker count apart.
 """
 
 from __future__ import annotations
@@ -17,9 +21,9 @@ REDIS_BASE = os.environ.get("BASTION_TEST_REDIS", "redis://127.0.0.1:6379")
 
 
 def worker_index() -> int:
-    """0 for the controller or a run without xdist, n for worker gw<n>."""
+    """0 for the controller or a run without xdist, n for worker gw<n>; plus the slot."""
     m = re.fullmatch(r"gw(\d+)", os.environ.get("PYTEST_XDIST_WORKER", ""))
-    return int(m.group(1)) if m else 0
+    return (int(m.group(1)) if m else 0) + int(os.environ.get("BASTION_TEST_SLOT", "0"))
 
 
 def db_name(purpose: str = "main") -> str:

@@ -32,11 +32,11 @@ def free_port() -> int:
 
     Asking the kernel for port 0 and releasing it races: under parallel load another
     worker (or an outgoing connection) can take the same port before the server binds it.
-    Each worker has 2,000 ports of its own; a port is handed out only if it binds now.
+    Each worker has 1,000 ports of its own; a port is handed out only if it binds now.
     """
-    base = 12000 + (worker_index() % 10) * 2000
-    for _ in range(2000):
-        port = base + next(_next_port) % 2000
+    base = 12000 + (worker_index() % 20) * 1000
+    for _ in range(1000):
+        port = base + next(_next_port) % 1000
         with socket.socket() as s:
             try:
                 s.bind(("127.0.0.1", port))

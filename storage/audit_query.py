@@ -7,6 +7,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from storage.paging import newest_first
 from storage.sql.schema import audit_logs
 
 __all__ = ["AuditFilter", "list_audit_logs"]
@@ -58,14 +59,5 @@ def list_audit_logs(
         conditions.append(c.created_at >= where.from_timestamp)
     if where.to_timestamp is not None:
         conditions.append(c.created_at <= where.to_timestamp)
-    total = conn.execute(
-        sa.select(sa.func.count()).select_from(audit_logs).where(*conditions)
-    ).scalar_one()
-    rows = conn.execute(
-        sa.select(audit_logs)
-        .where(*conditions)
-        .order_by(c.created_at.desc(), c.id.desc())
-        .offset(offset)
-        .limit(limit)
-    ).all()
-    return [_row(row) for row in rows], int(total)
+    rows, total = newest_first(conn, audit_logs, where=conditions, offset=offset, limit=limit)
+    return [_row(row) for row in rows], total

@@ -8,6 +8,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from storage.paging import newest_first
 from storage.sql.schema import email_templates
 
 __all__ = [
@@ -91,11 +92,5 @@ def template_for_event(conn: sa.Connection, event_name: str) -> dict[str, Any] |
 def list_templates(
     conn: sa.Connection, *, offset: int, limit: int
 ) -> tuple[list[dict[str, Any]], int]:
-    total = conn.execute(sa.select(sa.func.count()).select_from(email_templates)).scalar_one()
-    rows = conn.execute(
-        sa.select(email_templates)
-        .order_by(email_templates.c.created_at.desc(), email_templates.c.id)
-        .offset(offset)
-        .limit(limit)
-    ).all()
-    return [_template(row) for row in rows], int(total)
+    rows, total = newest_first(conn, email_templates, offset=offset, limit=limit)
+    return [_template(row) for row in rows], total

@@ -12,6 +12,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from core.auth.verification import VerificationRequest
+from storage.paging import newest_first
 from storage.sql.schema import verification_requests as table
 
 __all__ = [
@@ -79,10 +80,7 @@ def delete_for_email(conn: sa.Connection, email: str) -> int:
 
 def list_page(conn: sa.Connection, *, limit: int, offset: int) -> tuple[list[dict[str, Any]], int]:
     """Rows as the admin API shows them (token included), newest first, and the total."""
-    rows = conn.execute(
-        sa.select(table).order_by(table.c.created_at.desc(), table.c.id).limit(limit).offset(offset)
-    ).all()
-    total = conn.execute(sa.select(sa.func.count()).select_from(table)).scalar_one()
+    rows, total = newest_first(conn, table, offset=offset, limit=limit)
     return [
         {
             "id": r.id,
@@ -96,4 +94,4 @@ def list_page(conn: sa.Connection, *, limit: int, offset: int) -> tuple[list[dic
             "redirect_uri": r.redirect_uri,
         }
         for r in rows
-    ], int(total)
+    ], total

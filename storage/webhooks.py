@@ -13,6 +13,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from storage.paging import newest_first
 from storage.sql.schema import webhook_logs, webhooks
 
 __all__ = [
@@ -108,14 +109,8 @@ def get_webhook(conn: sa.Connection, webhook_id: str) -> dict[str, Any] | None:
 def list_webhooks(
     conn: sa.Connection, *, offset: int, limit: int
 ) -> tuple[list[dict[str, Any]], int]:
-    total = conn.execute(sa.select(sa.func.count()).select_from(webhooks)).scalar_one()
-    rows = conn.execute(
-        sa.select(webhooks)
-        .order_by(webhooks.c.created_at.desc(), webhooks.c.id)
-        .offset(offset)
-        .limit(limit)
-    ).all()
-    return [_webhook(row) for row in rows], int(total)
+    rows, total = newest_first(conn, webhooks, offset=offset, limit=limit)
+    return [_webhook(row) for row in rows], total
 
 
 def enabled_for_event(conn: sa.Connection, event_name: str) -> list[dict[str, Any]]:
@@ -155,14 +150,5 @@ def list_logs(
     conn: sa.Connection, *, webhook_id: str | None, offset: int, limit: int
 ) -> tuple[list[dict[str, Any]], int]:
     where = [] if webhook_id is None else [webhook_logs.c.webhook_id == webhook_id]
-    total = conn.execute(
-        sa.select(sa.func.count()).select_from(webhook_logs).where(*where)
-    ).scalar_one()
-    rows = conn.execute(
-        sa.select(webhook_logs)
-        .where(*where)
-        .order_by(webhook_logs.c.created_at.desc(), webhook_logs.c.id.desc())
-        .offset(offset)
-        .limit(limit)
-    ).all()
-    return [_log(row) for row in rows], int(total)
+    rows, total = newest_first(conn, webhook_logs, where=where, offset=offset, limit=limit)
+    return [_log(row) for row in rows], total

@@ -12,6 +12,7 @@ from core.state_machines.magic_link import MagicLinkMachine
 from core.state_machines.password_reset import PasswordResetMachine
 from core.state_machines.session import SessionMachine
 from core.state_machines.signup import SignupMachine
+from core.state_machines.social_login import SocialLoginMachine
 from core.state_machines.verification import VerificationMachine
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "PasswordResetMachine",
     "SessionMachine",
     "SignupMachine",
+    "SocialLoginMachine",
     "VerificationMachine",
     "to_dot",
 ]
@@ -39,5 +41,6 @@ MACHINES: dict[str, type[Machine[Any]]] = {
         MagicLinkMachine,
         PasswordResetMachine,
         SessionMachine,
+        SocialLoginMachine,
     )
 }

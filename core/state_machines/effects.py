@@ -91,6 +91,8 @@ class AuditAction(enum.StrEnum):
     MFA_CHALLENGE_ISSUED = "user.mfa_challenge_issued"
     MFA_FAILED = "user.mfa_failed"
     MFA_LOCKED = "user.mfa_locked"
+    # social login (issue 10)
+    OAUTH_CALLBACK_SUCCESS = "oauth.callback_success"
 
 
 # -- effects that wait for a reply -----------------------------------------------------

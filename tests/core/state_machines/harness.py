@@ -18,6 +18,8 @@ from core.auth.policy import AuthPolicy, FlowEnv
 from core.auth.responses import IssuedTokens
 from core.auth.user import User
 from core.auth.verification import VerificationRequest
+from core.social.profile import SocialProfile
+from core.social.providers import Provider
 from core.state_machines._machine import Event
 from core.state_machines.events import (
     PasswordHashed,
@@ -46,6 +48,7 @@ from core.state_machines.session import (
     SessionRequested,
 )
 from core.state_machines.signup import SignupRequested
+from core.state_machines.social_login import SocialLoginRequested
 from core.state_machines.verification import ResendVerifyEmailRequested, VerifyEmailRequested
 
 NOW = 1_700_000_000
@@ -335,6 +338,16 @@ SAMPLES: dict[type[Event], list[Event]] = {
     LogoutRequested: [LogoutRequested(session=None), LogoutRequested(session=_REF)],
     RevokeRequested: variants(
         RevokeRequested, {"refresh_token": STORED, "claims": refresh_claims()}, claims=[None, {}]
+    ),
+    SocialLoginRequested: variants(
+        SocialLoginRequested,
+        {
+            "provider": Provider.GITHUB,
+            "profile": SocialProfile(subject="gh-1", email=EMAIL, email_verified=True),
+        },
+        profile=[SocialProfile(subject="gh-1", email=EMAIL), SocialProfile(subject="gh-1")],
+        roles=[("editor",), ("admin",)],
+        scope=[("openid", "offline_access")],
     ),
 }
 

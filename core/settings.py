@@ -22,6 +22,9 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Final, TypeVar
 from urllib.parse import urlsplit
 
+from core.social.apple import parse_apple_secret
+from core.social.providers import parse_provider_urls
+
 __all__ = [
     "DATABASE_TYPES",
     "FLAGS",
@@ -110,24 +113,6 @@ NOT_IMPLEMENTED_FLAGS: Final[frozenset[str]] = frozenset(
         "sms-api-secret",
         "sms-sender",
         "sms-api-url",
-        # social login
-        *(
-            f"{provider}-{suffix}"
-            for provider in (
-                "google",
-                "github",
-                "facebook",
-                "microsoft",
-                "twitch",
-                "linkedin",
-                "apple",
-                "discord",
-                "twitter",
-                "roblox",
-            )
-            for suffix in ("client-id", "client-secret", "scopes")
-        ),
-        "microsoft-tenant-id",
         # pages and branding
         "enable-login-page",
     }
@@ -416,20 +401,31 @@ class Settings:
     linkedin_client_id: str = _flag("", _SO, "LinkedIn OAuth client id.")
     linkedin_client_secret: str = _flag("", _SO, "LinkedIn OAuth client secret.")
     linkedin_scopes: tuple[str, ...] = _flag(
-        ("r_liteprofile", "r_emailaddress"), _SO, "LinkedIn scopes."
+        ("openid", "profile", "email"), _SO, "LinkedIn scopes (OpenID Connect)."
     )
     apple_client_id: str = _flag("", _SO, "Apple client id.")
-    apple_client_secret: str = _flag("", _SO, "Apple client secret.")
+    apple_client_secret: str = _flag(
+        "", _SO, "Apple: <team id>:<key id>:<PEM private key>, or a signed client-secret JWT."
+    )
     apple_scopes: tuple[str, ...] = _flag(("email", "name"), _SO, "Apple scopes.")
     discord_client_id: str = _flag("", _SO, "Discord OAuth client id.")
     discord_client_secret: str = _flag("", _SO, "Discord OAuth client secret.")
     discord_scopes: tuple[str, ...] = _flag(("identify", "email"), _SO, "Discord scopes.")
     twitter_client_id: str = _flag("", _SO, "Twitter OAuth client id.")
     twitter_client_secret: str = _flag("", _SO, "Twitter OAuth client secret.")
-    twitter_scopes: tuple[str, ...] = _flag(("tweet.read", "users.read"), _SO, "Twitter scopes.")
+    twitter_scopes: tuple[str, ...] = _flag(
+        ("tweet.read", "users.read", "users.email"), _SO, "Twitter (X) scopes."
+    )
     roblox_client_id: str = _flag("", _SO, "Roblox OAuth client id.")
     roblox_client_secret: str = _flag("", _SO, "Roblox OAuth client secret.")
     roblox_scopes: tuple[str, ...] = _flag(("openid", "profile"), _SO, "Roblox scopes.")
+    social_provider_urls: tuple[str, ...] = _flag(
+        (),
+        _SO,
+        "Advanced: provider=URL pairs; that provider's endpoints and ID-token issuer move to "
+        "URL, same paths (a local test double, an egress proxy).",
+        shown_default=_NONE,
+    )
 
     # -- roles and authorization
     roles: tuple[str, ...] = _flag(("user",), _A, "Roles a user may hold.")
@@ -909,6 +905,18 @@ def _check_graphql_limits(s: Settings) -> None:
 _COOKIE_DOMAIN = re.compile(r"\.?[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9-]+)*")
 
 # Startup rules in the order they are reported (the spec's numbering first).
+def _check_social(s: Settings) -> None:
+    try:
+        parse_provider_urls(s.social_provider_urls)
+    except ValueError as exc:
+        raise ConfigError(f"--social-provider-urls: {exc}") from None
+    if s.apple_client_secret:
+        try:
+            parse_apple_secret(s.apple_client_secret)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+
+
 _RULES = (
     _require_credentials,
     _require_database,
@@ -924,4 +932,5 @@ _RULES = (
     _check_security,
     _check_mail,
     _check_mfa,
+    _check_social,
 )

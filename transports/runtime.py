@@ -24,6 +24,7 @@ from transports.outbox import Handler, OutboxWorker
 from transports.ratelimit import RateLimiter
 from transports.service import Service
 from transports.sms import sms_handlers
+from transports.social.service import SocialLogin
 
 
 @dataclass(slots=True)
@@ -42,6 +43,8 @@ class Runtime:
     admin: Admin
     #: The authentication flows (signup, login, sessions, tokens ...; issue 3).
     auth: AuthService
+    #: Social login through the configured providers (issue 10).
+    social: SocialLogin
 
     async def check_ready(self) -> None:
         """Storage answers AND the migrated schema is there (raises StorageUnavailable)."""
@@ -86,6 +89,7 @@ class Runtime:
             fga=fga,
             admin=Admin.build(service, settings, storage, auth),
             auth=auth,
+            social=SocialLogin(auth),
         )
 
 

@@ -33,6 +33,7 @@ from transports.http import edge
 from transports.http.errors import http_status
 from transports.http.routes import Route, openapi_document
 from transports.runtime import Runtime
+from transports.social.routes import register_social_views
 
 log = logging.getLogger("bastion.http")
 
@@ -303,6 +304,7 @@ def create_app(runtime: Runtime) -> QuartTrio:
             route.path, endpoint=endpoint, view_func=_view(route), methods=[route.method]
         )
     register_oauth_views(app, runtime.auth, caller_context)
+    register_social_views(app, runtime.social, caller_context)
     if settings.enable_playground:
         register_playground(app)
 

@@ -77,6 +77,14 @@ IMPLEMENTED = {
     "graphql-max-aliases", "graphql-max-body-bytes", "enable-playground",
     # issue 4: multi-factor authentication (email codes so far)
     "enable-mfa", "enforce-mfa", "enable-email-otp", "enable-totp-login",
+    # issue 10: social login
+    *(
+        f"{provider}-{suffix}"
+        for provider in ("google", "github", "facebook", "microsoft", "twitch", "linkedin",
+                         "apple", "discord", "twitter", "roblox")
+        for suffix in ("client-id", "client-secret", "scopes")
+    ),
+    "microsoft-tenant-id", "social-provider-urls",
 }  # fmt: skip
 
 
@@ -218,6 +226,11 @@ def test_defaults() -> None:
     assert settings.enforce_mfa
     assert settings.microsoft_tenant_id == "common"
     assert settings.google_scopes == ("openid", "profile", "email")
+    # LinkedIn's OpenID Connect scopes (the reference's r_liteprofile are retired), and X's
+    # users.email, without which it gives no address
+    assert settings.linkedin_scopes == ("openid", "profile", "email")
+    assert settings.twitter_scopes == ("tweet.read", "users.read", "users.email")
+    assert settings.social_provider_urls == ()
     assert settings.memory_store_kind == "sql"
     assert settings.database_dialect == "sqlite"
     assert settings.is_hmac
@@ -241,6 +254,34 @@ def test_a_not_implemented_flag_is_refused_even_with_its_default(name: str) -> N
     flag = FLAGS_BY_NAME[name]
     message = refusal(*BASE, f"--{name}={_default_text(flag)}")
     assert message == f"--{name} is not implemented in this build"
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (
+            ["--social-provider-urls=myspace=http://127.0.0.1:9"],
+            "--social-provider-urls: 'myspace=http://127.0.0.1:9': expected <provider>=<url> "
+            "with a known provider",
+        ),
+        (
+            ["--social-provider-urls=github=ftp://x"],
+            "--social-provider-urls: 'github=ftp://x': the url must be http(s) without query "
+            "or fragment",
+        ),
+        (
+            ["--apple-client-secret=just-a-password"],
+            "--apple-client-secret: expected <team id>:<key id>:<PEM private key> or a signed "
+            "JWT",
+        ),
+        (
+            ["--apple-client-secret=TEAM::-----BEGIN PRIVATE KEY-----"],
+            "--apple-client-secret: expected <team id>:<key id>:<PEM private key>",
+        ),
+    ],
+)
+def test_bad_social_flags_are_refused(flags: list[str], message: str) -> None:
+    assert refusal(*BASE, *flags) == message
 
 
 def test_bare_not_implemented_boolean_and_several_at_once() -> None:

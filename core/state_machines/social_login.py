@@ -82,6 +82,8 @@ class SocialLoginRequested(Event):
     profile: SocialProfile
     roles: tuple[str, ...] = ()
     scope: tuple[str, ...] = ()
+    #: the application's ``state`` (an authorize request's, once that flow binds codes)
+    state: str | None = None
 
 
 TABLE: Table[State] = {
@@ -105,6 +107,7 @@ class SocialLoginContext:
     picture: str | None = None
     requested_roles: tuple[str, ...] = ()
     scope: tuple[str, ...] = ()
+    oauth_state: str | None = None
     user: User | None = None
     created: bool = False
 
@@ -127,6 +130,7 @@ class SocialLoginMachine(Machine[State]):
         self.ctx.nickname, self.ctx.picture = profile.nickname, profile.picture
         self.ctx.requested_roles = event.roles
         self.ctx.scope = event.scope or DEFAULT_SCOPE
+        self.ctx.oauth_state = event.state
         return [LoadUser(email=email)], State.LOADING_USER
 
     def _on_user(self, event: UserLoaded) -> tuple[list[Effect], State]:
@@ -205,6 +209,7 @@ class SocialLoginMachine(Machine[State]):
             login_method=provider.value,
             nonce=self._env.ids.new_id(),
             include_refresh_token=wants_refresh_token(self.ctx.scope),
+            state=self.ctx.oauth_state,
         )
 
     def _on_tokens(self, event: TokensIssued) -> tuple[list[Effect], State]:

@@ -133,7 +133,11 @@ class SocialLogin:
         except ProviderError as error:
             return self._failed(pending, error.message, cleared)
         event = SocialLoginRequested(
-            provider=client.provider, profile=profile, roles=pending.roles, scope=pending.scope
+            provider=client.provider,
+            profile=profile,
+            roles=pending.roles,
+            scope=pending.scope,
+            state=pending.app_state or None,
         )
         run = FlowRun(self.auth, caller)
         try:

@@ -348,6 +348,7 @@ SAMPLES: dict[type[Event], list[Event]] = {
         profile=[SocialProfile(subject="gh-1", email=EMAIL), SocialProfile(subject="gh-1")],
         roles=[("editor",), ("admin",)],
         scope=[("openid", "offline_access")],
+        state=["authz-state"],
     ),
 }
 

@@ -15,8 +15,9 @@ from joserfc import jwt
 
 from tests.dbfixtures import fresh_postgres_url, fresh_redis_url
 from tests.fakes.social import FakeProvider, Person
-from tests.server.harness import ServerProcess, base_flags, start_server
+from tests.server.harness import ADMIN_SECRET, ServerProcess, base_flags, start_server
 from tests.server.social import PROVIDERS, at_provider, back_to_server, fakes, query, start
+from tests.webhook_receiver import Receiver, receiver
 
 PUBLIC = "http://login.social.test"
 
@@ -56,6 +57,7 @@ def servers(
         "--app-cookie-secure=false",
         # both processes behind one public origin, as behind a load balancer
         f"--url={PUBLIC}",
+        "--webhook-allow-private-targets",
     ]
     started: list[ServerProcess] = []
     try:
@@ -116,3 +118,45 @@ def test_meta_and_routes_follow_what_is_configured(
         refused = browser.get("/oauth_login/google", params={"redirect_uri": f"{PUBLIC}/app"})
     assert refused.status_code == 400
     assert refused.json()["message"] == "unknown or unconfigured provider"
+
+
+def _events_for(hooks: Receiver, email: str, wanted: int) -> list[tuple[str, str]]:
+    """(event, auth_recipe) of the deliveries about ``email``, once ``wanted`` arrived."""
+    deadline = time.monotonic() + 60
+    while True:
+        found = [
+            (r.json["event_name"], r.json.get("auth_recipe", ""))
+            for r in hooks.received
+            if r.json["user"]["email"] == email
+        ]
+        if len(found) >= wanted or time.monotonic() > deadline:
+            return found
+        hooks.wait_for(len(hooks.received) + 1, timeout=max(0.1, deadline - time.monotonic()))
+
+
+def test_signup_and_login_webhooks_name_the_provider(
+    servers: tuple[ServerProcess, ServerProcess], providers: dict[str, FakeProvider]
+) -> None:
+    one, _ = servers
+    admin = {"x-service-admin-secret": ADMIN_SECRET, "origin": PUBLIC}
+    providers["github"].person = person = Person(sub="777", email="hooked@example.com")
+    with receiver() as hooks:
+        for event in ("user.signup", "user.login"):
+            added = httpx.post(
+                f"{one.url}/v1/admin/add_webhook",
+                json={"event_name": event, "endpoint": hooks.url, "enabled": True},
+                headers=admin,
+            )
+            assert added.status_code == 200, added.text
+        for _ in range(2):
+            with one.client() as browser:
+                first = start(browser, "github", redirect_uri=f"{PUBLIC}/app")
+                answer = at_provider(first.headers["location"])
+                done = back_to_server(browser, _routed_to(answer, one))
+                assert "access_token" in query(done.headers["location"])
+        events = _events_for(hooks, person.email or "", 3)
+    assert sorted(events) == [
+        ("user.login", "github"),
+        ("user.login", "github"),
+        ("user.signup", "github"),
+    ]

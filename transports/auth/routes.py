@@ -21,7 +21,7 @@ from transports.auth.service import AuthService
 from transports.context import Cookie
 from transports.http.routes import Route
 
-__all__ = ["auth_graphql", "auth_routes", "register_oauth_views"]
+__all__ = ["auth_graphql", "auth_routes", "register_oauth_views", "with_cookies"]
 
 _MESSAGE = {"type": "object", "properties": {"message": {"type": "string"}}}
 _AUTH_RESPONSE = {
@@ -136,7 +136,7 @@ def _oauth_error(error: str, description: str, status: int = 400) -> Response:
     return _json({"error": error, "error_description": description}, status)
 
 
-def _with_cookies(response: Response, cookies: tuple[Cookie, ...]) -> Response:
+def with_cookies(response: Response, cookies: tuple[Cookie, ...]) -> Response:
     for cookie in cookies:
         response.set_cookie(
             cookie.name,
@@ -214,7 +214,7 @@ def register_oauth_views(app: QuartTrio, auth: AuthService, caller_context: Any)
         except errors.Unauthenticated:
             return _oauth_error("invalid_grant", "Invalid refresh token")
         response = _json(reply.body, headers={"Cache-Control": "no-store"})
-        return _with_cookies(response, reply.cookies)
+        return with_cookies(response, reply.cookies)
 
     async def revoke() -> Response:
         form = await _form()
@@ -254,7 +254,7 @@ def register_oauth_views(app: QuartTrio, auth: AuthService, caller_context: Any)
             ("state", args.get("state", "")),
         ]
         response = Response("", status=307, headers={"Location": add_query(target, params)})
-        return _with_cookies(response, reply.cookies)
+        return with_cookies(response, reply.cookies)
 
     views = (
         ("/.well-known/openid-configuration", "GET", openid_configuration),

@@ -10,6 +10,7 @@ from urllib.parse import parse_qsl
 from quart import Response, request
 from quart_trio import QuartTrio
 
+from transports.auth.routes import with_cookies
 from transports.context import CallerContext
 from transports.social.service import Redirect, SocialLogin
 
@@ -19,19 +20,7 @@ __all__ = ["register_social_views"]
 def _redirect(answer: Redirect) -> Response:
     response = Response("", status=302, headers={"Location": answer.location})
     response.headers["Cache-Control"] = "no-store"
-    for cookie in answer.cookies:
-        response.set_cookie(
-            cookie.name,
-            cookie.value,
-            max_age=cookie.max_age if cookie.max_age > 0 else 0,
-            expires=0 if cookie.max_age <= 0 else None,
-            path=cookie.path,
-            domain=cookie.domain,
-            secure=cookie.secure,
-            httponly=cookie.http_only,
-            samesite=cookie.same_site,
-        )
-    return response
+    return with_cookies(response, answer.cookies)
 
 
 def register_social_views(

@@ -283,7 +283,7 @@ def test_a_state_for_one_provider_does_not_finish_another(
     assert query(done.headers["location"])["error"] == "invalid or expired state"
 
 
-@pytest.mark.parametrize("state", ["", "never-issued"])
+@pytest.mark.parametrize("state", ["", "never-issued", "x" * 5000])
 def test_unknown_state_is_a_json_400(state: str, browser: httpx.Client) -> None:
     done = browser.get("/oauth_callback/github", params={"state": state, "code": "x"})
     assert done.status_code == 400
@@ -314,6 +314,12 @@ def test_a_redirect_uri_outside_the_allowed_origins_is_refused(
     assert done.status_code == 400
     assert done.json() == {"code": "invalid_argument", "message": "invalid redirect URI"}
     assert "social_login" not in done.headers.get("set-cookie", "")
+
+
+def test_an_overlong_application_state_is_refused(browser: httpx.Client) -> None:
+    done = start(browser, "github", state="s" * 1025)
+    assert done.status_code == 400
+    assert done.json() == {"code": "invalid_argument", "message": "state is too long"}
 
 
 def test_no_redirect_uri_means_the_app(

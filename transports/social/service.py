@@ -45,6 +45,10 @@ BINDING_COOKIE = "social_login"
 UNKNOWN_PROVIDER = "unknown or unconfigured provider"
 INVALID_STATE = "invalid or expired state"
 _KEY = "social_state:"
+#: Our own states are 43 characters; anything much longer is not one of them.
+_MAX_STATE = 64
+#: The application's state rides in the provider's URL and back in ours.
+_MAX_APP_STATE = 1024
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -88,6 +92,8 @@ class SocialLogin:
         auth = self.auth
         wanted = args.get("redirect_uri") or f"{auth.policy.issuer}/app"
         redirect_uri = auth.redirect_uri({"redirect_uri": wanted}) or wanted
+        if len(args.get("state", "")) > _MAX_APP_STATE:
+            raise InvalidArgument("state is too long")
         binding, state = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
         spec = client.config.spec
         pending = PendingLogin(
@@ -112,7 +118,8 @@ class SocialLogin:
     async def finish(self, name: str, params: Mapping[str, str], caller: CallerContext) -> Redirect:
         client = self._client(name)
         state = params.get("state", "")
-        raw = await self.auth.storage.memory.take(_KEY + state) if state else None
+        known = 0 < len(state) <= _MAX_STATE
+        raw = await self.auth.storage.memory.take(_KEY + state) if known else None
         if raw is None:
             raise InvalidArgument(INVALID_STATE)
         pending = PendingLogin.from_json(raw)

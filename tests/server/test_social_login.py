@@ -359,6 +359,49 @@ def test_the_person_declining_goes_back_to_the_app(
     assert query(done.headers["location"]) == {"error": "access_denied", "state": "st"}
 
 
+@pytest.mark.parametrize(
+    ("name", "changes", "reason"),
+    [
+        ("google", {"forge": True}, "the provider's ID token does not verify"),
+        ("roblox", {"forge": True}, "the provider's ID token does not verify"),
+        ("microsoft", {"iss": "https://login.example/other/v2.0"}, "unexpected issuer"),
+        ("apple", {"nonce": "replayed"}, "nonce mismatch"),
+        ("twitch", {"aud": "another-client"}, "unexpected audience"),
+        ("google", {"exp": 1}, "expired"),
+    ],
+)
+def test_an_id_token_that_does_not_check_out_is_refused(
+    name: str,
+    changes: dict[str, Any],
+    reason: str,
+    server: ServerProcess,
+    providers: dict[str, FakeProvider],
+    browser: httpx.Client,
+) -> None:
+    fake = providers[name]
+    fake.person = person = new_person()
+    fake.forge_id_tokens = bool(changes.pop("forge", False))
+    fake.id_token_changes = changes
+    try:
+        done = sign_in(browser, name, redirect_uri=app_url(server), state="t")
+    finally:
+        fake.forge_id_tokens, fake.id_token_changes = False, {}
+    error = query(done.headers["location"])["error"]
+    assert error.endswith(reason)
+    assert user_by_email(server, person.email or "") is None
+
+
+def test_offline_access_keeps_the_refresh_token_out_of_the_url(
+    server: ServerProcess, providers: dict[str, FakeProvider], browser: httpx.Client
+) -> None:
+    providers["github"].person = new_person()
+    done = sign_in(browser, "github", redirect_uri=app_url(server), scope="openid offline_access")
+    assert "refresh_token" not in query(done.headers["location"])
+    session = browser.post("/v1/session", json={"scope": ["openid", "offline_access"]})
+    assert session.status_code == 200, session.text
+    assert session.json()["refresh_token"]
+
+
 # -- roles, webhooks-adjacent records, meta -----------------------------------------------------
 
 

@@ -86,6 +86,10 @@ class FakeProvider:
         self.token_error: str | None = None
         #: the person declines at the authorize step
         self.deny = False
+        #: claims to overwrite in the next ID tokens (a wrong issuer, audience, nonce ...)
+        self.id_token_changes: dict[str, Any] = {}
+        #: sign ID tokens with a key that is not published (same ``kid``): a forgery
+        self.forge_id_tokens = False
         self.seen: list[Seen] = []
         self._codes: dict[str, dict[str, Any]] = {}
         self._access: dict[str, dict[str, Any]] = {}
@@ -347,8 +351,15 @@ class FakeProvider:
                 claims["email_verified"] = "true" if p.email_verified else "false"
             elif d.name != "microsoft":
                 claims["email_verified"] = p.email_verified
+        claims.update(self.id_token_changes)
         key = self._ec if d.id_token_alg == "ES256" else self._rsa
         header = {"alg": d.id_token_alg, "kid": key.kid}
+        if self.forge_id_tokens:
+            key = (
+                ECKey.generate_key("P-256", private=True)
+                if d.id_token_alg == "ES256"
+                else RSAKey.generate_key(2048, private=True)
+            )
         return jwt.encode(header, claims, key, algorithms=[d.id_token_alg])
 
     def _jwks(self, _q: dict[str, str], _h: dict[str, str], path: str) -> tuple[int, Any, Any]:

@@ -380,7 +380,9 @@ class MfaMachine(Machine[State]):
                 resource_id=challenge.user_id,
                 metadata={"method": challenge.method.value, "purpose": challenge.purpose.value},
             ),
-            RecordMfaOutcome(method=challenge.method, outcome=MfaOutcome.ISSUED),
+            RecordMfaOutcome(
+                user_id=challenge.user_id, method=challenge.method, outcome=MfaOutcome.ISSUED
+            ),
         ]
 
     # -- verify -----------------------------------------------------------------------------
@@ -468,7 +470,9 @@ class MfaMachine(Machine[State]):
                 resource_id=challenge.user_id,
                 metadata={"method": challenge.method.value, "attempt": self.ctx.attempts},
             ),
-            RecordMfaOutcome(method=challenge.method, outcome=MfaOutcome.FAILED),
+            RecordMfaOutcome(
+                user_id=challenge.user_id, method=challenge.method, outcome=MfaOutcome.FAILED
+            ),
         ]
         if self.ctx.attempts >= otp.MAX_ATTEMPTS:
             effects += [
@@ -550,7 +554,16 @@ class MfaMachine(Machine[State]):
                 resource_id=user.id,
                 metadata={"mfa_method": challenge.method.value, "recovery_code": self.ctx.recovery},
             ),
-            RecordMfaOutcome(method=challenge.method, outcome=MfaOutcome.PASSED),
+            AuditRecord(
+                action=AuditAction.MFA_PASSED,
+                actor_id=user.id,
+                actor_email=user.email,
+                resource_id=user.id,
+                metadata={"method": challenge.method.value, "recovery_code": self.ctx.recovery},
+            ),
+            RecordMfaOutcome(
+                user_id=user.id, method=challenge.method, outcome=MfaOutcome.PASSED
+            ),
             Respond(result=AuthResponse.with_tokens(OTP_VERIFIED, user, event.tokens)),
         ]
         return effects, State.DONE

@@ -561,9 +561,7 @@ class MfaMachine(Machine[State]):
                 resource_id=user.id,
                 metadata={"method": challenge.method.value, "recovery_code": self.ctx.recovery},
             ),
-            RecordMfaOutcome(
-                user_id=user.id, method=challenge.method, outcome=MfaOutcome.PASSED
-            ),
+            RecordMfaOutcome(user_id=user.id, method=challenge.method, outcome=MfaOutcome.PASSED),
             Respond(result=AuthResponse.with_tokens(OTP_VERIFIED, user, event.tokens)),
         ]
         return effects, State.DONE

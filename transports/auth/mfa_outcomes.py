@@ -42,7 +42,11 @@ def outcome_webhook(
         user = user_rows.get_by_id(conn, user_id)
         if user is None:
             return
-        payload = {"event_name": event_name, "user": user.to_api_dict(), "auth_recipe": method.value}
+        payload = {
+            "event_name": event_name,
+            "user": user.to_api_dict(),
+            "auth_recipe": method.value,
+        }
         enqueue(conn, "webhook_event", payload, now=now)
 
     return queue

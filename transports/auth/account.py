@@ -16,9 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
-from core.auth.claims import TokenType, claims_are_valid, verification_token_claims
-from core.auth.emails import EmailEvent
-from core.auth.links import default_redirect, verify_email_link
+from core.auth.claims import TokenType, claims_are_valid
 from core.auth.passwords import password_problem
 from core.auth.user import (
     SignupMethod,
@@ -27,14 +25,11 @@ from core.auth.user import (
     is_valid_phone_number,
     normalise_email,
 )
-from core.auth.verification import VerificationRequest
 from core.errors import FailedPrecondition, InvalidArgument, NotFound, Unauthenticated
 from storage import users as user_rows
-from storage import verification as verification_rows
 from storage.audit import AuditEntry, record
-from storage.outbox import enqueue
 from transports.auth.driver import enqueue_webhook_event
-from transports.auth.mail import compose_mail
+from transports.auth.email_change import prepare_email_change, store_email_change
 from transports.auth.requests import flag, mapping, optional_text, relations, strings, text
 from transports.auth.sessions import ACCESS, REFRESH, SESSION
 from transports.context import CallerContext, Cookie, Reply
@@ -313,39 +308,9 @@ class AccountOperations:
         self, updated: User, email_changed: bool, caller: CallerContext, now: int
     ) -> str:
         message = "Profile details updated successfully."
-        mail = None
-        token = None
-        request = None
+        change = None
         if email_changed and self.policy.verification_possible and updated.email:
-            nonce = self.ids.new_id()
-            redirect = default_redirect(self.policy)
-            request = VerificationRequest(
-                id=self.ids.new_id(),
-                identifier=EmailEvent.UPDATE_EMAIL.value,
-                email=updated.email,
-                nonce=nonce,
-                redirect_uri=redirect,
-                expires_at=now + self.policy.verification_ttl,
-            )
-            token = self.signer.sign(
-                verification_token_claims(
-                    policy=self.policy,
-                    email=updated.email,
-                    identifier=request.identifier,
-                    nonce=nonce,
-                    redirect_uri=redirect,
-                    now=now,
-                )
-            )
-            mail = await compose_mail(
-                self,
-                EmailEvent.UPDATE_EMAIL.value,
-                updated.email,
-                {
-                    "user": updated,
-                    "verification_url": verify_email_link(self.policy, token, redirect),
-                },
-            )
+            change = await prepare_email_change(self, updated, now)
             message += EMAIL_CHANGE_SENT
         entry = self._audit(caller, "user.profile_updated", updated)
 
@@ -359,9 +324,8 @@ class AccountOperations:
             user_rows.update(conn, updated)
             if email_changed:
                 user_rows.end_sessions_marker(conn, updated.id, valid_after=now)
-            if request is not None and token is not None and mail is not None:
-                verification_rows.replace(conn, request, token=token, now=now)
-                enqueue(conn, "mail", dataclasses.asdict(mail), now=now)
+            if change is not None:
+                store_email_change(conn, change, now)
             record(conn, entry, now=now)
 
         lock = f"email:{updated.email}" if updated.email else f"user:{updated.id}"

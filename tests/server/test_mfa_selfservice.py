@@ -25,7 +25,7 @@ import httpx
 import pyotp
 import pytest
 
-from core.auth import totp
+from core.auth import otp, totp
 from core.auth.mfa_settings import FACTOR_REQUIRED, MAX_FACTOR_ATTEMPTS
 from tests.dbfixtures import fresh_postgres_url, fresh_redis_url, fresh_sqlite_url
 from tests.server.harness import ADMIN_SECRET, ServerProcess, base_flags, start_server
@@ -393,3 +393,24 @@ def test_challenge_outcomes_are_audited_and_sent_to_webhooks(
     actions = audit_actions(client, user.user_id)
     for action in ("user.mfa_challenge_issued", "user.mfa_passed", "user.mfa_failed"):
         assert action in actions
+
+
+# -- limits of an authenticator challenge -----------------------------------------------------
+
+
+def test_a_dead_or_expired_totp_challenge_spends_no_recovery_code(
+    env: Env, client: httpx.Client
+) -> None:
+    user = enrol(client)
+    cookie = mfa_cookie(login(client, user.email))
+    for _ in range(otp.MAX_ATTEMPTS):
+        assert verify(client, user.email, "000000", cookie).json()["message"] == "invalid otp"
+    dead = verify(client, user.email, user.recovery_codes[0], cookie)
+    assert dead.status_code == 401
+    assert dead.json()["message"] == "invalid session"
+    cookie = mfa_cookie(login(client, user.email))
+    env.memory.expire(f"mfa_challenge:{cookie}")
+    late = verify(client, user.email, user.recovery_codes[0], cookie)
+    assert late.json()["message"] == "invalid session"
+    cookie = mfa_cookie(login(client, user.email))
+    assert verify(client, user.email, user.recovery_codes[0], cookie).status_code == 200

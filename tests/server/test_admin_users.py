@@ -299,6 +299,13 @@ def test_update_user(env: Env, admin: httpx.Client) -> None:
     )
     assert unverified["email_verified"] is False
 
+    # Without email verification a changed address stays usable: no mail could prove it.
+    kept_id, _ = _signup(env, _unique("kept"))
+    renamed = _unique("renamed")
+    changed = _ok(admin.post("/v1/admin/update_user", json={"id": kept_id, "email": renamed}))
+    assert changed["email_verified"] is True
+    assert _login(env, renamed)
+
 
 # ---------------------------------------------------------------- access
 

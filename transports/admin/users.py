@@ -172,8 +172,11 @@ class UserAdmin:
             if email_changed:
                 if users.email_taken(conn, email, exclude_id=user.id):
                     raise InvalidArgument(EMAIL_TAKEN)
-                # Unverified until the new address proves itself (its mail goes below).
-                update.update(email=email, email_verified_at=None)
+                update["email"] = email
+                if self._auth.policy.verification_possible:
+                    # Unverified until the new address proves itself (its mail goes below);
+                    # without verification mail it stays usable, as update_profile keeps it.
+                    update["email_verified_at"] = None
                 end_sessions = True
             if phone is not None and phone != user.phone_number:
                 if users.phone_taken(conn, phone, exclude_id=user.id):

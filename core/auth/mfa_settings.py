@@ -16,8 +16,9 @@ A *fresh* second factor is required to turn MFA off (when it is on for the user 
 codes. Fresh means either of:
   - in the same request, ``otp``: a current authenticator code (now +-1 step, a step later
     than the last one accepted, recorded so it cannot be used again) or an unused recovery
-    code (consumed); wrong codes are InvalidArgument "invalid otp" and at most
-    :data:`MAX_FACTOR_ATTEMPTS` are compared per :data:`FACTOR_ATTEMPT_WINDOW` seconds;
+    code (consumed); wrong codes are InvalidArgument "invalid otp"; every code is counted
+    BEFORE it is compared (so parallel guesses cannot slip past the limit) and at most
+    :data:`MAX_FACTOR_ATTEMPTS` are compared per user and :data:`FACTOR_ATTEMPT_WINDOW`;
   - the caller's session was completed by ``verify_otp`` (any method) at most
     :data:`FRESH_FACTOR_WINDOW` seconds ago; this is how users without an authenticator
     app (email or SMS codes) prove themselves: log in again, then change the setting.
@@ -41,7 +42,7 @@ __all__ = [
 
 #: A session completed by ``verify_otp`` counts as a fresh second factor this long: 5 min.
 FRESH_FACTOR_WINDOW = 5 * 60
-#: Wrong ``otp`` values compared per user and window, then ResourceExhausted.
+#: ``otp`` values compared per user and window (right or wrong), then ResourceExhausted.
 MAX_FACTOR_ATTEMPTS = 5
 FACTOR_ATTEMPT_WINDOW = 15 * 60
 

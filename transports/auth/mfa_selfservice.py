@@ -131,8 +131,8 @@ async def _factor_proof(
     code: str,
     now: float,
 ) -> SqlStep:
-    """The step consuming ``code`` (an authenticator or recovery code); refused codes are
-    counted, so at most ``MAX_FACTOR_ATTEMPTS`` are compared per window."""
+    """The step consuming ``code`` (an authenticator or recovery code). Each code is
+    counted before it is compared: at most ``MAX_FACTOR_ATTEMPTS`` per user and window."""
     if not code:
         raise InvalidArgument(FACTOR_REQUIRED)
     attempts = await memory.incr(f"mfa_factor_attempts:{user_id}", ttl=FACTOR_ATTEMPT_WINDOW)

@@ -30,6 +30,8 @@ verify (``VerifyOtpRequested``)
   7. The user must still exist and not be revoked; an identifier the code proved is marked
      verified (a completed phone signup); tokens are issued as at login, the mfa cookie
      cleared, ``user.login`` (and ``user.signup`` for a signup) sent, audited.
+  Every challenge issued, passed or failed is audited and ``RecordMfaOutcome``: counted
+  and sent as the ``user.mfa_*`` webhook event of the same name.
 resend (``ResendOtpRequested``)
   8. The same challenge checks as 3; authenticator codes cannot be resent; a code may be
      resent ``RESEND_INTERVAL`` s after the last, ``MAX_SENDS`` codes in all

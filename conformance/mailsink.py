@@ -24,6 +24,7 @@ from urllib.parse import parse_qs, urlsplit
 MAIL_TIMEOUT_SECONDS = 30.0
 _URL = re.compile(r"https?://[^\s\"'<>]+")
 _ADDRESS = re.compile(r"<([^>]*)>")
+_CODE = re.compile(r"(?<![\d#])(\d{6})(?!\d)")
 
 
 class NoMail(Exception):
@@ -71,6 +72,40 @@ class MailSink:
                         f"--smtp-host/--smtp-port pointed at it?)"
                     )
                 self._changed.wait(left)
+
+    def next_code(self, recipient: str, timeout: float = MAIL_TIMEOUT_SECONDS) -> str:
+        """The one-time code (6 digits, no link) of the next such mail to ``recipient``."""
+        deadline = time.monotonic() + timeout
+        recipient = recipient.lower()
+        with self._changed:
+            while True:
+                taken = self._taken.setdefault(recipient, set())
+                for index, message in enumerate(self.received.get(recipient, [])):
+                    code = one_time_code(message)
+                    if index not in taken and code is not None:
+                        taken.add(index)
+                        return code
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise NoMail(
+                        f"no one-time code mailed to {recipient} reached the sink at "
+                        f"{self.host}:{self.port} within {timeout:g} s"
+                    )
+                self._changed.wait(left)
+
+
+def one_time_code(message: EmailMessage) -> str | None:
+    """The 6-digit code of a mail that carries one (and no link token), if any."""
+    if link_token(message) is not None:
+        return None
+    for part in message.walk():
+        if part.get_content_maintype() != "text":
+            continue
+        assert isinstance(part, EmailMessage)
+        found = _CODE.search(str(part.get_content()))
+        if found:
+            return found.group(1)
+    return None
 
 
 def link_token(message: EmailMessage) -> str | None:

@@ -19,7 +19,14 @@ import sqlalchemy as sa
 
 from storage.sql.schema import authenticators as table
 
-__all__ = ["StoredAuthenticator", "enrol", "load", "record_step", "use_recovery_code"]
+__all__ = [
+    "StoredAuthenticator",
+    "enrol",
+    "load",
+    "record_step",
+    "replace_recovery_codes",
+    "use_recovery_code",
+]
 
 TOTP = "totp"
 
@@ -124,3 +131,16 @@ def use_recovery_code(conn: sa.Connection, user_id: str, digest: str, *, now: in
         .values(recovery_codes=json.dumps(left), updated_at=now)
     )
     return result.rowcount == 1
+
+
+def replace_recovery_codes(
+    conn: sa.Connection, user_id: str, digests: tuple[str, ...], *, now: int
+) -> bool:
+    """Give the user's verified authenticator a new set of recovery-code digests (the old
+    codes stop working); False when there is no verified authenticator."""
+    result = conn.execute(
+        table.update()
+        .where(table.c.user_id == user_id, table.c.method == TOTP, table.c.verified_at.is_not(None))
+        .values(recovery_codes=json.dumps(list(digests)), updated_at=now)
+    )
+    return result.rowcount >= 1

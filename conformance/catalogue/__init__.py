@@ -10,6 +10,7 @@ from conformance.catalogue import (
     fga,
     http_only,
     mail,
+    mfa,
     public,
 )
 from conformance.scenario import CATALOGUE
@@ -23,5 +24,6 @@ __all__ = [
     "fga",
     "http_only",
     "mail",
+    "mfa",
     "public",
 ]

@@ -89,6 +89,7 @@ class AuditAction(enum.StrEnum):
     PHONE_VERIFIED = "user.phone_verified"
     OTP_RESENT = "user.otp_resent"
     MFA_CHALLENGE_ISSUED = "user.mfa_challenge_issued"
+    MFA_PASSED = "user.mfa_passed"
     MFA_FAILED = "user.mfa_failed"
     MFA_LOCKED = "user.mfa_locked"
     # social login (issue 10)

@@ -30,6 +30,8 @@ verify (``VerifyOtpRequested``)
   7. The user must still exist and not be revoked; an identifier the code proved is marked
      verified (a completed phone signup); tokens are issued as at login, the mfa cookie
      cleared, ``user.login`` (and ``user.signup`` for a signup) sent, audited.
+  Every challenge issued, passed or failed is audited and ``RecordMfaOutcome``: counted
+  and sent as the ``user.mfa_*`` webhook event of the same name.
 resend (``ResendOtpRequested``)
   8. The same challenge checks as 3; authenticator codes cannot be resent; a code may be
      resent ``RESEND_INTERVAL`` s after the last, ``MAX_SENDS`` codes in all
@@ -380,7 +382,9 @@ class MfaMachine(Machine[State]):
                 resource_id=challenge.user_id,
                 metadata={"method": challenge.method.value, "purpose": challenge.purpose.value},
             ),
-            RecordMfaOutcome(method=challenge.method, outcome=MfaOutcome.ISSUED),
+            RecordMfaOutcome(
+                user_id=challenge.user_id, method=challenge.method, outcome=MfaOutcome.ISSUED
+            ),
         ]
 
     # -- verify -----------------------------------------------------------------------------
@@ -468,7 +472,9 @@ class MfaMachine(Machine[State]):
                 resource_id=challenge.user_id,
                 metadata={"method": challenge.method.value, "attempt": self.ctx.attempts},
             ),
-            RecordMfaOutcome(method=challenge.method, outcome=MfaOutcome.FAILED),
+            RecordMfaOutcome(
+                user_id=challenge.user_id, method=challenge.method, outcome=MfaOutcome.FAILED
+            ),
         ]
         if self.ctx.attempts >= otp.MAX_ATTEMPTS:
             effects += [
@@ -550,7 +556,14 @@ class MfaMachine(Machine[State]):
                 resource_id=user.id,
                 metadata={"mfa_method": challenge.method.value, "recovery_code": self.ctx.recovery},
             ),
-            RecordMfaOutcome(method=challenge.method, outcome=MfaOutcome.PASSED),
+            AuditRecord(
+                action=AuditAction.MFA_PASSED,
+                actor_id=user.id,
+                actor_email=user.email,
+                resource_id=user.id,
+                metadata={"method": challenge.method.value, "recovery_code": self.ctx.recovery},
+            ),
+            RecordMfaOutcome(user_id=user.id, method=challenge.method, outcome=MfaOutcome.PASSED),
             Respond(result=AuthResponse.with_tokens(OTP_VERIFIED, user, event.tokens)),
         ]
         return effects, State.DONE

@@ -252,7 +252,9 @@ class MfaOutcome(enum.StrEnum):
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class RecordMfaOutcome(Effect):
-    """Count a challenge issued, passed or failed (a metric; never labelled by user)."""
+    """A challenge was issued, passed or failed: counted (a metric, never labelled by user)
+    and announced to the webhooks registered for the ``user.mfa_*`` event."""
 
+    user_id: str
     method: Method
     outcome: MfaOutcome

@@ -155,6 +155,48 @@ def test_email_rows_through_the_suites_own_mail_sink(tmp_path: Path) -> None:
     assert f"mail sink 127.0.0.1:{port}" in output
 
 
+def test_otp_rows_for_emailed_codes_and_authenticator_apps(tmp_path: Path) -> None:
+    """verify_otp / resend_otp agree across the surfaces: an emailed code through the
+    suite's own sink on one deployment, an authenticator app (pyotp) on another; each
+    skips, by name, the method its deployment does not use."""
+    placeholder = socket.socket()
+    placeholder.bind(("127.0.0.1", 0))
+    port = int(placeholder.getsockname()[1])
+    mail = [
+        "--smtp-host=127.0.0.1",
+        f"--smtp-port={port}",
+        "--smtp-sender-email=bastion@conformance.example.com",
+    ]
+    optional_mfa = ["--enable-mfa", "--enforce-mfa=false"]
+    email_flags = [
+        *base_flags("sqlite", fresh_sqlite_url(tmp_path, "otp-email")),
+        *SUITE_FLAGS,
+        *mail,
+        *optional_mfa,
+        "--enable-email-otp",
+    ]
+    with placeholder, running(email_flags, tmp_path, name="otp-email") as server:
+        placeholder.close()
+        args = [*suite_args(server), "--mail-sink", f"127.0.0.1:{port}", "--only", "mfa.*"]
+        code, output = run_suite([*args, "--fuzz-examples", "0"])
+    assert code == 0, output
+    assert row(output, "mfa.email_otp_verify_and_resend") == ["pass", "pass", "pass"], output
+    assert "mfa.totp_enrol_and_verify: skip: this deployment challenges by email_otp_screen" in (
+        output
+    )
+    totp_flags = [
+        *base_flags("sqlite", fresh_sqlite_url(tmp_path, "otp-totp")),
+        *SUITE_FLAGS,
+        *optional_mfa,
+        "--enable-totp-login",
+    ]
+    with running(totp_flags, tmp_path, name="otp-totp") as server:
+        code, output = run_suite([*suite_args(server), "--only", "mfa.*", "--fuzz-examples", "0"])
+    assert code == 0, output
+    assert row(output, "mfa.totp_enrol_and_verify") == ["pass", "pass", "pass"], output
+    assert f"mfa.email_otp_verify_and_resend: skip: {NO_SINK}" in output
+
+
 def test_destructive_refuses_a_store_that_holds_tuples(
     sqlite_server: ServerProcess, tmp_path: Path
 ) -> None:

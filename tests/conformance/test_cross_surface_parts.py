@@ -218,3 +218,26 @@ def test_the_mail_sink_reads_links_and_addresses() -> None:
     assert mailsink.parse_address("mail.internal:2525") == ("mail.internal", 2525)
     with pytest.raises(ValueError, match="HOST:PORT"):
         mailsink.parse_address("2525")
+
+
+def test_the_mail_sink_reads_one_time_codes_but_not_links_or_colours() -> None:
+    code = EmailMessage()
+    code.set_content("Your one-time code: 042917\n")
+    code.add_alternative('<p style="color:#123456">Your code: <b>042917</b></p>')
+    assert mailsink.one_time_code(code) == "042917"
+    link = EmailMessage()
+    link.set_content(f"Open https://x.test/verify?token={_jwt({'token_type': 'x'})} 123456")
+    assert mailsink.one_time_code(link) is None
+    colour = EmailMessage()
+    colour.set_content("")
+    colour.add_alternative('<p style="color:#123456">no code</p>')
+    assert mailsink.one_time_code(colour) is None
+
+
+def test_masked_lists_compare_by_length() -> None:
+    body = {"authenticator_recovery_codes": ["A", "B"], "roles": ["user"]}
+    masked = frozenset({"authenticator_recovery_codes"})
+    assert normal_form(Outcome(ok=True, body=body), (), masked)["body"] == {
+        "authenticator_recovery_codes": ["<varies>", "<varies>"],
+        "roles": ["user"],
+    }

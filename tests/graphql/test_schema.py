@@ -277,6 +277,7 @@ def _fields(schema: GraphQLSchema, type_name: str) -> dict[str, str]:
                 "resource_id": "String",
                 "from_timestamp": "Int64",
                 "to_timestamp": "Int64",
+                "resource": "String",  # the spec's name, beside Authorizer's two
             },
         ),
         ("DeleteUserRequest", {"email": "String!"}),

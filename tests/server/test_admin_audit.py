@@ -194,6 +194,36 @@ def test_graphql_and_grpc_listing(
     assert {row.resource_type for row in over_grpc.audit_logs} == {"email_template"}
 
 
+def test_the_spec_resource_filter_on_graphql_and_grpc(
+    server: ServerProcess, admin: httpx.Client, history: dict[str, Any]
+) -> None:
+    query = (
+        "query($r: String) { _audit_logs(params: {resource: $r}) "
+        "{ pagination { total } audit_logs { action resource_id } } }"
+    )
+    of_hook = f"webhook:{history['webhook']}"
+    body = _ok(admin.post("/graphql", json={"query": query, "variables": {"r": of_hook}}))
+    listing = body["data"]["_audit_logs"]
+    assert listing["pagination"]["total"] == 3
+    assert {row["resource_id"] for row in listing["audit_logs"]} == {history["webhook"]}
+    templates = _ok(
+        admin.post("/graphql", json={"query": query, "variables": {"r": "email_template"}})
+    )
+    assert templates["data"]["_audit_logs"]["pagination"]["total"] == 4
+    with grpc.insecure_channel(f"127.0.0.1:{server.grpc_port}") as channel:
+        stub = admin_pb2_grpc.AuthorizerAdminServiceStub(channel)
+        metadata = tuple(ADMIN.items())
+        over_grpc = stub.AuditLogs(admin_pb2.AuditLogsRequest(resource=of_hook), metadata=metadata)
+        assert over_grpc.pagination.total == 3
+        assert {row.resource_id for row in over_grpc.audit_logs} == {history["webhook"]}
+        with pytest.raises(grpc.RpcError) as conflicting:
+            stub.AuditLogs(
+                admin_pb2.AuditLogsRequest(resource="webhook", resource_type="email_template"),
+                metadata=metadata,
+            )
+        assert conflicting.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
 def test_the_api_cannot_change_the_log(admin: httpx.Client, history: dict[str, Any]) -> None:
     before = _audit(admin)["pagination"]["total"]
     for path in ("/v1/admin/delete_audit_log", "/v1/admin/update_audit_log", "/v1/admin/audit_log"):

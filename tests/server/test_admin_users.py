@@ -299,6 +299,13 @@ def test_update_user(env: Env, admin: httpx.Client) -> None:
     )
     assert unverified["email_verified"] is False
 
+    # Without email verification a changed address stays usable: no mail could prove it.
+    kept_id, _ = _signup(env, _unique("kept"))
+    renamed = _unique("renamed")
+    changed = _ok(admin.post("/v1/admin/update_user", json={"id": kept_id, "email": renamed}))
+    assert changed["email_verified"] is True
+    assert _login(env, renamed)
+
 
 # ---------------------------------------------------------------- access
 
@@ -428,6 +435,55 @@ def test_invite_needs_mail(tmp_path: Path) -> None:
         answer = client.post("/v1/admin/invite_members", json={"emails": ["a@example.test"]},
                              headers=ADMIN)  # fmt: skip
         assert _error(answer, 400, "failed_precondition") == "email sending is disabled"
+
+
+def test_an_admin_email_change_mails_update_email_and_unverifies(tmp_path: Path) -> None:
+    """With email verification on, the new address is unverified until its update_email
+    link is used (reference §6.11); declaring it verified in the same request skips that."""
+    flags = [
+        *base_flags("sqlite", str(tmp_path / "b.db")),
+        "--smtp-host=127.0.0.1",
+        "--smtp-sender-email=bastion@example.com",
+        "--enable-email-verification",
+    ]
+    with (
+        SpooledMailSink(free_port(), tmp_path / "mail") as sink,
+        running([*flags, f"--smtp-port={sink.port}"], tmp_path) as srv,
+        srv.client() as client,
+    ):
+        body = {"email": _unique("before"), "password": PASSWORD, "confirm_password": PASSWORD}
+        _ok(client.post("/v1/signup", json=body))
+        found = _ok(client.post("/v1/admin/user", json={"email": body["email"]}, headers=ADMIN))
+        user_id = found["id"]
+        new_email = _unique("after")
+        moved = _ok(
+            client.post(
+                "/v1/admin/update_user", json={"id": user_id, "email": new_email}, headers=ADMIN
+            )
+        )
+        assert moved["email"] == new_email
+        assert moved["email_verified"] is False
+        deadline = time.monotonic() + 30
+        mail = None
+        while mail is None and time.monotonic() < deadline:
+            mail = next((m for m in sink.messages() if m["To"] == new_email), None)
+            time.sleep(0.05)
+        assert mail is not None, "no update_email mail"
+        text = mail.get_body(preferencelist=("plain",))
+        assert text is not None
+        link = next(w for w in text.get_content().split() if w.startswith("http"))
+        token = parse_qs(urlsplit(link).query)["token"][0]
+        pending = _ok(client.post("/v1/admin/verification_requests", json={}, headers=ADMIN))
+        identifiers = {r["email"]: r["identifier"] for r in pending["verification_requests"]}
+        assert identifiers[new_email] == "update_email"
+        verified = _ok(client.post("/v1/verify_email", json={"token": token}))
+        assert verified["user"]["email"] == new_email
+        assert verified["user"]["email_verified"] is True
+
+        third = _unique("declared")
+        body = {"id": user_id, "email": third, "email_verified": True}
+        declared = _ok(client.post("/v1/admin/update_user", json=body, headers=ADMIN))
+        assert declared["email_verified"] is True
 
 
 # ---------------------------------------------------------------- GraphQL and gRPC

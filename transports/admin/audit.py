@@ -15,6 +15,7 @@ from transports.service import Service
 
 __all__ = ["ADMIN_ACTOR_ID", "AuditLogAdmin", "record_admin_action"]
 
+
 def _filter(request: dict[str, Any]) -> AuditFilter:
     resource_type = fields.text(request, "resource_type") or None
     resource_id = fields.text(request, "resource_id") or None

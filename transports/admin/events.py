@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Final
 
-#: Authorizer 2.3's webhook events, the only valid ``event_name`` of a webhook.
+#: The only valid ``event_name`` of a webhook: Authorizer 2.3's events, then bastion's
+#: multi-factor ones (named as their audit actions; ``transports.auth.mfa_outcomes``,
+#: ``transports.admin.users``).
 WEBHOOK_EVENTS: Final[tuple[str, ...]] = (
     "user.login",
     "user.created",
@@ -13,6 +15,10 @@ WEBHOOK_EVENTS: Final[tuple[str, ...]] = (
     "user.access_enabled",
     "user.deleted",
     "user.deactivated",
+    "user.mfa_challenge_issued",
+    "user.mfa_passed",
+    "user.mfa_failed",
+    "user.mfa_reset",
 )
 
 #: The mails an admin template can replace, one template per event.

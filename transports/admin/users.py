@@ -34,6 +34,7 @@ from storage import Storage, admin_users, users, verification
 from storage.outbox import enqueue
 from transports.admin import fields
 from transports.admin.audit import record_admin_action
+from transports.auth.email_change import EmailChange, prepare_email_change, store_email_change
 from transports.auth.mail import compose_mail
 from transports.auth.service import AuthService
 from transports.context import CallerContext, Reply
@@ -159,6 +160,7 @@ class UserAdmin:
         if not changes and all(v is None for v in asked):
             raise InvalidArgument("please enter at least one param to update")
         now = int(self._auth.clock.now())
+        mail = await self._email_change_mail(user_id, email, email_verified, now)
 
         def write(conn: sa.Connection) -> tuple[User, bool]:
             user = users.get_by_id(conn, user_id)
@@ -166,10 +168,15 @@ class UserAdmin:
                 raise NotFound("user not found")
             update = dict(changes)
             end_sessions = roles is not None and roles != user.roles
-            if email is not None and email != user.email:
+            email_changed = email is not None and email != user.email
+            if email_changed:
                 if users.email_taken(conn, email, exclude_id=user.id):
                     raise InvalidArgument(EMAIL_TAKEN)
-                update.update(email=email, email_verified_at=None)
+                update["email"] = email
+                if self._auth.policy.verification_possible:
+                    # Unverified until the new address proves itself (its mail goes below);
+                    # without verification mail it stays usable, as update_profile keeps it.
+                    update["email_verified_at"] = None
                 end_sessions = True
             if phone is not None and phone != user.phone_number:
                 if users.phone_taken(conn, phone, exclude_id=user.id):
@@ -187,11 +194,18 @@ class UserAdmin:
             users.update(conn, updated)
             if end_sessions:
                 users.end_sessions_marker(conn, user.id, valid_after=now)
+            if email_changed and mail is not None:
+                store_email_change(conn, mail, now)
             changed = sorted({*update, *(["reset_mfa"] if reset_mfa else [])})
             record_admin_action(
                 conn, caller, "admin.user_updated", resource_type="user", resource_id=user.id,
                 metadata={"fields": changed},
             )  # fmt: skip
+            if reset_mfa:
+                _webhook(conn, "user.mfa_reset", updated, now)
+                record_admin_action(
+                    conn, caller, "admin.mfa_reset", resource_type="user", resource_id=user.id
+                )
             return updated, end_sessions
 
         # The same per-identity lock as signup guards the uniqueness check.
@@ -204,6 +218,18 @@ class UserAdmin:
         else:
             self._auth.sessions.forget_status(updated.id)
         return Reply(updated.to_api_dict())
+
+    async def _email_change_mail(
+        self, user_id: str, email: str | None, email_verified: bool | None, now: int
+    ) -> EmailChange | None:
+        """The ``update_email`` verification for a new address, when verification is on
+        and the admin did not declare the address verified in the same request."""
+        if email is None or email_verified is True or not self._auth.policy.verification_possible:
+            return None
+        user = await self._db.run(lambda c: users.get_by_id(c, user_id))
+        if user is None or user.email == email:
+            return None
+        return await prepare_email_change(self._auth, dataclasses.replace(user, email=email), now)
 
     async def delete_user(self, request: dict[str, Any], caller: CallerContext) -> Reply:
         await self._service.require_admin(caller)

@@ -16,9 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
-from core.auth.claims import TokenType, claims_are_valid, verification_token_claims
-from core.auth.emails import EmailEvent
-from core.auth.links import default_redirect, verify_email_link
+from core.auth.claims import TokenType, claims_are_valid
 from core.auth.passwords import password_problem
 from core.auth.user import (
     SignupMethod,
@@ -27,23 +25,23 @@ from core.auth.user import (
     is_valid_phone_number,
     normalise_email,
 )
-from core.auth.verification import VerificationRequest
 from core.errors import FailedPrecondition, InvalidArgument, NotFound, Unauthenticated
 from storage import users as user_rows
-from storage import verification as verification_rows
 from storage.audit import AuditEntry, record
-from storage.outbox import enqueue
 from transports.auth.driver import enqueue_webhook_event
-from transports.auth.mail import compose_mail
+from transports.auth.email_change import prepare_email_change, store_email_change
+from transports.auth.mfa_selfservice import PreparedMfaChange, prepare_mfa_change
 from transports.auth.requests import flag, mapping, optional_text, relations, strings, text
 from transports.auth.sessions import ACCESS, REFRESH, SESSION
 from transports.context import CallerContext, Cookie, Reply
 
 if TYPE_CHECKING:
+    from core.auth.mfa import MfaPolicy
     from core.auth.policy import AuthPolicy
     from core.ports import Clock, IdSource
     from core.settings import Settings
     from storage import Storage
+    from transports.auth.authenticators import AuthenticatorStore
     from transports.auth.cookies import SessionCookies
     from transports.auth.service import RelationGate
     from transports.auth.sessions import SessionStore
@@ -95,6 +93,8 @@ class AccountOperations:
     sessions: SessionStore
     hasher: PasswordHasher
     relation_gate: RelationGate | None
+    mfa_policy: MfaPolicy
+    authenticators: AuthenticatorStore
 
     def _verified(self, token: str) -> dict[str, Any] | None:
         """The token's claims if its signature holds under our key, else None."""
@@ -228,6 +228,9 @@ class AccountOperations:
         return Reply({"message": "user account deactivated successfully"}, self.cookies.clear())
 
     async def update_profile(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+        """Profile fields, password, email/phone, and the caller's own MFA settings
+        (:mod:`core.auth.mfa_settings`: turning MFA off and regenerating recovery codes
+        need a fresh second factor)."""
         who = await self.require_caller(caller)
         user = await self._user(who.user_id)
         now = int(self.clock.now())
@@ -239,22 +242,19 @@ class AccountOperations:
         app_data = mapping(request, "app_data")
         if app_data is not None:
             changes["app_data"] = app_data
-        mfa = flag(request, "is_multi_factor_auth_enabled")
         new_password = await self._password_change(request, user)
         new_email = optional_text(request, "email")
         new_phone = optional_text(request, "phone_number")
-        if not changes and mfa is None and new_password is None and not new_email and not new_phone:
+        asks_mfa = (
+            flag(request, "is_multi_factor_auth_enabled") is not None
+            or flag(request, "regenerate_recovery_codes") is True
+        )
+        asked = changes or asks_mfa or new_password is not None or new_email or new_phone
+        if not asked:
             raise InvalidArgument("please enter at least one param to update")
-        if mfa is True:
-            raise FailedPrecondition(
-                "cannot enable multi factor authentication as all mfa services are disabled"
-            )
-        if mfa is False and self.policy.enforce_mfa and self.settings.enable_mfa:
-            raise FailedPrecondition(
-                "cannot disable multi factor authentication as it is enforced by organization"
-            )
-        if mfa is not None:
-            changes["is_multi_factor_auth_enabled"] = mfa
+        mfa = await prepare_mfa_change(self, who.sid, user, request)
+        if mfa is not None and mfa.change.enabled is not None:
+            changes["is_multi_factor_auth_enabled"] = mfa.change.enabled
         if new_password is not None:
             changes["password_hash"] = new_password
             user = user.with_signup_method(SignupMethod.BASIC_AUTH)
@@ -272,7 +272,7 @@ class AccountOperations:
                 raise InvalidArgument("invalid phone number")
             changes["phone_number"] = new_phone.strip()
         updated = dataclasses.replace(user, updated_at=now, **changes)
-        message = await self._store_profile(updated, email_changed, caller, now)
+        message = await self._store_profile(updated, email_changed, caller, now, mfa)
         cookies: tuple[Cookie, ...] = ()
         if email_changed:
             await self.sessions.end_memory_sessions(updated.id)
@@ -280,7 +280,10 @@ class AccountOperations:
         elif new_password is not None:
             # A password change ends the user's OTHER sessions; this one stays.
             await self.sessions.end_memory_sessions(updated.id, keep=(who.sid, who.nonce))
-        return Reply({"message": message}, cookies)
+        body: dict[str, Any] = {"message": message}
+        if mfa is not None and mfa.recovery_codes:
+            body["authenticator_recovery_codes"] = list(mfa.recovery_codes)
+        return Reply(body, cookies)
 
     async def _password_change(self, request: Mapping[str, Any], user: User) -> str | None:
         new, confirm = text(request, "new_password"), text(request, "confirm_new_password")
@@ -310,46 +313,25 @@ class AccountOperations:
         return await self.hasher.hash(new)
 
     async def _store_profile(
-        self, updated: User, email_changed: bool, caller: CallerContext, now: int
+        self,
+        updated: User,
+        email_changed: bool,
+        caller: CallerContext,
+        now: int,
+        mfa: PreparedMfaChange | None,
     ) -> str:
         message = "Profile details updated successfully."
-        mail = None
-        token = None
-        request = None
+        change = None
         if email_changed and self.policy.verification_possible and updated.email:
-            nonce = self.ids.new_id()
-            redirect = default_redirect(self.policy)
-            request = VerificationRequest(
-                id=self.ids.new_id(),
-                identifier=EmailEvent.UPDATE_EMAIL.value,
-                email=updated.email,
-                nonce=nonce,
-                redirect_uri=redirect,
-                expires_at=now + self.policy.verification_ttl,
-            )
-            token = self.signer.sign(
-                verification_token_claims(
-                    policy=self.policy,
-                    email=updated.email,
-                    identifier=request.identifier,
-                    nonce=nonce,
-                    redirect_uri=redirect,
-                    now=now,
-                )
-            )
-            mail = await compose_mail(
-                self,
-                EmailEvent.UPDATE_EMAIL.value,
-                updated.email,
-                {
-                    "user": updated,
-                    "verification_url": verify_email_link(self.policy, token, redirect),
-                },
-            )
+            change = await prepare_email_change(self, updated, now)
             message += EMAIL_CHANGE_SENT
-        entry = self._audit(caller, "user.profile_updated", updated)
+        entries = [self._audit(caller, "user.profile_updated", updated)]
+        if mfa is not None:
+            entries += [self._audit(caller, action, updated) for action in mfa.audit_actions]
 
         def write(conn: sa.Connection) -> None:
+            if mfa is not None:
+                mfa.apply(conn, updated.id, now)
             if updated.email and user_rows.email_taken(conn, updated.email, exclude_id=updated.id):
                 raise InvalidArgument("user with this email address already exists")
             if updated.phone_number and user_rows.phone_taken(
@@ -359,10 +341,10 @@ class AccountOperations:
             user_rows.update(conn, updated)
             if email_changed:
                 user_rows.end_sessions_marker(conn, updated.id, valid_after=now)
-            if request is not None and token is not None and mail is not None:
-                verification_rows.replace(conn, request, token=token, now=now)
-                enqueue(conn, "mail", dataclasses.asdict(mail), now=now)
-            record(conn, entry, now=now)
+            if change is not None:
+                store_email_change(conn, change, now)
+            for entry in entries:
+                record(conn, entry, now=now)
 
         lock = f"email:{updated.email}" if updated.email else f"user:{updated.id}"
         await self.storage.db.run_locked(lock, write)

@@ -78,6 +78,7 @@ from storage.audit import AuditEntry, record
 from storage.outbox import enqueue
 from transports.auth.authenticators import AUTHENTICATOR_EFFECTS
 from transports.auth.mail import compose_mail
+from transports.auth.mfa_outcomes import outcome_webhook
 from transports.auth.sessions import REFRESH, REFRESH_GRACE_SECONDS
 from transports.context import CallerContext, Cookie
 from transports.mfa_challenges import CHALLENGE_EFFECTS
@@ -345,6 +346,9 @@ class FlowRun:
             self.cookies.extend(auth.cookies.clear_mfa())
         elif isinstance(effect, RecordMfaOutcome):
             auth.record_mfa_outcome(effect.method, effect.outcome)
+            self._sql.append(
+                outcome_webhook(effect.user_id, effect.method, effect.outcome, self._now)
+            )
         else:
             raise Internal(f"no driver for {type(effect).__name__}")
 

@@ -24,6 +24,13 @@ from transports.http.routes import Route
 __all__ = ["auth_graphql", "auth_routes", "register_oauth_views", "with_cookies"]
 
 _MESSAGE = {"type": "object", "properties": {"message": {"type": "string"}}}
+_PROFILE_UPDATED = {
+    "type": "object",
+    "properties": {
+        "message": {"type": "string"},
+        "authenticator_recovery_codes": {"type": "array", "items": {"type": "string"}},
+    },
+}
 _AUTH_RESPONSE = {
     "type": "object",
     "properties": {
@@ -82,7 +89,12 @@ def auth_routes(auth: AuthService) -> list[Route]:
             tag="auth",
             extra_statuses=(401,),
         ),
-        post("/v1/update_profile", auth.update_profile, "Update the caller's profile", _MESSAGE),
+        post(
+            "/v1/update_profile",
+            auth.update_profile,
+            "Update the caller's profile (MFA changes need a fresh second factor)",
+            _PROFILE_UPDATED,
+        ),
         post(
             "/v1/deactivate_account",
             auth.deactivate_account,

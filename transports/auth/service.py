@@ -56,6 +56,7 @@ from transports.auth.authenticators import AuthenticatorStore
 from transports.auth.cookies import SessionCookies
 from transports.auth.driver import FlowRun
 from transports.auth.issuer import CustomClaims, TokenIssuer
+from transports.auth.mfa_selfservice import mark_fresh_factor
 from transports.auth.requests import flag, mapping, optional_text, relations, strings, text
 from transports.auth.sessions import ACCESS, Lifetimes, SessionStore
 from transports.context import CallerContext, Reply
@@ -274,7 +275,10 @@ class AuthService(AccountOperations):
             phone_number=optional_text(request, "phone_number"),
         )
         run = FlowRun(self, caller)
-        return self.reply(await run.run(MfaMachine(self.env), event), run)
+        result = await run.run(MfaMachine(self.env), event)
+        if run.sid:  # the new session passed a second factor just now (update_profile)
+            await mark_fresh_factor(self.storage.memory, run.sid)
+        return self.reply(result, run)
 
     async def resend_otp(self, request: dict[str, Any], caller: CallerContext) -> Reply:
         """Replace the challenge named by the ``mfa`` cookie; the old code dies with it."""

@@ -106,7 +106,7 @@ def issued(c: Challenge) -> list[Effect]:
             resource_id="user-1",
             metadata={"method": c.method.value, "purpose": c.purpose.value},
         ),
-        RecordMfaOutcome(method=c.method, outcome=MfaOutcome.ISSUED),
+        RecordMfaOutcome(user_id="user-1", method=c.method, outcome=MfaOutcome.ISSUED),
     ]
 
 
@@ -319,7 +319,14 @@ def test_email_code_verification_completes_the_login() -> None:
                 resource_id="user-1",
                 metadata={"mfa_method": "email_otp", "recovery_code": False},
             ),
-            RecordMfaOutcome(method=Method.EMAIL_OTP, outcome=MfaOutcome.PASSED),
+            AuditRecord(
+                action=AuditAction.MFA_PASSED,
+                actor_id="user-1",
+                actor_email=EMAIL,
+                resource_id="user-1",
+                metadata={"method": "email_otp", "recovery_code": False},
+            ),
+            RecordMfaOutcome(user_id="user-1", method=Method.EMAIL_OTP, outcome=MfaOutcome.PASSED),
             Respond(result=AuthResponse.with_tokens("OTP verified successfully.", user, minted)),
         ],
     ]
@@ -451,7 +458,7 @@ def failed_attempt(method: Method, attempt: int = 1) -> list[Effect]:
             resource_id="user-1",
             metadata={"method": method.value, "attempt": attempt},
         ),
-        RecordMfaOutcome(method=method, outcome=MfaOutcome.FAILED),
+        RecordMfaOutcome(user_id="user-1", method=method, outcome=MfaOutcome.FAILED),
         WRONG,
     ]
 

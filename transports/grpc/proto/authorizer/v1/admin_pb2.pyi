@@ -90,7 +90,7 @@ class UserResponse(_message.Message):
     def __init__(self, user: _Optional[_Union[_types_pb2.User, _Mapping]] = ...) -> None: ...
 
 class UpdateUserRequest(_message.Message):
-    __slots__ = ("id", "email", "email_verified", "given_name", "family_name", "middle_name", "nickname", "gender", "birthdate", "phone_number", "phone_number_verified", "picture", "roles", "is_multi_factor_auth_enabled", "app_data")
+    __slots__ = ("id", "email", "email_verified", "given_name", "family_name", "middle_name", "nickname", "gender", "birthdate", "phone_number", "phone_number_verified", "picture", "roles", "is_multi_factor_auth_enabled", "app_data", "reset_mfa")
     ID_FIELD_NUMBER: _ClassVar[int]
     EMAIL_FIELD_NUMBER: _ClassVar[int]
     EMAIL_VERIFIED_FIELD_NUMBER: _ClassVar[int]
@@ -106,6 +106,7 @@ class UpdateUserRequest(_message.Message):
     ROLES_FIELD_NUMBER: _ClassVar[int]
     IS_MULTI_FACTOR_AUTH_ENABLED_FIELD_NUMBER: _ClassVar[int]
     APP_DATA_FIELD_NUMBER: _ClassVar[int]
+    RESET_MFA_FIELD_NUMBER: _ClassVar[int]
     id: str
     email: str
     email_verified: bool
@@ -121,7 +122,8 @@ class UpdateUserRequest(_message.Message):
     roles: _containers.RepeatedScalarFieldContainer[str]
     is_multi_factor_auth_enabled: bool
     app_data: _common_pb2.AppData
-    def __init__(self, id: _Optional[str] = ..., email: _Optional[str] = ..., email_verified: _Optional[bool] = ..., given_name: _Optional[str] = ..., family_name: _Optional[str] = ..., middle_name: _Optional[str] = ..., nickname: _Optional[str] = ..., gender: _Optional[str] = ..., birthdate: _Optional[str] = ..., phone_number: _Optional[str] = ..., phone_number_verified: _Optional[bool] = ..., picture: _Optional[str] = ..., roles: _Optional[_Iterable[str]] = ..., is_multi_factor_auth_enabled: _Optional[bool] = ..., app_data: _Optional[_Union[_common_pb2.AppData, _Mapping]] = ...) -> None: ...
+    reset_mfa: bool
+    def __init__(self, id: _Optional[str] = ..., email: _Optional[str] = ..., email_verified: _Optional[bool] = ..., given_name: _Optional[str] = ..., family_name: _Optional[str] = ..., middle_name: _Optional[str] = ..., nickname: _Optional[str] = ..., gender: _Optional[str] = ..., birthdate: _Optional[str] = ..., phone_number: _Optional[str] = ..., phone_number_verified: _Optional[bool] = ..., picture: _Optional[str] = ..., roles: _Optional[_Iterable[str]] = ..., is_multi_factor_auth_enabled: _Optional[bool] = ..., app_data: _Optional[_Union[_common_pb2.AppData, _Mapping]] = ..., reset_mfa: _Optional[bool] = ...) -> None: ...
 
 class UpdateUserResponse(_message.Message):
     __slots__ = ("user",)
@@ -482,7 +484,7 @@ class AuditLog(_message.Message):
     def __init__(self, id: _Optional[str] = ..., actor_id: _Optional[str] = ..., actor_type: _Optional[str] = ..., actor_email: _Optional[str] = ..., action: _Optional[str] = ..., resource_type: _Optional[str] = ..., resource_id: _Optional[str] = ..., ip_address: _Optional[str] = ..., user_agent: _Optional[str] = ..., metadata: _Optional[str] = ..., created_at: _Optional[int] = ...) -> None: ...
 
 class AuditLogsRequest(_message.Message):
-    __slots__ = ("pagination", "action", "actor_id", "resource_type", "resource_id", "from_timestamp", "to_timestamp")
+    __slots__ = ("pagination", "action", "actor_id", "resource_type", "resource_id", "from_timestamp", "to_timestamp", "resource")
     PAGINATION_FIELD_NUMBER: _ClassVar[int]
     ACTION_FIELD_NUMBER: _ClassVar[int]
     ACTOR_ID_FIELD_NUMBER: _ClassVar[int]
@@ -490,6 +492,7 @@ class AuditLogsRequest(_message.Message):
     RESOURCE_ID_FIELD_NUMBER: _ClassVar[int]
     FROM_TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
     TO_TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_FIELD_NUMBER: _ClassVar[int]
     pagination: _pagination_pb2.PaginationRequest
     action: str
     actor_id: str
@@ -497,7 +500,8 @@ class AuditLogsRequest(_message.Message):
     resource_id: str
     from_timestamp: int
     to_timestamp: int
-    def __init__(self, pagination: _Optional[_Union[_pagination_pb2.PaginationRequest, _Mapping]] = ..., action: _Optional[str] = ..., actor_id: _Optional[str] = ..., resource_type: _Optional[str] = ..., resource_id: _Optional[str] = ..., from_timestamp: _Optional[int] = ..., to_timestamp: _Optional[int] = ...) -> None: ...
+    resource: str
+    def __init__(self, pagination: _Optional[_Union[_pagination_pb2.PaginationRequest, _Mapping]] = ..., action: _Optional[str] = ..., actor_id: _Optional[str] = ..., resource_type: _Optional[str] = ..., resource_id: _Optional[str] = ..., from_timestamp: _Optional[int] = ..., to_timestamp: _Optional[int] = ..., resource: _Optional[str] = ...) -> None: ...
 
 class AuditLogsResponse(_message.Message):
     __slots__ = ("audit_logs", "pagination")

@@ -191,7 +191,7 @@ class ProfileRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class UpdateProfileRequest(_message.Message):
-    __slots__ = ("old_password", "new_password", "confirm_new_password", "email", "given_name", "family_name", "middle_name", "nickname", "gender", "birthdate", "phone_number", "picture", "is_multi_factor_auth_enabled", "app_data")
+    __slots__ = ("old_password", "new_password", "confirm_new_password", "email", "given_name", "family_name", "middle_name", "nickname", "gender", "birthdate", "phone_number", "picture", "is_multi_factor_auth_enabled", "app_data", "otp", "regenerate_recovery_codes")
     OLD_PASSWORD_FIELD_NUMBER: _ClassVar[int]
     NEW_PASSWORD_FIELD_NUMBER: _ClassVar[int]
     CONFIRM_NEW_PASSWORD_FIELD_NUMBER: _ClassVar[int]
@@ -206,6 +206,8 @@ class UpdateProfileRequest(_message.Message):
     PICTURE_FIELD_NUMBER: _ClassVar[int]
     IS_MULTI_FACTOR_AUTH_ENABLED_FIELD_NUMBER: _ClassVar[int]
     APP_DATA_FIELD_NUMBER: _ClassVar[int]
+    OTP_FIELD_NUMBER: _ClassVar[int]
+    REGENERATE_RECOVERY_CODES_FIELD_NUMBER: _ClassVar[int]
     old_password: str
     new_password: str
     confirm_new_password: str
@@ -220,13 +222,17 @@ class UpdateProfileRequest(_message.Message):
     picture: str
     is_multi_factor_auth_enabled: bool
     app_data: _common_pb2.AppData
-    def __init__(self, old_password: _Optional[str] = ..., new_password: _Optional[str] = ..., confirm_new_password: _Optional[str] = ..., email: _Optional[str] = ..., given_name: _Optional[str] = ..., family_name: _Optional[str] = ..., middle_name: _Optional[str] = ..., nickname: _Optional[str] = ..., gender: _Optional[str] = ..., birthdate: _Optional[str] = ..., phone_number: _Optional[str] = ..., picture: _Optional[str] = ..., is_multi_factor_auth_enabled: _Optional[bool] = ..., app_data: _Optional[_Union[_common_pb2.AppData, _Mapping]] = ...) -> None: ...
+    otp: str
+    regenerate_recovery_codes: bool
+    def __init__(self, old_password: _Optional[str] = ..., new_password: _Optional[str] = ..., confirm_new_password: _Optional[str] = ..., email: _Optional[str] = ..., given_name: _Optional[str] = ..., family_name: _Optional[str] = ..., middle_name: _Optional[str] = ..., nickname: _Optional[str] = ..., gender: _Optional[str] = ..., birthdate: _Optional[str] = ..., phone_number: _Optional[str] = ..., picture: _Optional[str] = ..., is_multi_factor_auth_enabled: _Optional[bool] = ..., app_data: _Optional[_Union[_common_pb2.AppData, _Mapping]] = ..., otp: _Optional[str] = ..., regenerate_recovery_codes: _Optional[bool] = ...) -> None: ...
 
 class UpdateProfileResponse(_message.Message):
-    __slots__ = ("message",)
+    __slots__ = ("message", "authenticator_recovery_codes")
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    AUTHENTICATOR_RECOVERY_CODES_FIELD_NUMBER: _ClassVar[int]
     message: str
-    def __init__(self, message: _Optional[str] = ...) -> None: ...
+    authenticator_recovery_codes: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, message: _Optional[str] = ..., authenticator_recovery_codes: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class DeactivateAccountRequest(_message.Message):
     __slots__ = ()

@@ -77,6 +77,9 @@ IMPLEMENTED = {
     "graphql-max-aliases", "graphql-max-body-bytes", "enable-playground",
     # issue 4: multi-factor authentication (email codes so far)
     "enable-mfa", "enforce-mfa", "enable-email-otp", "enable-totp-login",
+    # issue 4: SMS codes and phone verification
+    "enable-sms-otp", "enable-phone-verification", "sms-account-sid", "sms-api-key",
+    "sms-api-secret", "sms-sender", "sms-api-url",
 }  # fmt: skip
 
 
@@ -244,15 +247,17 @@ def test_a_not_implemented_flag_is_refused_even_with_its_default(name: str) -> N
 
 
 def test_bare_not_implemented_boolean_and_several_at_once() -> None:
-    message = refusal(*BASE, "--enable-sms-otp")
-    assert message == "--enable-sms-otp is not implemented in this build"
-    message = refusal(*BASE, "--sms-sender", "bastion", "--enable-login-page=false")
-    assert message == "--sms-sender, --enable-login-page are not implemented in this build"
+    message = refusal(*BASE, "--grpc-insecure")
+    assert message == "--grpc-insecure is not implemented in this build"
+    message = refusal(*BASE, "--jwt-secondary-secret", "s", "--enable-login-page=false")
+    assert message == (
+        "--jwt-secondary-secret, --enable-login-page are not implemented in this build"
+    )
 
 
 def test_not_implemented_is_checked_before_the_other_rules() -> None:
-    message = refusal("--enable-sms-otp=true")
-    assert message == "--enable-sms-otp is not implemented in this build"
+    message = refusal("--grpc-insecure=true")
+    assert message == "--grpc-insecure is not implemented in this build"
 
 
 # ------------------------------------------------------------------ value syntax
@@ -786,9 +791,9 @@ def test_flag_file_errors_name_the_line(tmp_path: Path) -> None:
     assert refusal(f"@{flag_file}", *BASE) == (
         f"--admin-secret is given more than once (on {flag_file} line 1 and on the command line)"
     )
-    flag_file.write_text("--enable-sms-otp=false\n")
+    flag_file.write_text("--grpc-insecure=false\n")
     assert refusal(f"@{flag_file}", *BASE) == (
-        "--enable-sms-otp is not implemented in this build"
+        "--grpc-insecure is not implemented in this build"
     )
     flag_file.write_text("--http-port\n")
     assert refusal(f"@{flag_file}", *BASE) == f"{flag_file} line 1: --http-port needs a value"

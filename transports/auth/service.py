@@ -63,6 +63,7 @@ from transports.http.edge import OriginPolicy
 from transports.metrics import Metrics
 from transports.mfa_challenges import ChallengeStore
 from transports.passwords import PasswordHasher
+from transports.sms import sms_configured
 from transports.system import SystemClock, SystemIds, SystemRandom
 from transports.tokens import TokenSigner
 
@@ -98,6 +99,8 @@ def policy_from(settings: Settings) -> AuthPolicy:
         enable_strong_password=settings.enable_strong_password,
         enforce_mfa=settings.enforce_mfa,
         email_enabled=bool(settings.smtp_host),
+        sms_enabled=sms_configured(settings),
+        enable_phone_verification=settings.enable_phone_verification,
         reset_password_url=settings.reset_password_url,
         jwt_role_claim=settings.jwt_role_claim,
         refresh_token_ttl=settings.refresh_token_expires_in,
@@ -333,6 +336,7 @@ class AuthService(AccountOperations):
 
     async def reset_password(self, request: dict[str, Any], caller: CallerContext) -> Reply:
         event = ResetPasswordRequested(
+            challenge_id=self.cookies.presented_mfa(caller),
             token=optional_text(request, "token"),
             otp=optional_text(request, "otp"),
             phone_number=optional_text(request, "phone_number"),

@@ -11,6 +11,7 @@ from conformance.catalogue import (
     http_only,
     mail,
     public,
+    sms,
 )
 from conformance.scenario import CATALOGUE
 
@@ -24,4 +25,5 @@ __all__ = [
     "http_only",
     "mail",
     "public",
+    "sms",
 ]

@@ -139,6 +139,21 @@ def test_unknown_numbers_get_the_same_answer_and_nothing_is_texted(
     assert sent_count(fake, unknown_phone) == 0
 
 
+def test_reset_codes_are_throttled_per_number_known_or_not(
+    fake: FakeTwilio, client: httpx.Client
+) -> None:
+    phone, _ = registered(client)
+    unknown_phone = unique_phone()
+    for number in (phone, unknown_phone):
+        assert forgot(client, number).status_code == 200
+        again = forgot(client, number)
+        assert again.status_code == 429
+        assert again.json()["message"] == "please wait before requesting another code"
+        assert again.headers["retry-after"] == "30"
+    texts_to(fake, phone)
+    assert sent_count(fake, phone) == 1
+
+
 def test_reset_by_code_checks_its_inputs(client: httpx.Client) -> None:
     phone, _ = registered(client)
     cookie = mfa_cookie(forgot(client, phone))

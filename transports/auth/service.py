@@ -38,7 +38,12 @@ from core.state_machines import (
 )
 from core.state_machines.login import LoginRequested
 from core.state_machines.magic_link import MagicLinkRequested
-from core.state_machines.mfa import MfaMachine, ResendOtpRequested, VerifyOtpRequested
+from core.state_machines.mfa import (
+    RESEND_TOO_SOON,
+    MfaMachine,
+    ResendOtpRequested,
+    VerifyOtpRequested,
+)
 from core.state_machines.mfa_effects import MfaOutcome
 from core.state_machines.password_reset import ForgotPasswordRequested, ResetPasswordRequested
 from core.state_machines.session import (
@@ -331,8 +336,19 @@ class AuthService(AccountOperations):
             state=optional_text(request, "state"),
             redirect_uri=self.redirect_uri(request),
         )
+        phone = (event.phone_number or "").strip()
+        if phone and not (event.email or "").strip() and self.policy.sms_enabled:
+            await self._throttle_reset_texts(phone)
         run = FlowRun(self, caller)
         return self.reply(await run.run(PasswordResetMachine(self.env), event), run)
+
+    async def _throttle_reset_texts(self, phone: str) -> None:
+        """One reset code per number every ``RESEND_INTERVAL`` s, for known and unknown
+        numbers alike: asking needs no password, so anyone could otherwise text a number
+        (at the operator's cost) as fast as the rate limit allows."""
+        key = f"throttle:reset_sms:{_digest(phone)}"
+        if not await self.storage.memory.set_if_absent(key, b"1", ttl=otp.RESEND_INTERVAL):
+            raise ResourceExhausted(RESEND_TOO_SOON, retry_after=otp.RESEND_INTERVAL)
 
     async def reset_password(self, request: dict[str, Any], caller: CallerContext) -> Reply:
         event = ResetPasswordRequested(

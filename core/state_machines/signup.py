@@ -193,14 +193,14 @@ class SignupMachine(Machine[State]):
 
         now = self._env.now()
         verify_email = bool(email) and policy.verification_possible
-        verify_phone = bool(phone) and not verify_email and policy.phone_verification_possible
+        prove_phone = bool(phone) and policy.phone_verification_possible
         self.ctx.method = SignupMethod.MOBILE_BASIC_AUTH if phone else SignupMethod.BASIC_AUTH
         self.ctx.user = User(
             id=self._env.ids.new_id(),
             email=email or None,
             email_verified_at=None if (not email or verify_email) else now,
             phone_number=phone or None,
-            phone_number_verified_at=now if phone and not verify_phone else None,
+            phone_number_verified_at=now if phone and not prove_phone else None,
             signup_methods=(self.ctx.method.value,),
             given_name=event.given_name,
             family_name=event.family_name,
@@ -222,7 +222,9 @@ class SignupMachine(Machine[State]):
         self.ctx.redirect_uri = event.redirect_uri
         self.ctx.oauth_state = event.state
         self.ctx.needs_verification = verify_email
-        self.ctx.verify_phone = verify_phone
+        # An emailed link proves the email first; the number is then proved at the first
+        # phone login.
+        self.ctx.verify_phone = prove_phone and not verify_email
         return [HashPassword(password=event.password)], State.HASHING
 
     def _on_hashed(self, event: PasswordHashed) -> tuple[list[Effect], State]:

@@ -129,6 +129,19 @@ def test_phone_signup_without_phone_verification_counts_the_number_verified(
         ChallengeRequested.after_signup(machine.ctx)
 
 
+def test_with_email_verification_too_the_link_comes_first_and_the_number_stays_unproved() -> None:
+    machine = SignupMachine(env(**SMS, enable_email_verification=True, email_enabled=True))
+    request = SignupRequested(
+        email="ann@example.com", phone_number=PHONE, password=STRONG, confirm_password=STRONG
+    )
+    create = last(machine, request, PasswordHashed(password_hash="$argon2id$new"))[0]
+    assert isinstance(create, CreateUser)
+    assert create.user.phone_number_verified_at is None
+    assert create.user.email_verified_at is None
+    assert machine.ctx.needs_verification
+    assert not machine.ctx.verify_phone
+
+
 # -- login --------------------------------------------------------------------------------
 
 

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from conformance import catalogue, mailsink
+from conformance import catalogue, mailsink, smssink
 from conformance.discovery import DiscoveryError, discover
 from conformance.fuzz import fuzz
 from conformance.report import write_junit, write_text
@@ -66,6 +66,13 @@ def parser() -> argparse.ArgumentParser:
         metavar="HOST:PORT",
         help="start the suite's own SMTP sink here for the email rows; the deployment "
         "must send to it (--smtp-host/--smtp-port). Without it those rows are skipped",
+    )
+    p.add_argument(
+        "--sms-sink",
+        metavar="HOST:PORT",
+        help="start the suite's own SMS sink (the provider's Messages API) here for the "
+        "SMS rows; the deployment must text through it (--sms-api-url http://HOST:PORT). "
+        "Without it those rows are skipped",
     )
     p.add_argument(
         "--fuzz-examples",
@@ -142,6 +149,13 @@ def main(
     except (OSError, ValueError) as exc:
         out.write(f"cannot start the mail sink on {args.mail_sink}: {exc}\n")
         return 2
+    try:
+        sms = smssink.Running(args.sms_sink) if args.sms_sink else None
+    except (OSError, ValueError) as exc:
+        if sink is not None:
+            sink.stop()
+        out.write(f"cannot start the SMS sink on {args.sms_sink}: {exc}\n")
+        return 2
     if surfaces is None:
         surfaces = {
             "rest": RestSurface(args.base_url, verify=verify),
@@ -154,7 +168,8 @@ def main(
         f"enabled: {enabled}; authorization engine "
         f"{'on' if deployment.fga_enabled else 'off'}; admin by "
         f"{'header' if deployment.header_auth else 'cookie'}; mail sink "
-        f"{args.mail_sink or 'none (email rows skipped)'}\n\n"
+        f"{args.mail_sink or 'none (email rows skipped)'}; SMS sink "
+        f"{args.sms_sink or 'none (SMS rows skipped)'}\n\n"
     )
     rest = surfaces.get("rest")
     if isinstance(rest, RestSurface) and not rest.schemas.enabled:
@@ -167,6 +182,8 @@ def main(
     finally:
         if sink is not None:
             sink.stop()
+        if sms is not None:
+            sms.stop()
         for surface in surfaces.values():
             if surface is not None:
                 surface.close()

@@ -182,10 +182,10 @@ class _Session(socketserver.StreamRequestHandler):
         return b"".join(lines)
 
 
-def parse_address(spec: str) -> tuple[str, int]:
+def parse_address(spec: str, option: str = "--mail-sink") -> tuple[str, int]:
     host, sep, port = spec.rpartition(":")
     if not sep or not host or not port.isdigit():
-        raise ValueError(f"--mail-sink wants HOST:PORT, got {spec!r}")
+        raise ValueError(f"{option} wants HOST:PORT, got {spec!r}")
     return host, int(port)
 
 

@@ -103,16 +103,6 @@ NOT_IMPLEMENTED_FLAGS: Final[frozenset[str]] = frozenset(
         "default-authorize-response-type",
         "default-authorize-response-mode",
         "backchannel-logout-uri",
-        # sign-up and login
-        "enable-phone-verification",
-        # multi-factor authentication
-        "enable-sms-otp",
-        # sms
-        "sms-account-sid",
-        "sms-api-key",
-        "sms-api-secret",
-        "sms-sender",
-        "sms-api-url",
         # pages and branding
         "enable-login-page",
     }

@@ -12,6 +12,7 @@ from conformance.catalogue import (
     mail,
     mfa,
     public,
+    sms,
 )
 from conformance.scenario import CATALOGUE
 
@@ -26,4 +27,5 @@ __all__ = [
     "mail",
     "mfa",
     "public",
+    "sms",
 ]

@@ -98,10 +98,13 @@ class MfaPolicy:
     def second_factor(self, user: User, channel: SignupMethod) -> Method | None:
         """The method a password login by ``channel`` must pass, ``None`` for none.
 
-        First match wins: a code on the channel the user logged in with, then an
+        A phone login whose number still needs proving always gets an SMS code. Then,
+        first match wins: a code on the channel the user logged in with, then an
         authenticator app, then a code on the user's other verified channel (so enforced
         MFA never silently lapses because a login came in by the "other" channel).
         """
+        if channel is SignupMethod.MOBILE_BASIC_AUTH and self.phone_needs_verification(user):
+            return Method.SMS_OTP  # the code proves the number and is the second factor too
         if not self.enable_mfa or not (user.is_multi_factor_auth_enabled or self.enforce_mfa):
             return None
         email_otp = self.enable_email_otp and self.email_enabled and bool(user.email)

@@ -38,6 +38,10 @@ class AuthPolicy:
     enforce_mfa: bool = True
     #: SMTP host, port and sender are all configured.
     email_enabled: bool = False
+    #: every SMS provider flag is configured.
+    sms_enabled: bool = False
+    #: ``--enable-phone-verification``: a phone number is proved by an SMS code.
+    enable_phone_verification: bool = False
     #: ``--reset-password-url``; empty means ``<url>/app/reset-password``.
     reset_password_url: str = ""
     #: ``--jwt-role-claim``: where the ID token carries the granted roles.
@@ -65,6 +69,11 @@ class AuthPolicy:
     def verification_possible(self) -> bool:
         """Email verification is asked for AND mail can actually be sent."""
         return self.enable_email_verification and self.email_enabled
+
+    @property
+    def phone_verification_possible(self) -> bool:
+        """Phone verification is asked for AND text messages can actually be sent."""
+        return self.enable_phone_verification and self.sms_enabled
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)

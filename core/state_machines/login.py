@@ -17,6 +17,9 @@ Rules / theory of operation
    driver answers ``SecondFactorNotRequired`` (then tokens are issued) or
    ``SecondFactorRequired`` (the flow parks in ``SECOND_FACTOR_REQUIRED`` for the MFA flow
    to continue: that state serialises and carries everything needed to finish the login).
+   A phone login with a still unverified number is let through to that question only with
+   ``--enable-phone-verification`` and SMS configured; its answer must then be a
+   challenge (the SMS code proves the number), never tokens.
 6. Success: session stored, cookie set, ``user.login`` webhook, audit, and
    ``{message: "Logged in successfully", access_token, id_token, ...}``.
 """
@@ -109,7 +112,7 @@ TABLE: Table[State] = {
         "_on_password", State.PASSWORD_VERIFIED, State.FAILED
     ),
     (State.PASSWORD_VERIFIED, SecondFactorNotRequired): edge(
-        "_on_no_second_factor", State.ISSUING_TOKENS
+        "_on_no_second_factor", State.ISSUING_TOKENS, State.FAILED
     ),
     (State.PASSWORD_VERIFIED, SecondFactorRequired): edge(
         "_on_second_factor", State.SECOND_FACTOR_REQUIRED
@@ -137,6 +140,8 @@ class LoginContext:
     scope: tuple[str, ...] = ()
     oauth_state: str | None = None
     user: User | None = None
+    #: the phone number is unverified: only a challenge (an SMS code) may follow
+    phone_unverified: bool = False
 
 
 class LoginMachine(Machine[State]):
@@ -187,8 +192,10 @@ class LoginMachine(Machine[State]):
             return [audit, *effects], state
         by_email = channel is SignupMethod.BASIC_AUTH
         verified = user.email_verified if by_email else user.phone_number_verified
-        if user.is_revoked or not user.has_signup_method(channel) or not verified:
+        provable = not by_email and self.policy.phone_verification_possible
+        if user.is_revoked or not user.has_signup_method(channel) or not (verified or provable):
             return self._fail(Unauthenticated, INVALID_CREDENTIALS)
+        self.ctx.phone_unverified = not verified
         roles = login_roles(self.ctx.requested_roles, user.roles, self.policy)
         if roles is None:
             return self._fail(InvalidArgument, INVALID_ROLES)
@@ -203,6 +210,8 @@ class LoginMachine(Machine[State]):
         return [decide], State.PASSWORD_VERIFIED
 
     def _on_no_second_factor(self, event: SecondFactorNotRequired) -> tuple[list[Effect], State]:
+        if self.ctx.phone_unverified:
+            return self._fail(Unauthenticated, INVALID_CREDENTIALS)
         user, channel = self._require(self.ctx.user), self._require(self.ctx.channel)
         issue = IssueTokens(
             user=user,

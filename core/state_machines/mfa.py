@@ -101,6 +101,7 @@ from core.state_machines.mfa_effects import (
     TotpStepRecorded,
     UseRecoveryCode,
 )
+from core.state_machines.signup import SignupContext
 
 __all__ = [
     "ChallengeRequested",
@@ -201,6 +202,32 @@ class ChallengeRequested(Event):
             roles=login.roles,
             scope=login.scope,
             state=login.oauth_state,
+        )
+
+    @classmethod
+    def after_signup(cls, signup: SignupContext) -> ChallengeRequested:
+        """The SMS code that proves the phone number of a signup parked in
+        PHONE_VERIFICATION_REQUIRED."""
+        if signup.user is None or not signup.verify_phone:
+            raise ValueError("the signup has no phone number to prove")
+        return cls(
+            user=signup.user,
+            method=Method.SMS_OTP,
+            purpose=Purpose.SIGNUP,
+            channel=SignupMethod.MOBILE_BASIC_AUTH,
+            roles=signup.roles,
+            scope=signup.scope,
+            state=signup.oauth_state,
+        )
+
+    @classmethod
+    def for_password_reset(cls, user: User) -> ChallengeRequested:
+        """The SMS code ``forgot_password`` by phone sends; only ``reset_password`` takes it."""
+        return cls(
+            user=user,
+            method=Method.SMS_OTP,
+            purpose=Purpose.PASSWORD_RESET,
+            channel=SignupMethod.MOBILE_BASIC_AUTH,
         )
 
 

@@ -11,7 +11,11 @@ Rules / theory of operation
    InvalidArgument "signup failed. please check your credentials or try a different method".
 3. With email verification asked for and mail configured, an email signup gets a
    ``basic_auth_signup`` verification link (the verification flow finishes it) and no
-   tokens. Otherwise identifiers count as verified and tokens are issued at once.
+   tokens. Else, with phone verification asked for and SMS configured, a phone signup
+   leaves the number unverified, sends ``user.created``, and parks in
+   PHONE_VERIFICATION_REQUIRED: the MFA flow texts the code (``should_show_mobile_otp_screen``)
+   and ``verify_otp`` finishes the signup. Otherwise identifiers count as verified and
+   tokens are issued at once.
 4. The signup response carries no ``id_token`` (reference surprise 2, kept); the tokens'
    ``login_method`` is ``basic_auth`` for email and phone alike (surprise 21, kept), while
    the webhooks' ``auth_recipe`` says ``mobile_basic_auth`` for a phone signup.
@@ -89,6 +93,8 @@ class State(enum.Enum):
     CREATING_VERIFICATION = "creating_verification"
     #: waiting for ``TokensIssued``
     ISSUING_TOKENS = "issuing_tokens"
+    #: parked: the MFA flow texts the code that proves the phone number
+    PHONE_VERIFICATION_REQUIRED = "phone_verification_required"
     DONE = "done"
     FAILED = "failed"
     ERROR = "error"
@@ -119,7 +125,10 @@ TABLE: Table[State] = {
     (State.START, SignupRequested): edge("_on_request", State.HASHING, State.FAILED),
     (State.HASHING, PasswordHashed): edge("_on_hashed", State.CREATING_USER),
     (State.CREATING_USER, UserCreated): edge(
-        "_on_created", State.CREATING_VERIFICATION, State.ISSUING_TOKENS
+        "_on_created",
+        State.CREATING_VERIFICATION,
+        State.PHONE_VERIFICATION_REQUIRED,
+        State.ISSUING_TOKENS,
     ),
     (State.CREATING_USER, UserAlreadyExists): edge("_on_taken", State.FAILED),
     (State.CREATING_VERIFICATION, VerificationRequestCreated): edge("_on_verification", State.DONE),
@@ -137,6 +146,8 @@ class SignupContext:
     redirect_uri: str | None = None
     oauth_state: str | None = None
     needs_verification: bool = False
+    #: the phone number must be proved by an SMS code before any token
+    verify_phone: bool = False
 
 
 def _problem(
@@ -182,13 +193,14 @@ class SignupMachine(Machine[State]):
 
         now = self._env.now()
         verify_email = bool(email) and policy.verification_possible
+        prove_phone = bool(phone) and policy.phone_verification_possible
         self.ctx.method = SignupMethod.MOBILE_BASIC_AUTH if phone else SignupMethod.BASIC_AUTH
         self.ctx.user = User(
             id=self._env.ids.new_id(),
             email=email or None,
             email_verified_at=None if (not email or verify_email) else now,
             phone_number=phone or None,
-            phone_number_verified_at=now if phone else None,
+            phone_number_verified_at=now if phone and not prove_phone else None,
             signup_methods=(self.ctx.method.value,),
             given_name=event.given_name,
             family_name=event.family_name,
@@ -210,6 +222,9 @@ class SignupMachine(Machine[State]):
         self.ctx.redirect_uri = event.redirect_uri
         self.ctx.oauth_state = event.state
         self.ctx.needs_verification = verify_email
+        # An emailed link proves the email first; the number is then proved at the first
+        # phone login.
+        self.ctx.verify_phone = prove_phone and not verify_email
         return [HashPassword(password=event.password)], State.HASHING
 
     def _on_hashed(self, event: PasswordHashed) -> tuple[list[Effect], State]:
@@ -236,6 +251,10 @@ class SignupMachine(Machine[State]):
                 expires_at=now + self.policy.verification_ttl,
             )
             return [request], State.CREATING_VERIFICATION
+        if self.ctx.verify_phone:
+            return [EmitWebhook(event=WebhookEvent.CREATED, user=user), self._audit(user)], (
+                State.PHONE_VERIFICATION_REQUIRED
+            )
         issue = IssueTokens(
             user=user,
             roles=self.ctx.roles,

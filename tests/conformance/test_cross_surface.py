@@ -20,12 +20,17 @@ from typing import Any
 import pytest
 
 from conformance.catalogue.mail import NO_SINK
+from conformance.catalogue.sms import NO_SINK as NO_SMS_SINK
 from conformance.cli import main
 from conformance.operations import Operation
 from conformance.outcome import Credentials, Outcome
 from conformance.surfaces import GraphQLSurface, GrpcSurface, RestSurface
 from conformance.surfaces.base import Surface
 from tests.dbfixtures import fresh_postgres_url, fresh_redis_url, fresh_sqlite_url
+from tests.fakes.twilio import ACCOUNT_SID as TWILIO_ACCOUNT
+from tests.fakes.twilio import API_KEY as TWILIO_KEY
+from tests.fakes.twilio import API_SECRET as TWILIO_SECRET
+from tests.fakes.twilio import FakeTwilio
 from tests.server.harness import (
     ADMIN_SECRET,
     CLIENT_ID,
@@ -112,6 +117,7 @@ def test_whole_suite_destructive_on_sqlite_with_schemathesis(
     assert "fga.not_enabled_failed_precondition: skip: the authorization engine is on" in output
     # No --mail-sink: the email rows say why they did not run.
     assert f"mail.invite_members: skip: {NO_SINK}" in output
+    assert f"sms.mfa_login: skip: {NO_SMS_SINK}" in output
     suite = ET.parse(junit).getroot()
     assert suite.get("failures") == "0"
     assert int(suite.get("tests") or 0) == passed + failed + skipped
@@ -195,6 +201,89 @@ def test_otp_rows_for_emailed_codes_and_authenticator_apps(tmp_path: Path) -> No
     assert code == 0, output
     assert row(output, "mfa.totp_enrol_and_verify") == ["pass", "pass", "pass"], output
     assert f"mfa.email_otp_verify_and_resend: skip: {NO_SINK}" in output
+SMS_ROWS = (
+    "sms.phone_signup_verify_otp",
+    "sms.forgot_reset_password_by_phone",
+    "sms.mfa_login",
+)
+
+
+def held_port() -> socket.socket:
+    """A bound (not listening) socket: no other server takes its port while the
+    deployment starts; closed just before the suite binds its sink there."""
+    placeholder = socket.socket()
+    placeholder.bind(("127.0.0.1", 0))
+    return placeholder
+
+
+def test_sms_rows_through_the_suites_own_sms_sink(tmp_path: Path) -> None:
+    """The deployment texts through the suite's sink; every surface hands every texted
+    code back (phone verification, password reset by phone, SMS as a second factor)."""
+    placeholder = held_port()
+    port = int(placeholder.getsockname()[1])
+    sms = [
+        "--sms-account-sid=AC-conformance",
+        "--sms-api-key=SK-conformance",
+        "--sms-api-secret=conformance-secret",
+        "--sms-sender=+15550001111",
+        f"--sms-api-url=http://127.0.0.1:{port}",
+        "--enable-phone-verification=true",
+        "--enable-mfa=true",
+        "--enable-sms-otp=true",
+        "--enforce-mfa=false",
+    ]
+    flags = [*base_flags("sqlite", fresh_sqlite_url(tmp_path)), *SUITE_FLAGS, *sms]
+    with placeholder, running(flags, tmp_path) as server:
+        placeholder.close()
+        args = [*suite_args(server), "--sms-sink", f"127.0.0.1:{port}", "--only", "sms.*"]
+        code, output = run_suite([*args, "--fuzz-examples", "0"])
+    for scenario in SMS_ROWS:
+        assert row(output, scenario) == ["pass", "pass", "pass"], output
+    assert code == 0, output
+    assert totals(output) == (3 * len(SMS_ROWS), 0, 0)
+    assert f"SMS sink 127.0.0.1:{port}" in output
+
+
+def test_sms_rows_skip_by_name_when_the_deployment_texts_elsewhere(tmp_path: Path) -> None:
+    """The deployment texts through another provider URL: the first wait for a text ends
+    with the sink never reached, and every SMS row says so (the rest without waiting)."""
+    placeholder = held_port()
+    port = int(placeholder.getsockname()[1])
+    placeholder.close()
+    with FakeTwilio() as elsewhere:
+        sms = [
+            f"--sms-account-sid={TWILIO_ACCOUNT}",
+            f"--sms-api-key={TWILIO_KEY}",
+            f"--sms-api-secret={TWILIO_SECRET}",
+            "--sms-sender=+15550001111",
+            f"--sms-api-url={elsewhere.url}",
+            "--enable-phone-verification=true",
+        ]
+        flags = [*base_flags("sqlite", fresh_sqlite_url(tmp_path)), *SUITE_FLAGS, *sms]
+        with running(flags, tmp_path) as server:
+            args = [*suite_args(server), "--sms-sink", f"127.0.0.1:{port}", "--only", "sms.*"]
+            code, output = run_suite([*args, "--fuzz-examples", "0"])
+        assert elsewhere.messages  # it did text, just not through the suite's sink
+    assert code == 0, output
+    unreached = f"no text from the deployment reached the suite's SMS sink at 127.0.0.1:{port}"
+    for scenario in SMS_ROWS:
+        assert row(output, scenario) == ["skip", "skip", "skip"], output
+        assert f"{scenario}: skip: {unreached}" in output
+
+
+def test_sms_rows_skip_by_name_when_sms_is_off(sqlite_server: ServerProcess) -> None:
+    """A sink given to a deployment without SMS: each row names what is off."""
+    placeholder = held_port()
+    port = int(placeholder.getsockname()[1])
+    placeholder.close()
+    args = [*suite_args(sqlite_server), "--sms-sink", f"127.0.0.1:{port}", "--only", "sms.*"]
+    code, output = run_suite([*args, "--fuzz-examples", "0"])
+    assert code == 0, output
+    assert "sms.phone_signup_verify_otp: skip: is_phone_verification_enabled is off" in output
+    assert "sms.mfa_login: skip: is_multi_factor_auth_enabled is off" in output
+    assert "sms.forgot_reset_password_by_phone: skip: forgot_password by phone: SMS service " in (
+        output
+    )
 
 
 def test_destructive_refuses_a_store_that_holds_tuples(

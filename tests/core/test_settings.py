@@ -85,6 +85,9 @@ IMPLEMENTED = {
         for suffix in ("client-id", "client-secret", "scopes")
     ),
     "microsoft-tenant-id", "social-provider-urls",
+    # issue 4: SMS codes and phone verification
+    "enable-sms-otp", "enable-phone-verification", "sms-account-sid", "sms-api-key",
+    "sms-api-secret", "sms-sender", "sms-api-url",
 }  # fmt: skip
 
 
@@ -285,15 +288,17 @@ def test_bad_social_flags_are_refused(flags: list[str], message: str) -> None:
 
 
 def test_bare_not_implemented_boolean_and_several_at_once() -> None:
-    message = refusal(*BASE, "--enable-sms-otp")
-    assert message == "--enable-sms-otp is not implemented in this build"
-    message = refusal(*BASE, "--sms-sender", "bastion", "--enable-login-page=false")
-    assert message == "--sms-sender, --enable-login-page are not implemented in this build"
+    message = refusal(*BASE, "--grpc-insecure")
+    assert message == "--grpc-insecure is not implemented in this build"
+    message = refusal(*BASE, "--jwt-secondary-secret", "s", "--enable-login-page=false")
+    assert message == (
+        "--jwt-secondary-secret, --enable-login-page are not implemented in this build"
+    )
 
 
 def test_not_implemented_is_checked_before_the_other_rules() -> None:
-    message = refusal("--enable-sms-otp=true")
-    assert message == "--enable-sms-otp is not implemented in this build"
+    message = refusal("--grpc-insecure=true")
+    assert message == "--grpc-insecure is not implemented in this build"
 
 
 # ------------------------------------------------------------------ value syntax
@@ -827,9 +832,9 @@ def test_flag_file_errors_name_the_line(tmp_path: Path) -> None:
     assert refusal(f"@{flag_file}", *BASE) == (
         f"--admin-secret is given more than once (on {flag_file} line 1 and on the command line)"
     )
-    flag_file.write_text("--enable-sms-otp=false\n")
+    flag_file.write_text("--grpc-insecure=false\n")
     assert refusal(f"@{flag_file}", *BASE) == (
-        "--enable-sms-otp is not implemented in this build"
+        "--grpc-insecure is not implemented in this build"
     )
     flag_file.write_text("--http-port\n")
     assert refusal(f"@{flag_file}", *BASE) == f"{flag_file} line 1: --http-port needs a value"

@@ -64,13 +64,19 @@ from core.state_machines.events import (
 )
 from core.state_machines.login import (
     DecideSecondFactor,
-    LoginContext,
     SecondFactorNotRequired,
     SecondFactorRequired,
 )
 from core.state_machines.login import State as LoginState
 from core.state_machines.mfa import ChallengeRequested, MfaMachine
-from core.state_machines.mfa_effects import ClearMfaCookie, RecordMfaOutcome, SetMfaCookie
+from core.state_machines.mfa_effects import (
+    ClearMfaCookie,
+    RecordMfaOutcome,
+    SendSms,
+    SetMfaCookie,
+)
+from core.state_machines.password_reset import State as ResetState
+from core.state_machines.signup import State as SignupState
 from storage import users as user_rows
 from storage import verification as requests
 from storage import webhooks
@@ -139,17 +145,25 @@ class FlowRun:
                 else:
                     await self._do(effect)
             if reply is None:
-                if machine.state is LoginState.SECOND_FACTOR_REQUIRED:
-                    return await self._challenge(machine.ctx)
-                raise Internal("flow stopped without an answer")
+                return await self.run(MfaMachine(self.auth.env), self._challenge(machine))
             effects = machine.handle(reply)
 
-    async def _challenge(self, login: LoginContext) -> Result:
-        """A login parked for its second factor: the MFA flow issues the challenge."""
-        if self._second_factor is None:
-            raise Internal("a login parked without a second factor")
-        event = ChallengeRequested.after_login(login, self._second_factor)
-        return await self.run(MfaMachine(self.auth.env), event)
+    def _challenge(self, machine: Machine[Any]) -> ChallengeRequested:
+        """A flow parked for a code (a login's second factor, a phone signup, a password
+        reset by phone): the challenge the MFA flow issues to continue it."""
+        state = machine.state
+        if state is LoginState.SECOND_FACTOR_REQUIRED:
+            if self._second_factor is None:
+                raise Internal("a login parked without a second factor")
+            return ChallengeRequested.after_login(machine.ctx, self._second_factor)
+        if state is SignupState.PHONE_VERIFICATION_REQUIRED:
+            return ChallengeRequested.after_signup(machine.ctx)
+        if state is ResetState.SMS_CODE_REQUIRED:
+            user = machine.ctx.user
+            if user is None:
+                raise Internal("a password reset parked without its user")
+            return ChallengeRequested.for_password_reset(user)
+        raise Internal("flow stopped without an answer")
 
     async def _flush(self) -> None:
         if not self._sql:
@@ -320,6 +334,10 @@ class FlowRun:
             payload = dataclasses.asdict(mail)
             now = self._now
             self._sql.append(lambda conn: _enqueue(conn, "mail", payload, now))
+        elif isinstance(effect, SendSms):
+            # Queued with the writes that caused it; the outbox texts it, with retries.
+            message, now = {"to": effect.to, "body": effect.body}, self._now
+            self._sql.append(lambda conn: _enqueue(conn, "sms", message, now))
         elif isinstance(effect, DeleteVerificationRequest):
             request_id = effect.request_id
             self._sql.append(lambda conn: _consume(conn, request_id))

@@ -38,7 +38,12 @@ from core.state_machines import (
 )
 from core.state_machines.login import LoginRequested
 from core.state_machines.magic_link import MagicLinkRequested
-from core.state_machines.mfa import MfaMachine, ResendOtpRequested, VerifyOtpRequested
+from core.state_machines.mfa import (
+    RESEND_TOO_SOON,
+    MfaMachine,
+    ResendOtpRequested,
+    VerifyOtpRequested,
+)
 from core.state_machines.mfa_effects import MfaOutcome
 from core.state_machines.password_reset import ForgotPasswordRequested, ResetPasswordRequested
 from core.state_machines.session import (
@@ -64,6 +69,7 @@ from transports.http.edge import OriginPolicy
 from transports.metrics import Metrics
 from transports.mfa_challenges import ChallengeStore
 from transports.passwords import PasswordHasher
+from transports.sms import sms_configured
 from transports.system import SystemClock, SystemIds, SystemRandom
 from transports.tokens import TokenSigner
 
@@ -99,6 +105,8 @@ def policy_from(settings: Settings) -> AuthPolicy:
         enable_strong_password=settings.enable_strong_password,
         enforce_mfa=settings.enforce_mfa,
         email_enabled=bool(settings.smtp_host),
+        sms_enabled=sms_configured(settings),
+        enable_phone_verification=settings.enable_phone_verification,
         reset_password_url=settings.reset_password_url,
         jwt_role_claim=settings.jwt_role_claim,
         refresh_token_ttl=settings.refresh_token_expires_in,
@@ -332,11 +340,23 @@ class AuthService(AccountOperations):
             state=optional_text(request, "state"),
             redirect_uri=self.redirect_uri(request),
         )
+        phone = (event.phone_number or "").strip()
+        if phone and not (event.email or "").strip() and self.policy.sms_enabled:
+            await self._throttle_reset_texts(phone)
         run = FlowRun(self, caller)
         return self.reply(await run.run(PasswordResetMachine(self.env), event), run)
 
+    async def _throttle_reset_texts(self, phone: str) -> None:
+        """One reset code per number every ``RESEND_INTERVAL`` s, for known and unknown
+        numbers alike: asking needs no password, so anyone could otherwise text a number
+        (at the operator's cost) as fast as the rate limit allows."""
+        key = f"throttle:reset_sms:{_digest(phone)}"
+        if not await self.storage.memory.set_if_absent(key, b"1", ttl=otp.RESEND_INTERVAL):
+            raise ResourceExhausted(RESEND_TOO_SOON, retry_after=otp.RESEND_INTERVAL)
+
     async def reset_password(self, request: dict[str, Any], caller: CallerContext) -> Reply:
         event = ResetPasswordRequested(
+            challenge_id=self.cookies.presented_mfa(caller),
             token=optional_text(request, "token"),
             otp=optional_text(request, "otp"),
             phone_number=optional_text(request, "phone_number"),

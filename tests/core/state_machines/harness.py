@@ -12,8 +12,10 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
+from core.auth import otp
 from core.auth.claims import refresh_token_claims, session_claims, verification_token_claims
 from core.auth.emails import EmailEvent
+from core.auth.mfa import Challenge, Method, Purpose
 from core.auth.policy import AuthPolicy, FlowEnv
 from core.auth.responses import IssuedTokens
 from core.auth.user import User
@@ -39,6 +41,12 @@ from core.state_machines.login import (
     SecondFactorRequired,
 )
 from core.state_machines.magic_link import MagicLinkRequested
+from core.state_machines.mfa_effects import (
+    AttemptCounted,
+    ChallengeLoaded,
+    ChallengeTaken,
+    CodeChecked,
+)
 from core.state_machines.password_reset import ForgotPasswordRequested, ResetPasswordRequested
 from core.state_machines.session import (
     LogoutRequested,
@@ -58,6 +66,8 @@ EMAIL = "ann@example.com"
 PHONE = "+15551234567"
 STRONG = "Str0ng!pw"
 STORED = "stored-token-value"
+#: a texted code as submitted to ``reset_password``
+SMS_CODE = "918273"
 
 
 @dataclasses.dataclass
@@ -190,7 +200,12 @@ def variants(cls: type[Event], base: dict[str, Any], **deviations: Sequence[Any]
 
 #: policies the exhaustive walk runs under: permissive, then one switch flipped at a time
 POLICIES: list[AuthPolicy] = [
-    policy(enable_magic_link_login=True, email_enabled=True),
+    policy(
+        enable_magic_link_login=True,
+        email_enabled=True,
+        sms_enabled=True,
+        enable_phone_verification=True,
+    ),
     policy(enable_magic_link_login=True, email_enabled=True, enable_email_verification=True),
     policy(enable_signup=False, enable_magic_link_login=True, email_enabled=True),
     policy(enable_basic_authentication=False, enable_magic_link_login=True, email_enabled=True),
@@ -201,7 +216,27 @@ POLICIES: list[AuthPolicy] = [
 
 _SIGNUP = {"email": EMAIL, "password": STRONG, "confirm_password": STRONG}
 _RESET = {"token": "link.jwt", "password": STRONG, "confirm_password": STRONG}
+_BY_CODE = {"challenge_id": "ch-1", "otp": SMS_CODE, "phone_number": PHONE, **_RESET}
+del _BY_CODE["token"]
 _REF = SessionRef(user_id="user-1", login_method="basic_auth", nonce="old-nonce")
+
+
+def reset_challenge(**overrides: Any) -> Challenge:
+    """The challenge ``forgot_password`` by phone leaves behind."""
+    base: dict[str, Any] = {
+        "id": "ch-1",
+        "user_id": "user-1",
+        "method": Method.SMS_OTP,
+        "purpose": Purpose.PASSWORD_RESET,
+        "phone_number": PHONE,
+        "login_method": "mobile_otp",
+        "auth_recipe": "mobile_basic_auth",
+        "code_digest": "d" * 64,
+        "issued_at": NOW - 60,
+        "expires_at": NOW - 60 + otp.OTP_TTL,
+    }
+    base.update(overrides)
+    return Challenge(**base)
 
 
 def _loaded_requests() -> list[Event]:
@@ -312,15 +347,32 @@ SAMPLES: dict[type[Event], list[Event]] = {
         ForgotPasswordRequested(phone_number=PHONE),
     ],
     ResetPasswordRequested: [
+        ResetPasswordRequested(**_RESET),
+        ResetPasswordRequested(**_BY_CODE),
         *variants(
             ResetPasswordRequested, _RESET, confirm_password=["mismatch"], password=["abcdef"]
-        ),
+        )[1:],
         ResetPasswordRequested(password=STRONG, confirm_password=STRONG),
         ResetPasswordRequested(otp="ABC123", password=STRONG, confirm_password=STRONG),
         ResetPasswordRequested(
             otp="ABC123", phone_number=PHONE, password=STRONG, confirm_password=STRONG
         ),
+        ResetPasswordRequested(**{**_BY_CODE, "confirm_password": "mismatch"}),
     ],
+    ChallengeLoaded: [
+        ChallengeLoaded(challenge=reset_challenge()),
+        ChallengeLoaded(challenge=None),
+        ChallengeLoaded(challenge=reset_challenge(expires_at=NOW)),
+        ChallengeLoaded(challenge=reset_challenge(purpose=Purpose.LOGIN)),
+        ChallengeLoaded(challenge=reset_challenge(phone_number="+15550000000")),
+    ],
+    AttemptCounted: [
+        AttemptCounted(attempts=1),
+        AttemptCounted(attempts=otp.MAX_ATTEMPTS),
+        AttemptCounted(attempts=otp.MAX_ATTEMPTS + 1),
+    ],
+    CodeChecked: [CodeChecked(ok=True), CodeChecked(ok=False)],
+    ChallengeTaken: [ChallengeTaken(ok=True), ChallengeTaken(ok=False)],
     SessionRequested: variants(
         SessionRequested,
         {"cookie": STORED, "claims": cookie_claims(), "required_relations": (("viewer", "doc:1"),)},
@@ -357,4 +409,6 @@ ALL_EVENT_TYPES: tuple[type[Event], ...] = tuple(SAMPLES)
 USUAL: dict[type[Event], int] = {
     VerificationRequestLoaded: 2,
     UserLoaded: 2,
+    #: by link, then by texted code
+    ResetPasswordRequested: 2,
 }

@@ -32,6 +32,7 @@ from tests.core.state_machines.harness import (
     ALL_EVENT_TYPES,
     POLICIES,
     SAMPLES,
+    SMS_CODE,
     STORED,
     STRONG,
     USUAL,
@@ -41,6 +42,8 @@ from tests.core.state_machines.harness import (
 from tests.core.state_machines.harness import env as make_env
 
 FLOWS = sorted(MACHINES)
+#: generated runs per flow where the default 500 do not reach every table entry reliably
+EXAMPLES = {"password_reset": 1200}
 Edge = tuple[Any, type[Event], Any]
 
 
@@ -72,8 +75,10 @@ def check_step(cls: type[Machine[Any]], machine: Machine[Any], effects: list[Any
         assert isinstance(effects[-1], Respond)
         assert effects[-1].result.to_api_dict()
     else:
-        assert effects == [], f"{state} parks the flow without effects"
-    for secret in (STRONG, STORED):
+        # Parked for another flow (MFA) to continue: what it did so far only acts.
+        assert not any(e.replies for e in effects), f"{state} parks the flow waiting"
+        assert not outcomes, f"{state} parks the flow with an answer"
+    for secret in (STRONG, STORED, SMS_CODE):
         assert secret not in repr(effects), "a secret leaked into an effect's repr"
 
 
@@ -83,6 +88,7 @@ def check_roundtrip(cls: type[Machine[Any]], machine: Machine[Any]) -> Machine[A
     text = json.dumps(data)
     assert STRONG not in text
     assert STORED not in text
+    assert SMS_CODE not in text
     restored = cls.from_dict(json.loads(text), flow_env(machine.policy))
     assert restored.state is machine.state
     assert restored.to_dict() == data
@@ -127,8 +133,9 @@ def test_arbitrary_event_sequences(flow: str) -> None:
     reached: set[tuple[Any, type[Event]]] = set()
 
     # Derandomized so the coverage assertion below is reproducible; with random seeds it
-    # also holds (36 of 36 runs when written). The exhaustive walk is the exact guarantee.
-    @settings(max_examples=500, derandomize=True, database=None, deadline=None)
+    # also holds (36 of 36 runs when written; password_reset, whose reset by SMS code runs
+    # six steps deep, 12 of 12 at its own count). The exhaustive walk is the exact guarantee.
+    @settings(max_examples=EXAMPLES.get(flow, 500), derandomize=True, database=None, deadline=None)
     @given(policy=usually_first(POLICIES, head=2), data=st.data())
     def run(policy: AuthPolicy, data: st.DataObject) -> None:
         machine = cls(flow_env(policy))

@@ -17,6 +17,7 @@ __all__ = [
     "InvalidGrant",
     "InvalidRequest",
     "InvalidScope",
+    "InvalidToken",
     "LoginRequired",
     "OAuthError",
     "UnsupportedGrantType",
@@ -71,5 +72,13 @@ class LoginRequired(OAuthError):
     """OIDC ``prompt=none`` (or no login page) and no session."""
 
     error = "login_required"
+    status = 401
+    code = "unauthenticated"
+
+
+class InvalidToken(OAuthError):
+    """RFC 6750 §3.1: a bearer token that is expired, revoked or not ours."""
+
+    error = "invalid_token"
     status = 401
     code = "unauthenticated"

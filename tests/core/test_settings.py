@@ -77,6 +77,10 @@ IMPLEMENTED = {
     "graphql-max-aliases", "graphql-max-body-bytes", "enable-playground",
     # issue 4: multi-factor authentication (email codes so far)
     "enable-mfa", "enforce-mfa", "enable-email-otp", "enable-totp-login",
+    # issue 10: the OAuth2 / OpenID Connect provider
+    "jwt-secondary-type", "jwt-secondary-secret", "jwt-secondary-private-key",
+    "jwt-secondary-public-key", "default-authorize-response-type",
+    "default-authorize-response-mode", "backchannel-logout-uri",
 }  # fmt: skip
 
 

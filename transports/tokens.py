@@ -102,11 +102,11 @@ class TokenSigner:
             return []
         kid = header.get("kid")
         named = [k for k in self._keys if k.kid == kid]
-        if named:
-            return named
         if kid is None or kid == self._client_id:
-            return list(self._keys)
-        return []
+            # an HMAC primary's name, or a token of an earlier build: the key it names
+            # may since have become the secondary, so every key is tried (named first)
+            return named + [k for k in self._keys if k not in named]
+        return named
 
     def verify(self, token: str) -> dict[str, Any]:
         """The token's claims if its signature holds under one of our keys; claims are

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from typing import Any
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, urlsplit
 
 from quart import Response, request
 from quart_trio import QuartTrio
@@ -172,11 +172,17 @@ def register_oauth_views(app: QuartTrio, auth: AuthService, caller_context: Any)
         args = request.args
         wanted = args.get("redirect_uri", "")
         target = wanted if wanted and auth.redirect_allowed(wanted) else issuer
+        # magic_link_login carries state, roles and scope in the link's redirect_uri
+        carried = dict(parse_qsl(urlsplit(wanted).query))
+
+        def arg(name: str) -> str:
+            return str(args.get(name) or carried.get(name, ""))
+
         body = {
             "token": args.get("token", ""),
-            "state": args.get("state") or None,
-            "roles": [r for r in args.get("roles", "").split(",") if r],
-            "scope": [s for s in args.get("scope", "").replace(",", " ").split() if s],
+            "state": arg("state") or None,
+            "roles": [r for r in arg("roles").split(",") if r],
+            "scope": [s for s in arg("scope").replace(",", " ").split() if s],
         }
         try:
             reply = await auth.verify_email(body, caller_context())

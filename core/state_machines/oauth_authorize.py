@@ -12,8 +12,9 @@ authorize (``AuthorizeRequested``)
      or no login page, answers ``login_required`` to the redirect URI; otherwise the
      request is parked under its ``state`` (``StorePending``, with a code announced for
      code flows) and the browser goes to the login page with the original query
-     (``RedirectToLogin``). After the login the page sends the browser back to
-     ``/authorize`` with the same query, which now finds the session.
+     (``RedirectToLogin``; ``screen_hint=signup``: the sign-up page). After the login
+     the page sends the browser back to ``/authorize`` with the same query, which now
+     finds the session.
   3. With a session: code flows store a fresh code bound to the session's user, roles and
      login method (``StoreCode``); flows that return tokens mint them (``IssueTokens``,
      with the request's ``nonce`` and the code's ``c_hash``) and keep them
@@ -166,9 +167,11 @@ class Deliver(Effect):
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class RedirectToLogin(Effect):
-    """Send the browser to the login page with these query parameters."""
+    """Send the browser to the login page (its sign-up page for ``screen_hint=signup``)
+    with these query parameters."""
 
     params: tuple[tuple[str, str], ...]
+    signup: bool = False
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -299,9 +302,12 @@ class OAuthAuthorizeMachine(Machine[State]):
             query += (("code", code),)
         effects: list[Effect] = [
             StorePending(state=request.state, pending=pending),
-            RedirectToLogin(params=query),
+            RedirectToLogin(params=query, signup=self._param("screen_hint") == "signup"),
         ]
         return effects, State.DONE
+
+    def _param(self, name: str) -> str | None:
+        return dict(self.ctx.params).get(name)
 
     def _on_user(self, event: UserLoaded) -> tuple[list[Effect], State]:
         if not _usable(event.user):

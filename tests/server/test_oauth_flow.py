@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import secrets
+import threading
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -292,6 +293,27 @@ def test_a_reused_code_is_refused_and_revokes_the_tokens_it_gave(
     assert 'error="invalid_token"' in gone.headers["www-authenticate"]
 
 
+def test_of_concurrent_redemptions_of_one_code_exactly_one_succeeds(
+    provider: Provider, browser: httpx.Client
+) -> None:
+    _, session = logged_in(browser)
+    verifier, challenge = pkce()
+    code = code_for(provider, browser, session, code_challenge=challenge)
+    start = threading.Barrier(6)
+    statuses: list[int] = []
+
+    def attempt() -> None:
+        start.wait()
+        statuses.append(redeem(provider, code, code_verifier=verifier).status_code)
+
+    threads = [threading.Thread(target=attempt) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(statuses) == [200, 400, 400, 400, 400, 400]
+
+
 def test_wrong_verifier_missing_pkce_and_other_redirect_are_refused(
     provider: Provider, browser: httpx.Client
 ) -> None:
@@ -429,6 +451,8 @@ def test_no_session_goes_to_the_login_page_and_a_login_with_the_state_binds_the_
     assert target == f"{provider.url}/app"
     assert (query["state"], query["nonce"], query["redirect_uri"]) == (state, nonce, REDIRECT)
     announced = query["code"]
+    signup_page = authorize(browser, None, state=secrets.token_urlsafe(8), screen_hint="signup")
+    assert location(signup_page)[0] == f"{provider.url}/app/signup"
     # Authorizer's login app: log in with the state, then send the announced code
     email = unique_email("bind")
     assert signup(browser, email).status_code == 200

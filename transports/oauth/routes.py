@@ -176,7 +176,8 @@ def register_provider_views(app: QuartTrio, oauth: OAuthService, caller_context:
             return _error(error)
         if isinstance(answer, Deliver):
             return render_answer(answer.redirect_uri, answer.mode, answer.params)
-        return redirect(f"{issuer}/app?{urlencode(answer.params)}")
+        page = "/app/signup" if answer.signup else "/app"
+        return redirect(f"{issuer}{page}?{urlencode(answer.params)}")
 
     async def token() -> Response:
         form = await _form()

@@ -192,6 +192,12 @@ def test_no_session_parks_the_request_and_sends_the_browser_to_the_login_page() 
     assert isinstance(effects[1], RedirectToLogin)
     assert effects[1].params == (*params(scope="openid offline_access").items(), ("code", "id-1"))
     assert m.state is State.DONE
+    (_, to_signup) = machine().handle(
+        AuthorizeRequested(params=params(screen_hint="signup"), redirect_allowed=True)
+    )
+    assert to_signup == RedirectToLogin(
+        params=(*params(screen_hint="signup").items(), ("code", "id-1")), signup=True
+    )
 
 
 @pytest.mark.parametrize("policy", POLICIES)

@@ -23,7 +23,6 @@ from core.oauth.rfc6749_authorize import RESPONSE_TYPES, ResponseMode
 from core.state_machines.oauth_authorize import Deliver
 from transports.auth.routes import _form, _json, _oauth_error, _with_cookies
 from transports.http.edge import request_origin
-from transports.oauth.backchannel import BACKCHANNEL_EVENT
 from transports.oauth.responses import redirect, render_answer
 from transports.oauth.service import OAuthService
 
@@ -63,16 +62,13 @@ _CLAIMS = (
 
 
 def discovery_document(oauth: OAuthService) -> dict[str, Any]:
-    """Exactly what this server supports (no implicit grant unless it answers it)."""
+    """Exactly what this server supports."""
     settings, auth = oauth.settings, oauth.auth
     issuer = auth.policy.issuer
     response_types = sorted(
         " ".join(sorted(t, key=["code", "id_token", "token"].index)) for t in RESPONSE_TYPES
     )
-    grants = ["authorization_code", "refresh_token"]
-    if any(t != {"code"} for t in RESPONSE_TYPES):
-        grants.append("implicit")
-    body: dict[str, Any] = {
+    return {
         "issuer": issuer,
         "authorization_endpoint": f"{issuer}/authorize",
         "token_endpoint": f"{issuer}/oauth/token",
@@ -83,7 +79,8 @@ def discovery_document(oauth: OAuthService) -> dict[str, Any]:
         "end_session_endpoint": f"{issuer}/logout",
         "response_types_supported": response_types,
         "response_modes_supported": [m.value for m in ResponseMode],
-        "grant_types_supported": grants,
+        # implicit: /authorize answers token and id_token response types when asked
+        "grant_types_supported": ["authorization_code", "refresh_token", "implicit"],
         "subject_types_supported": ["public"],
         "id_token_signing_alg_values_supported": auth.signer.algorithms(),
         "scopes_supported": [*DEFAULT_SCOPE, "phone", "offline_access"],
@@ -99,16 +96,12 @@ def discovery_document(oauth: OAuthService) -> dict[str, Any]:
             "client_secret_post",
         ],
         "code_challenge_methods_supported": list(rfc7636_pkce.METHODS),
-        "prompt_values_supported": ["none", "login", "consent", "select_account"],
         "claims_parameter_supported": False,
         "request_parameter_supported": False,
         "request_uri_parameter_supported": False,
         "backchannel_logout_supported": bool(settings.backchannel_logout_uri),
         "backchannel_logout_session_supported": bool(settings.backchannel_logout_uri),
     }
-    if settings.backchannel_logout_uri:
-        body["backchannel_logout_event"] = BACKCHANNEL_EVENT
-    return body
 
 
 def _error(error: OAuthError) -> Response:

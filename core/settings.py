@@ -95,14 +95,6 @@ NOT_IMPLEMENTED_FLAGS: Final[frozenset[str]] = frozenset(
     {
         # server
         "grpc-insecure",
-        # tokens
-        "jwt-secondary-type",
-        "jwt-secondary-secret",
-        "jwt-secondary-private-key",
-        "jwt-secondary-public-key",
-        "default-authorize-response-type",
-        "default-authorize-response-mode",
-        "backchannel-logout-uri",
         # pages and branding
         "enable-login-page",
     }
@@ -298,7 +290,10 @@ class Settings:
     )
     refresh_token_expires_in: int = _flag(2592000, _TK, "Refresh token lifetime in seconds.")
     default_authorize_response_type: str = _flag(
-        "token", _TK, "Default response_type of /authorize.", choices=("token", "code", "id_token")
+        "code",
+        _TK,
+        "Default response_type of /authorize (Authorizer's is token; implicit only when asked).",
+        choices=("code", "token", "id_token"),
     )
     default_authorize_response_mode: str = _flag(
         "query",
@@ -744,6 +739,28 @@ def _require_jwt(s: Settings) -> None:
         raise ConfigError(f"--jwt-secret is not used with --jwt-type {s.jwt_type}")
 
 
+def _require_secondary_jwt(s: Settings) -> None:
+    """The verification-only second key (rotation): all of it or none of it."""
+    material = (s.jwt_secondary_secret, s.jwt_secondary_private_key, s.jwt_secondary_public_key)
+    if not s.jwt_secondary_type:
+        if any(material):
+            raise ConfigError("--jwt-secondary-* key material needs --jwt-secondary-type")
+        return
+    if s.jwt_secondary_type not in JWT_TYPES:
+        raise ConfigError(f"unsupported --jwt-secondary-type {s.jwt_secondary_type!r}")
+    if s.jwt_secondary_type.startswith("HS"):
+        if not s.jwt_secondary_secret or s.jwt_secondary_private_key or s.jwt_secondary_public_key:
+            raise ConfigError(
+                f"--jwt-secondary-type {s.jwt_secondary_type} needs --jwt-secondary-secret only"
+            )
+        return
+    if s.jwt_secondary_secret or not (s.jwt_secondary_public_key or s.jwt_secondary_private_key):
+        raise ConfigError(
+            f"--jwt-secondary-type {s.jwt_secondary_type} needs --jwt-secondary-public-key "
+            "(or --jwt-secondary-private-key), PEM"
+        )
+
+
 def _check_ports(s: Settings) -> None:
     ports = [("--http-port", s.http_port), ("--metrics-port", s.metrics_port)]
     if s.enable_grpc:
@@ -911,6 +928,7 @@ _RULES = (
     _require_credentials,
     _require_database,
     _require_jwt,
+    _require_secondary_jwt,
     _check_ports,
     _check_trusted_proxies,
     _check_url,

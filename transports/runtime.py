@@ -20,6 +20,8 @@ from transports.fga_service import FgaService
 from transports.http.edge import Network, OriginPolicy, parse_networks
 from transports.mail import Mail, SmtpMailer
 from transports.metrics import Metrics
+from transports.oauth.backchannel import backchannel_handlers
+from transports.oauth.service import OAuthService
 from transports.outbox import Handler, OutboxWorker
 from transports.ratelimit import RateLimiter
 from transports.service import Service
@@ -45,6 +47,8 @@ class Runtime:
     auth: AuthService
     #: Social login through the configured providers (issue 10).
     social: SocialLogin
+    #: The OAuth 2.0 / OpenID Connect provider (issue 10).
+    oauth: OAuthService
 
     async def check_ready(self) -> None:
         """Storage answers AND the migrated schema is there (raises StorageUnavailable)."""
@@ -71,6 +75,8 @@ class Runtime:
         auth.metrics = metrics
         fga = FgaService(service, fga_store, metrics)
         auth.relation_gate = fga
+        oauth = OAuthService(auth)
+        auth.state_binder = oauth.bind_state
         return cls(
             settings=settings,
             storage=storage,
@@ -90,6 +96,7 @@ class Runtime:
             admin=Admin.build(service, settings, storage, auth),
             auth=auth,
             social=SocialLogin(auth),
+            oauth=oauth,
         )
 
 
@@ -119,5 +126,6 @@ def _outbox_handlers(settings: Settings, storage: Storage) -> dict[str, Handler]
             await mailer.send(Mail(**item.payload))
 
         handlers["mail"] = send_mail
+    handlers.update(backchannel_handlers(settings))
     handlers.update(sms_handlers(settings))  # "sms" when every SMS provider flag is set
     return handlers

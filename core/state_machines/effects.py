@@ -159,6 +159,10 @@ class IssueTokens(Effect):
     include_refresh_token: bool
     state: str | None = None
     oidc_nonce: str | None = None
+    #: an authorization code issued with these tokens (ID token ``c_hash``)
+    code: str | None = dataclasses.field(default=None, repr=False)
+    #: when the user authenticated, if earlier than now (ID token ``auth_time``)
+    auth_time: int | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)

@@ -148,7 +148,9 @@ def test_rs256_server_refuses_hs_confusion(tmp_path: Path) -> None:
         claims = _claims(tokens["access_token"])
         assert validate(client, tokens["access_token"]).status_code == 200
         jwks = client.get("/.well-known/jwks.json").json()["keys"]
-        assert [(k["kid"], k["alg"], k["kty"]) for k in jwks] == [(CLIENT_ID, "RS256", "RSA")]
+        # an RSA key's kid is its RFC 7638 thumbprint (rotation keeps old kids resolvable)
+        thumbprint = RSAKey.import_key(public).thumbprint()
+        assert [(k["kid"], k["alg"], k["kty"]) for k in jwks] == [(thumbprint, "RS256", "RSA")]
         # the public key used as an HMAC secret: the classic algorithm confusion
         signing_input = f"{_b64({'alg': 'HS256', 'typ': 'JWT', 'kid': CLIENT_ID})}.{_b64(claims)}"
         mac = hmac.new(public.encode(), signing_input.encode(), hashlib.sha256).digest()

@@ -66,14 +66,16 @@ def test_round_trip_with_kid(algorithm: str, rsa_pem: tuple[str, str]) -> None:
     signer = _signer(algorithm, rsa_pem)
     token = signer.sign({"sub": "u1", "exp": 9999999999})
     header = json.loads(base64.urlsafe_b64decode(token.split(".")[0] + "=="))
-    assert header == {"alg": algorithm, "typ": "JWT", "kid": "client-1"}
+    # HMAC keys are named by the client id; RSA/EC keys by their RFC 7638 thumbprint
+    kid = "client-1" if algorithm.startswith("HS") else signer.jwks()["keys"][0]["kid"]
+    assert header == {"alg": algorithm, "typ": "JWT", "kid": kid}
     assert signer.verify(token)["sub"] == "u1"
     jwks = signer.jwks()
     if algorithm.startswith("HS"):
         assert jwks == {"keys": []}
     else:
         (key,) = jwks["keys"]
-        assert key["kid"] == "client-1"
+        assert key["kid"] == kid != "client-1"
         assert key["alg"] == algorithm
         assert key["use"] == "sig"
         assert "d" not in key

@@ -208,6 +208,8 @@ class FlowRun:
                 return UserAlreadyExists()
             return UserCreated(user=user)
         if isinstance(effect, IssueTokens):
+            if effect.state is not None and self.auth.state_binder is not None:
+                effect = await self.auth.state_binder(effect)
             sid = self.sid or effect.nonce
             self.sid = sid
             return TokensIssued(tokens=await self.auth.issuer.mint(effect, sid=sid, now=self._now))

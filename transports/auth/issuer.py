@@ -62,6 +62,8 @@ class TokenIssuer:
             access_token=access_token,
             alg=self.signer.algorithm,
             oidc_nonce=effect.oidc_nonce,
+            code=effect.code,
+            auth_time=effect.auth_time,
             **common,  # type: ignore[arg-type]
         )
         id_claims = await self._customised(user, id_claims)

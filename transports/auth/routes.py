@@ -2,15 +2,15 @@
 
 ``auth_routes``: the JSON operations under ``/v1`` (bodies are the service's, bare).
 ``register_oauth_views``: what is not JSON-in/JSON-out: ``GET /verify_email`` (the
-emailed link's landing, a redirect), ``POST /oauth/token`` and ``POST /oauth/revoke``
-(form or JSON bodies, OAuth error objects) and the discovery documents.
+emailed link's landing, a redirect) and ``POST /oauth/revoke`` (form or JSON bodies,
+OAuth error objects). The rest of the provider is :mod:`transports.oauth.routes`.
 """
 
 from __future__ import annotations
 
 import json
 from typing import Any
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, urlsplit
 
 from quart import Response, request
 from quart_trio import QuartTrio
@@ -118,23 +118,6 @@ def auth_routes(auth: AuthService) -> list[Route]:
     ]
 
 
-_CLAIMS = (
-    "aud",
-    "exp",
-    "iss",
-    "iat",
-    "sub",
-    "nonce",
-    "sid",
-    "email",
-    "email_verified",
-    "given_name",
-    "family_name",
-    "roles",
-    "login_method",
-)
-
-
 def _json(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
     return Response(
         json.dumps(body, separators=(",", ":")),
@@ -181,52 +164,8 @@ def register_oauth_views(app: QuartTrio, auth: AuthService, caller_context: Any)
     settings = auth.settings
     issuer = auth.policy.issuer
 
-    async def openid_configuration() -> Response:
-        body = {
-            "issuer": issuer,
-            "authorization_endpoint": f"{issuer}/authorize",
-            "token_endpoint": f"{issuer}/oauth/token",
-            "userinfo_endpoint": f"{issuer}/userinfo",
-            "jwks_uri": f"{issuer}/.well-known/jwks.json",
-            "revocation_endpoint": f"{issuer}/oauth/revoke",
-            "end_session_endpoint": f"{issuer}/logout",
-            "response_types_supported": ["code", "token", "id_token"],
-            "subject_types_supported": ["public"],
-            "id_token_signing_alg_values_supported": [auth.signer.algorithm],
-            "scopes_supported": ["openid", "email", "profile", "offline_access"],
-            "grant_types_supported": ["refresh_token"],
-            "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
-            "claims_supported": [*_CLAIMS, settings.jwt_role_claim],
-            "claims_parameter_supported": False,
-            "request_parameter_supported": False,
-            "request_uri_parameter_supported": False,
-        }
-        return _json(body, headers={"Cache-Control": "max-age=300"})
-
-    async def jwks() -> Response:
-        return _json(auth.signer.jwks(), headers={"Cache-Control": "max-age=300"})
-
     def client_ok(form: dict[str, Any]) -> bool:
         return form.get("client_id") == settings.client_id
-
-    async def token() -> Response:
-        form = await _form()
-        grant = form.get("grant_type") or "authorization_code"
-        if grant != "refresh_token":
-            return _oauth_error("unsupported_grant_type", f"grant_type {grant} is not supported")
-        if not form.get("client_id"):
-            return _oauth_error("invalid_request", "client_id is required")
-        if not client_ok(form):
-            return _oauth_error("invalid_client", "The client_id is invalid")
-        refresh_token = form.get("refresh_token")
-        if not isinstance(refresh_token, str) or not refresh_token:
-            return _oauth_error("invalid_request", "refresh_token is required")
-        try:
-            reply = await auth.refresh(refresh_token, caller_context())
-        except errors.Unauthenticated:
-            return _oauth_error("invalid_grant", "Invalid refresh token")
-        response = _json(reply.body, headers={"Cache-Control": "no-store"})
-        return with_cookies(response, reply.cookies)
 
     async def revoke() -> Response:
         form = await _form()
@@ -245,11 +184,17 @@ def register_oauth_views(app: QuartTrio, auth: AuthService, caller_context: Any)
         args = request.args
         wanted = args.get("redirect_uri", "")
         target = wanted if wanted and auth.redirect_allowed(wanted) else issuer
+        # magic_link_login carries state, roles and scope in the link's redirect_uri
+        carried = dict(parse_qsl(urlsplit(wanted).query))
+
+        def arg(name: str) -> str:
+            return str(args.get(name) or carried.get(name, ""))
+
         body = {
             "token": args.get("token", ""),
-            "state": args.get("state") or None,
-            "roles": [r for r in args.get("roles", "").split(",") if r],
-            "scope": [s for s in args.get("scope", "").replace(",", " ").split() if s],
+            "state": arg("state") or None,
+            "roles": [r for r in arg("roles").split(",") if r],
+            "scope": [s for s in arg("scope").replace(",", " ").split() if s],
         }
         try:
             reply = await auth.verify_email(body, caller_context())
@@ -269,9 +214,6 @@ def register_oauth_views(app: QuartTrio, auth: AuthService, caller_context: Any)
         return with_cookies(response, reply.cookies)
 
     views = (
-        ("/.well-known/openid-configuration", "GET", openid_configuration),
-        ("/.well-known/jwks.json", "GET", jwks),
-        ("/oauth/token", "POST", token),
         ("/oauth/revoke", "POST", revoke),
         ("/verify_email", "GET", verify_email_landing),
     )

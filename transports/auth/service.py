@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from core.auth import otp
@@ -36,6 +36,7 @@ from core.state_machines import (
     SignupMachine,
     VerificationMachine,
 )
+from core.state_machines.effects import IssueTokens
 from core.state_machines.login import LoginRequested
 from core.state_machines.magic_link import MagicLinkRequested
 from core.state_machines.mfa import (
@@ -163,6 +164,9 @@ class AuthService(AccountOperations):
             clock=self.clock,
             ids=self.ids,
         )
+        #: binds a login carrying an authorize ``state`` to that request (the OAuth
+        #: provider's ``bind_state``), attached by the Runtime
+        self.state_binder: Callable[[IssueTokens], Awaitable[IssueTokens]] | None = None
         #: the server's metrics (MFA challenges issued, passed, failed), attached by the Runtime
         self.metrics: Metrics | None = None
 

@@ -32,6 +32,7 @@ from transports.graphql.surface import GraphQLSurface
 from transports.http import edge
 from transports.http.errors import http_status
 from transports.http.routes import Route, openapi_document
+from transports.oauth.routes import register_provider_views
 from transports.runtime import Runtime
 from transports.social.routes import register_social_views
 
@@ -305,6 +306,7 @@ def create_app(runtime: Runtime) -> QuartTrio:
         )
     register_oauth_views(app, runtime.auth, caller_context)
     register_social_views(app, runtime.social, caller_context)
+    register_provider_views(app, runtime.oauth, caller_context)
     if settings.enable_playground:
         register_playground(app)
 
@@ -342,7 +344,10 @@ def create_app(runtime: Runtime) -> QuartTrio:
 
     @app.after_request
     async def edge_out(response: Response) -> Response:
-        response.headers.update(security)
+        for name, value in security.items():
+            # a page with its own policy (the authorize form_post / web_message) keeps it
+            if name not in response.headers:
+                response.headers[name] = value
         if response.status_code == 413:
             # The refused body may still be arriving: the connection cannot be reused.
             response.headers["Connection"] = "close"

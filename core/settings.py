@@ -128,8 +128,6 @@ NOT_IMPLEMENTED_FLAGS: Final[frozenset[str]] = frozenset(
             for suffix in ("client-id", "client-secret", "scopes")
         ),
         "microsoft-tenant-id",
-        # pages and branding
-        "enable-login-page",
     }
 )
 

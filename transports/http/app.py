@@ -32,6 +32,7 @@ from transports.graphql.surface import GraphQLSurface
 from transports.http import edge
 from transports.http.errors import http_status
 from transports.http.routes import Route, openapi_document
+from transports.pages import register_login_pages
 from transports.runtime import Runtime
 
 log = logging.getLogger("bastion.http")
@@ -305,6 +306,10 @@ def create_app(runtime: Runtime) -> QuartTrio:
     register_oauth_views(app, runtime.auth, caller_context)
     if settings.enable_playground:
         register_playground(app)
+    if settings.enable_login_page:
+        register_login_pages(
+            app, settings, runtime.auth, runtime.service.meta, caller_context
+        )
 
     security = edge.security_headers(csp=not settings.disable_csp, hsts=settings.enable_hsts)
 

@@ -74,7 +74,7 @@ IMPLEMENTED = {
     "custom-access-token-script",
     # issue 7: the GraphQL surface
     "enable-graphql-introspection", "graphql-max-complexity", "graphql-max-depth",
-    "graphql-max-aliases", "graphql-max-body-bytes", "enable-playground",
+    "graphql-max-aliases", "graphql-max-body-bytes", "enable-playground", "enable-login-page",
     # issue 4: multi-factor authentication (email codes so far)
     "enable-mfa", "enforce-mfa", "enable-email-otp", "enable-totp-login",
 }  # fmt: skip
@@ -246,8 +246,8 @@ def test_a_not_implemented_flag_is_refused_even_with_its_default(name: str) -> N
 def test_bare_not_implemented_boolean_and_several_at_once() -> None:
     message = refusal(*BASE, "--enable-sms-otp")
     assert message == "--enable-sms-otp is not implemented in this build"
-    message = refusal(*BASE, "--sms-sender", "bastion", "--enable-login-page=false")
-    assert message == "--sms-sender, --enable-login-page are not implemented in this build"
+    message = refusal(*BASE, "--grpc-insecure=false", "--sms-sender", "bastion")
+    assert message == "--grpc-insecure, --sms-sender are not implemented in this build"
 
 
 def test_not_implemented_is_checked_before_the_other_rules() -> None:

@@ -88,6 +88,12 @@ class _FormRefused(Exception):
         self.reason = reason
 
 
+def _identifier(value: str) -> dict[str, str]:
+    """An email address or a phone number, as the service's request names it."""
+    value = value.strip()
+    return {"phone_number" if value and "@" not in value else "email": value}
+
+
 def _challenge_method(body: Mapping[str, Any]) -> str | None:
     if body.get("should_show_totp_screen"):
         return "totp"
@@ -227,13 +233,18 @@ class LoginPages:
             retry_url="/app",
         )
 
-    async def _finish(self, reply: Reply, query: PageQuery) -> Response:
-        """Render what a login, signup or MFA operation answered."""
+    async def _finish(self, reply: Reply, query: PageQuery, identifier: str) -> Response:
+        """Render what a login, signup or MFA operation answered; ``identifier`` is the
+        email or phone number the user gave, which a second-factor challenge names."""
         body = reply.body
         method = _challenge_method(body)
         if method is not None:
             return await self._show_mfa(
-                query, method, cookies=reply.cookies, enrolment=_enrolment(body)
+                query,
+                method,
+                identifier,
+                cookies=reply.cookies,
+                enrolment=_enrolment(body),
             )
         if body.get("access_token"):
             target = query.after_login(self.issuer, self.auth.redirect_allowed)
@@ -300,16 +311,14 @@ class LoginPages:
     async def login_submit(self) -> Response:
         form, query = await self._posted()
         identifier = form.get("identifier", "").strip()
-        key = "phone_number" if identifier and "@" not in identifier else "email"
+        body = {**_identifier(identifier), "password": form.get("password", "")}
         try:
-            reply = await self.auth.login(
-                {key: identifier, "password": form.get("password", "")}, self.caller()
-            )
+            reply = await self.auth.login(body, self.caller())
         except errors.ClientError as error:
             return await self._show_login(
                 query, error=_form_error(error, ("identifier", "password")), identifier=identifier
             )
-        return await self._finish(reply, query)
+        return await self._finish(reply, query, identifier)
 
     # -- signup -------------------------------------------------------------------------------
 
@@ -346,7 +355,7 @@ class LoginPages:
             return await self._show_signup(
                 query, error=_form_error(error, self._SIGNUP_FIELDS), values=form
             )
-        return await self._finish(reply, query)
+        return await self._finish(reply, query, body["email"])
 
     # -- the second factor --------------------------------------------------------------------
 
@@ -354,6 +363,7 @@ class LoginPages:
         self,
         query: PageQuery,
         method: str,
+        identifier: str,
         *,
         error: FormError | None = None,
         notice: str = "",
@@ -369,6 +379,7 @@ class LoginPages:
             cookies=cookies,
             title="Verify it's you",
             method=method,
+            identifier=identifier,
             enrolment=enrolment,
             instructions=text.instructions,
             code_label=text.code_label,
@@ -381,30 +392,41 @@ class LoginPages:
         return method if method in _MFA_TEXT else "email"
 
     async def mfa_page(self) -> Response:
-        query = PageQuery.parse(request.args)
-        if self.auth.cookies.presented_mfa(self.caller()) is None:
-            return _redirect(query.url("/app"))
-        return await self._show_mfa(query, self._mfa_method(request.args))
+        """The code page exists only as the answer to a login; opened on its own (a
+        bookmark, an expired tab) it sends the browser back to sign in."""
+        return _redirect(PageQuery.parse(request.args).url("/app"))
 
     async def mfa_submit(self) -> Response:
         form, query = await self._posted()
         method = self._mfa_method(form)
-        body = {"otp": form.get("otp", "").strip(), "is_totp": method == "totp"}
+        identifier = form.get("identifier", "")
+        body = {
+            **_identifier(identifier),
+            "otp": form.get("otp", "").strip(),
+            "is_totp": method == "totp",
+        }
         try:
             reply = await self.auth.verify_otp(body, self.caller())
         except errors.ClientError as error:
-            return await self._show_mfa(query, method, error=_form_error(error, ("otp",)))
-        return await self._finish(reply, query)
+            return await self._show_mfa(
+                query, method, identifier, error=_form_error(error, ("otp",))
+            )
+        return await self._finish(reply, query, identifier)
 
     async def mfa_resend(self) -> Response:
         form, query = await self._posted()
         method = self._mfa_method(form)
+        identifier = form.get("identifier", "")
         try:
-            reply = await self.auth.resend_otp({}, self.caller())
+            reply = await self.auth.resend_otp(_identifier(identifier), self.caller())
         except errors.ClientError as error:
-            return await self._show_mfa(query, method, error=_form_error(error, ()))
+            return await self._show_mfa(query, method, identifier, error=_form_error(error, ()))
         return await self._show_mfa(
-            query, method, notice="We have sent you a new code.", cookies=reply.cookies
+            query,
+            method,
+            identifier,
+            notice="We have sent you a new code.",
+            cookies=reply.cookies,
         )
 
     # -- links by email -----------------------------------------------------------------------

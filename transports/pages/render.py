@@ -8,17 +8,27 @@ choosing what to show.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+import secrets
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
 from core.settings import Settings
 from transports.pages.query import PageQuery
 
-__all__ = ["SOCIAL_LABELS", "Branding", "FormError", "PageContext", "field_for", "render"]
+__all__ = [
+    "SOCIAL_LABELS",
+    "Branding",
+    "FormError",
+    "PageContext",
+    "field_for",
+    "render",
+    "social_links",
+]
 
 _TEMPLATES = Path(__file__).with_name("templates")
 _ENV = Environment(
@@ -42,6 +52,30 @@ SOCIAL_LABELS = {
     "twitter": "Twitter",
     "roblox": "Roblox",
 }
+
+
+def _new_state() -> str:
+    return secrets.token_urlsafe(16)
+
+
+def social_links(
+    issuer: str,
+    query: PageQuery,
+    meta: Mapping[str, Any],
+    new_state: Callable[[], str] = _new_state,
+) -> list[tuple[str, str]]:
+    """(label, href) of ``/oauth_login/<provider>`` for each provider meta enables. The
+    provider flow comes back to ``/app`` with this page's query, where the new session
+    is forwarded as after a password login."""
+    back = f"{issuer}{query.url('/app')}"
+    return [
+        (
+            label,
+            f"/oauth_login/{provider}?" + urlencode({"redirect_uri": back, "state": new_state()}),
+        )
+        for provider, label in SOCIAL_LABELS.items()
+        if meta.get(f"is_{provider}_login_enabled")
+    ]
 
 
 def _default_logo() -> str:

@@ -15,12 +15,10 @@ the page's ``form-action 'self'`` and blocked when it leaves this origin.
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
 
 from quart import Response, request
 from quart_trio import QuartTrio
@@ -34,12 +32,12 @@ from transports.http.errors import http_status
 from transports.pages.csrf import FormGuard
 from transports.pages.query import HIDDEN_PREFIX, PageQuery
 from transports.pages.render import (
-    SOCIAL_LABELS,
     Branding,
     FormError,
     PageContext,
     field_for,
     render,
+    social_links,
 )
 
 __all__ = ["LoginPages", "register_login_pages"]
@@ -199,20 +197,6 @@ class LoginPages:
             raise _FormRefused(refusal)
         return form, PageQuery.parse(form, HIDDEN_PREFIX)
 
-    def _social(self, query: PageQuery, meta: Mapping[str, Any]) -> list[tuple[str, str]]:
-        """``/oauth_login/<provider>`` links for the providers meta enables; the provider
-        flow returns to this page with its query, where the new session is forwarded."""
-        back = f"{self.issuer}{query.url('/app')}"
-        return [
-            (
-                label,
-                f"/oauth_login/{provider}?"
-                + urlencode({"redirect_uri": back, "state": secrets.token_urlsafe(16)}),
-            )
-            for provider, label in SOCIAL_LABELS.items()
-            if meta.get(f"is_{provider}_login_enabled")
-        ]
-
     async def _signed_in(self) -> Mapping[str, Any] | None:
         try:
             return (await self.auth.profile({}, self.caller())).body
@@ -297,7 +281,7 @@ class LoginPages:
             password_login=email or phone,
             identifier_label=label,
             identifier=identifier or query.get("login_hint"),
-            social=self._social(query, meta),
+            social=social_links(self.issuer, query, meta),
         )
 
     async def login_page(self) -> Response:
@@ -336,7 +320,7 @@ class LoginPages:
             title="Create an account",
             values=kept,
             password_hint=_password_hint(meta),
-            social=self._social(query, meta),
+            social=social_links(self.issuer, query, meta),
         )
 
     async def signup_page(self) -> Response:

@@ -31,13 +31,57 @@ ALLOWED = "https://app.example.com"
 ORG = "Acme & Sons"
 
 
-@dataclass
+#: Each server's flags beyond the common ones.
+SERVERS = {
+    "main": (
+        "--enable-mfa",
+        "--enable-email-otp",
+        "--enforce-mfa=false",
+        f"--allowed-origins={ALLOWED}",
+        f"--organization-name={ORG}",
+        "--organization-logo=/logo.png",
+    ),
+    "totp": ("--enable-mfa", "--enable-totp-login", "--enforce-mfa=false"),
+    "links": ("--enable-email-verification", "--enable-magic-link-login"),
+    "off": ("--enable-login-page=false",),
+}
+
+
 class Site:
-    main: ServerProcess
-    totp: ServerProcess
-    links: ServerProcess
-    off: ServerProcess
-    sink: SpooledMailSink
+    """The servers, each started the first time a test asks for it (a test worker then
+    runs only the servers its share of the tests needs)."""
+
+    def __init__(self, tmp: Path, sink: SpooledMailSink) -> None:
+        self.tmp = tmp
+        self.sink = sink
+        self.started: dict[str, ServerProcess] = {}
+
+    def _server(self, name: str) -> ServerProcess:
+        if name not in self.started:
+            flags = [
+                *base_flags("sqlite", fresh_sqlite_url(self.tmp, name)),
+                *mail_flags(self.sink),
+                "--app-cookie-secure=false",
+                *SERVERS[name],
+            ]
+            self.started[name] = start_server(flags, self.tmp, name=name)
+        return self.started[name]
+
+    @property
+    def main(self) -> ServerProcess:
+        return self._server("main")
+
+    @property
+    def totp(self) -> ServerProcess:
+        return self._server("totp")
+
+    @property
+    def links(self) -> ServerProcess:
+        return self._server("links")
+
+    @property
+    def off(self) -> ServerProcess:
+        return self._server("off")
 
 
 @pytest.fixture(scope="module")
@@ -45,39 +89,11 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     tmp: Path = tmp_path_factory.mktemp("pages")
     sink = SpooledMailSink(free_port(), tmp / "mail")
     sink.start()
-
-    def flags(name: str, *extra: str) -> list[str]:
-        return [
-            *base_flags("sqlite", fresh_sqlite_url(tmp, name)),
-            *mail_flags(sink),
-            "--app-cookie-secure=false",
-            *extra,
-        ]
-
-    started: list[ServerProcess] = []
+    site = Site(tmp, sink)
     try:
-        for name, extra in (
-            (
-                "main",
-                (
-                    "--enable-mfa",
-                    "--enable-email-otp",
-                    "--enforce-mfa=false",
-                    f"--allowed-origins={ALLOWED}",
-                    f"--organization-name={ORG}",
-                    "--organization-logo=/logo.png",
-                ),
-            ),
-            ("totp", ("--enable-mfa", "--enable-totp-login", "--enforce-mfa=false")),
-            ("links", ("--enable-email-verification", "--enable-magic-link-login")),
-            ("off", ("--enable-login-page=false",)),
-        ):
-            started.append(start_server(flags(name, *extra), tmp, name=name, wait=False))
-        for server in started:
-            server.wait_ready()
-        yield Site(*started, sink=sink)
+        yield site
     finally:
-        for server in started:
+        for server in site.started.values():
             server.terminate()
         sink.stop()
 
@@ -394,7 +410,7 @@ def test_an_authorize_query_is_kept_through_the_pages_and_sent_back_to_authorize
         ("code_challenge_method", "S256"),
     ]
     with browser(site.main) as client:
-        page = client.get("/app", params=[*query, ("junk", "dropped")])
+        page = client.get("/app", params=httpx.QueryParams([*query, ("junk", "dropped")]))
         assert page.status_code == 200
         hidden = form(page, "/app").fields
         assert [(k[2:], v) for k, v in hidden.items() if k.startswith("q.")] == query
@@ -417,11 +433,11 @@ def test_an_authorize_query_is_kept_through_the_pages_and_sent_back_to_authorize
         assert parse_qsl(urlsplit(target).query) == query
 
         # Signed in already: /app forwards straight back to /authorize ...
-        again = client.get("/app", params=query)
+        again = client.get("/app", params=httpx.QueryParams([*query]))
         assert again.status_code == 303
         assert parse_qsl(urlsplit(again.headers["location"]).query) == query
         # ... unless the client asked for a fresh login.
-        fresh = client.get("/app", params=[*query, ("prompt", "login")])
+        fresh = client.get("/app", params=httpx.QueryParams([*query, ("prompt", "login")]))
         assert fresh.status_code == 200
         assert "<h1>Sign in</h1>" in fresh.text
 

@@ -107,7 +107,7 @@ def server(
 def _mail_body(mail: EmailMessage) -> str:
     body = mail.get_body(preferencelist=("html", "plain"))
     assert body is not None
-    return body.get_content().replace("&amp;", "&")
+    return str(body.get_content()).replace("&amp;", "&")
 
 
 class Mailbox:

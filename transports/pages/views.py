@@ -192,7 +192,8 @@ class LoginPages:
 
     async def _posted(self) -> tuple[dict[str, str], PageQuery]:
         form = {k: v for k, v in (await request.form).items() if isinstance(v, str)}
-        refusal = self.guard.refusal(request.headers, request.cookies, form)
+        sources = {name: request.headers.get(name, "") for name in ("origin", "referer")}
+        refusal = self.guard.refusal(sources, request.cookies, form)
         if refusal is not None:
             raise _FormRefused(refusal)
         return form, PageQuery.parse(form, HIDDEN_PREFIX)

@@ -639,3 +639,17 @@ def test_a_magic_link_signs_in_through_the_page(site: Site) -> None:
         # The landing page forwards the new session to the signed-in page.
         assert client.get(f"/app?{back.query}").headers["location"] == "/app/profile"
         assert client.get("/v1/profile").json()["email"] == email
+
+
+def test_a_failed_link_lands_on_login_with_a_fixed_message(site: Site) -> None:
+    with browser(site.links) as client:
+        params = {"token": "forged", "redirect_uri": f"{site.links.url}/app"}
+        landing = client.get("/verify_email", params=params)
+        assert landing.status_code == 307
+        assert urlsplit(landing.headers["location"]).path == "/app"
+        back = client.get(local(landing.headers["location"]))
+    assert back.status_code == 200
+    assert "That link did not work" in back.text
+    injected = httpx.get(f"{site.links.url}/app", params={"error": "Call +1 555 0100 now"})
+    assert "That link did not work" in injected.text
+    assert "555" not in injected.text

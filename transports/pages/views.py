@@ -15,6 +15,7 @@ the page's ``form-action 'self'`` and blocked when it leaves this origin.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +42,8 @@ from transports.pages.render import (
 )
 
 __all__ = ["LoginPages", "register_login_pages"]
+
+log = logging.getLogger("bastion.pages")
 
 CallerFactory = Callable[[], CallerContext]
 _HTML = "text/html; charset=utf-8"
@@ -76,6 +79,12 @@ _MFA_TEXT = {
         False,
     ),
 }
+
+
+_LINK_FAILED = (
+    "That link did not work: it may have expired or been used already. "
+    "Sign in, or ask for a new link."
+)
 
 
 class _FormRefused(Exception):
@@ -291,7 +300,10 @@ class LoginPages:
             return await self._refused_redirect()
         if not query.forces_login and await self._signed_in() is not None:
             return self._forward(query)
-        return await self._show_login(query)
+        # An emailed link that failed lands here with ``error=<why>``. The text is never
+        # echoed (anyone can write a query): one fixed message says what to do.
+        failed = FormError(_LINK_FAILED, status=200) if request.args.get("error") else None
+        return await self._show_login(query, error=failed)
 
     async def login_submit(self) -> Response:
         form, query = await self._posted()
@@ -564,6 +576,16 @@ class LoginPages:
                     title="Form not accepted",
                     reason="For your safety this form was not processed. Reload the page "
                     "and try again.",
+                    retry_url="/app",
+                )
+            except errors.ServerError as error:
+                log.exception("login page failed", extra={"error_code": error.code})
+                return await self._show(
+                    "refused.html",
+                    PageQuery(),
+                    error=FormError("Something went wrong on our side.", status=http_status(error)),
+                    title="Something went wrong",
+                    reason="Please try again in a moment.",
                     retry_url="/app",
                 )
 

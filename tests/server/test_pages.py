@@ -616,10 +616,33 @@ def test_an_invitation_sets_the_first_password(site: Site) -> None:
 def test_signup_with_email_verification_asks_to_check_the_inbox(site: Site) -> None:
     email = unique_email("verify")
     with browser(site.links) as client:
-        answer = page_signup(client, email)
+        page = client.get("/app/signup?client_id=test-client&response_type=code&state=v1")
+        answer = submit(
+            client,
+            page,
+            "/app/signup",
+            email=email,
+            password=PASSWORD,
+            confirm_password=PASSWORD,
+        )
         assert answer.status_code == 200
         assert "Verification email has been sent" in answer.text
         assert "cookie_session" not in client.cookies
+        # The mailed link comes back to the page with the authorize query, signed in.
+        link = mail_link(mails_to(site.sink, email, 1)[-1], "/verify_email")
+        landing = client.get(local(link))
+        assert landing.status_code == 307
+        back = urlsplit(landing.headers["location"])
+        assert back.path == "/app"
+        forwarded = client.get(f"/app?{back.query}")
+        assert forwarded.status_code == 303
+        target = urlsplit(forwarded.headers["location"])
+        assert target.path == "/authorize"
+        assert parse_qsl(target.query) == [
+            ("client_id", "test-client"),
+            ("response_type", "code"),
+            ("state", "v1"),
+        ]
 
 
 def test_a_magic_link_signs_in_through_the_page(site: Site) -> None:

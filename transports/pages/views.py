@@ -346,6 +346,9 @@ class LoginPages:
         body.setdefault("email", "")
         body.setdefault("password", "")
         body.setdefault("confirm_password", "")
+        if query.params:
+            # With --enable-email-verification the mailed link returns here, query kept.
+            body["redirect_uri"] = f"{self.issuer}{query.url('/app')}"
         try:
             reply = await self.auth.signup(body, self.caller())
         except errors.ClientError as error:

@@ -123,7 +123,8 @@ def test_refusal_needs_our_origin_and_the_matching_token() -> None:
     assert guard().refusal({"origin": "null"}, cookies, form) is not None
     assert guard().refusal(ours, {}, form) is not None
     assert guard().refusal(ours, cookies, {}) is not None
-    assert guard().refusal(ours, cookies, {CSRF_FIELD: token[:-1] + "0"}) is not None
+    altered = token[:-1] + ("1" if token[-1] == "0" else "0")
+    assert guard().refusal(ours, cookies, {CSRF_FIELD: altered}) is not None
     # A token made under another key (a planted cookie and a guessed token) fails.
     other_token, _ = guard("another-secret").issue(cookies)
     assert guard().refusal(ours, cookies, {CSRF_FIELD: other_token}) is not None

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,6 @@ from quart import Response, request
 from quart_trio import QuartTrio
 
 from core import errors
-from core.auth.passwords import MAX_LENGTH, MIN_LENGTH
 from core.settings import Settings
 from transports.auth.service import AuthService
 from transports.context import CallerContext, Cookie, Reply
@@ -36,9 +34,18 @@ from transports.pages.render import (
     Branding,
     FormError,
     PageContext,
-    field_for,
     render,
     social_links,
+)
+from transports.pages.results import (
+    MFA_TEXT,
+    apply_cookies,
+    challenge_method,
+    enrolment_of,
+    form_error,
+    identifier_field,
+    password_hint,
+    redirect,
 )
 
 __all__ = ["LoginPages", "register_login_pages"]
@@ -48,37 +55,6 @@ log = logging.getLogger("bastion.pages")
 CallerFactory = Callable[[], CallerContext]
 _HTML = "text/html; charset=utf-8"
 _CSS = Path(__file__).with_name("static") / "pages.css"
-
-
-@dataclass(frozen=True, slots=True)
-class _MfaText:
-    instructions: str
-    code_label: str
-    hint: str
-    resendable: bool
-
-
-#: What the code page says for each kind of challenge the service can return.
-_MFA_TEXT = {
-    "email": _MfaText(
-        "We have emailed you a 6-digit code. Enter it to finish signing in.",
-        "Code from the email",
-        "",
-        True,
-    ),
-    "sms": _MfaText(
-        "We have sent a 6-digit code to your phone. Enter it to finish signing in.",
-        "Code from the text message",
-        "",
-        True,
-    ),
-    "totp": _MfaText(
-        "Open your authenticator app and enter the 6-digit code it shows.",
-        "Authenticator code",
-        "Lost your device? Enter one of your recovery codes instead.",
-        False,
-    ),
-}
 
 
 _LINK_FAILED = (
@@ -93,55 +69,6 @@ class _FormRefused(Exception):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
-
-
-def _identifier(value: str) -> dict[str, str]:
-    """An email address or a phone number, as the service's request names it."""
-    value = value.strip()
-    return {"phone_number" if value and "@" not in value else "email": value}
-
-
-def _challenge_method(body: Mapping[str, Any]) -> str | None:
-    if body.get("should_show_totp_screen"):
-        return "totp"
-    if body.get("should_show_email_otp_screen"):
-        return "email"
-    if body.get("should_show_mobile_otp_screen"):
-        return "sms"
-    return None
-
-
-def _form_error(error: errors.ClientError, fields: tuple[str, ...]) -> FormError:
-    message = error.message[:1].upper() + error.message[1:]
-    retry_after = error.retry_after if isinstance(error, errors.ResourceExhausted) else 0
-    return FormError(message, field_for(error.message, fields), http_status(error), retry_after)
-
-
-def _password_hint(meta: Mapping[str, Any]) -> str:
-    hint = f"Between {MIN_LENGTH} and {MAX_LENGTH} characters"
-    if meta.get("is_strong_password_enabled"):
-        return hint + ", with an uppercase letter, a lowercase letter, a digit and a symbol."
-    return hint + "."
-
-
-def _apply_cookies(response: Response, cookies: Iterable[Cookie]) -> Response:
-    for cookie in cookies:
-        response.set_cookie(
-            cookie.name,
-            cookie.value,
-            max_age=cookie.max_age if cookie.max_age > 0 else 0,
-            expires=0 if cookie.max_age <= 0 else None,
-            path=cookie.path,
-            domain=cookie.domain,
-            secure=cookie.secure,
-            httponly=cookie.http_only,
-            samesite=cookie.same_site,
-        )
-    return response
-
-
-def _redirect(location: str, cookies: Iterable[Cookie] = ()) -> Response:
-    return _apply_cookies(Response("", status=303, headers={"Location": location}), cookies)
 
 
 class LoginPages:
@@ -197,7 +124,7 @@ class LoginPages:
             headers["Retry-After"] = str(error.retry_after)
         body = render(template, page, **values)
         response = Response(body, status=status, content_type=_HTML, headers=headers)
-        return _apply_cookies(response, [*cookies, *own])
+        return apply_cookies(response, [*cookies, *own])
 
     async def _posted(self) -> tuple[dict[str, str], PageQuery]:
         form = {k: v for k, v in (await request.form).items() if isinstance(v, str)}
@@ -213,9 +140,9 @@ class LoginPages:
         except errors.Unauthenticated:
             return None
 
-    def _forward(self, query: PageQuery, cookies: Iterable[Cookie] = ()) -> Response:
+    def _forward(self, query: PageQuery) -> Response:
         target = query.after_login(self.issuer, self.auth.redirect_allowed)
-        return _redirect(target or "/app/profile", cookies)
+        return redirect(target or "/app/profile")
 
     async def _refused_redirect(self) -> Response:
         return await self._show(
@@ -231,19 +158,19 @@ class LoginPages:
         """Render what a login, signup or MFA operation answered; ``identifier`` is the
         email or phone number the user gave, which a second-factor challenge names."""
         body = reply.body
-        method = _challenge_method(body)
+        method = challenge_method(body)
         if method is not None:
             return await self._show_mfa(
                 query,
                 method,
                 identifier,
                 cookies=reply.cookies,
-                enrolment=_enrolment(body),
+                enrolment=enrolment_of(body),
             )
         if body.get("access_token"):
             target = query.after_login(self.issuer, self.auth.redirect_allowed)
             if target is None:
-                return _redirect("/app/profile", reply.cookies)
+                return redirect("/app/profile", reply.cookies)
             return await self._show(
                 "continue.html", query, cookies=reply.cookies, title="Signed in", target=target
             )
@@ -308,12 +235,12 @@ class LoginPages:
     async def login_submit(self) -> Response:
         form, query = await self._posted()
         identifier = form.get("identifier", "").strip()
-        body = {**_identifier(identifier), "password": form.get("password", "")}
+        body = {**identifier_field(identifier), "password": form.get("password", "")}
         try:
             reply = await self.auth.login(body, self.caller())
         except errors.ClientError as error:
             return await self._show_login(
-                query, error=_form_error(error, ("identifier", "password")), identifier=identifier
+                query, error=form_error(error, ("identifier", "password")), identifier=identifier
             )
         return await self._finish(reply, query, identifier)
 
@@ -332,7 +259,7 @@ class LoginPages:
             error=error,
             title="Create an account",
             values=kept,
-            password_hint=_password_hint(meta),
+            password_hint=password_hint(meta),
             social=social_links(self.issuer, query, meta),
         )
 
@@ -353,7 +280,7 @@ class LoginPages:
             reply = await self.auth.signup(body, self.caller())
         except errors.ClientError as error:
             return await self._show_signup(
-                query, error=_form_error(error, self._SIGNUP_FIELDS), values=form
+                query, error=form_error(error, self._SIGNUP_FIELDS), values=form
             )
         return await self._finish(reply, query, body["email"])
 
@@ -370,7 +297,7 @@ class LoginPages:
         cookies: Iterable[Cookie] = (),
         enrolment: Mapping[str, Any] | None = None,
     ) -> Response:
-        text = _MFA_TEXT[method]
+        text = MFA_TEXT[method]
         return await self._show(
             "mfa.html",
             query,
@@ -389,19 +316,19 @@ class LoginPages:
 
     def _mfa_method(self, source: Mapping[str, str]) -> str:
         method = source.get("method", "")
-        return method if method in _MFA_TEXT else "email"
+        return method if method in MFA_TEXT else "email"
 
     async def mfa_page(self) -> Response:
         """The code page exists only as the answer to a login; opened on its own (a
         bookmark, an expired tab) it sends the browser back to sign in."""
-        return _redirect(PageQuery.parse(request.args).url("/app"))
+        return redirect(PageQuery.parse(request.args).url("/app"))
 
     async def mfa_submit(self) -> Response:
         form, query = await self._posted()
         method = self._mfa_method(form)
         identifier = form.get("identifier", "")
         body = {
-            **_identifier(identifier),
+            **identifier_field(identifier),
             "otp": form.get("otp", "").strip(),
             "is_totp": method == "totp",
         }
@@ -409,7 +336,7 @@ class LoginPages:
             reply = await self.auth.verify_otp(body, self.caller())
         except errors.ClientError as error:
             return await self._show_mfa(
-                query, method, identifier, error=_form_error(error, ("otp",))
+                query, method, identifier, error=form_error(error, ("otp",))
             )
         return await self._finish(reply, query, identifier)
 
@@ -418,9 +345,9 @@ class LoginPages:
         method = self._mfa_method(form)
         identifier = form.get("identifier", "")
         try:
-            reply = await self.auth.resend_otp(_identifier(identifier), self.caller())
+            reply = await self.auth.resend_otp(identifier_field(identifier), self.caller())
         except errors.ClientError as error:
-            return await self._show_mfa(query, method, identifier, error=_form_error(error, ()))
+            return await self._show_mfa(query, method, identifier, error=form_error(error, ()))
         return await self._show_mfa(
             query,
             method,
@@ -448,7 +375,7 @@ class LoginPages:
             return await self._show(
                 "magic_link.html",
                 query,
-                error=_form_error(error, ("email",)),
+                error=form_error(error, ("email",)),
                 title="Sign in by email",
                 email=email,
             )
@@ -474,7 +401,7 @@ class LoginPages:
             return await self._show(
                 "forgot_password.html",
                 query,
-                error=_form_error(error, ("email",)),
+                error=form_error(error, ("email",)),
                 title="Reset your password",
                 email=email,
             )
@@ -497,7 +424,7 @@ class LoginPages:
             action="/app/setup-password" if setup else "/app/reset-password",
             submit="Set password" if setup else "Change password",
             token=token,
-            password_hint=_password_hint(meta),
+            password_hint=password_hint(meta),
         )
 
     def _set_password_page(self, kind: str) -> Callable[[], Awaitable[Response]]:
@@ -522,7 +449,7 @@ class LoginPages:
                 reply = await self.auth.reset_password(body, self.caller())
             except errors.ClientError as error:
                 fields = ("password", "confirm_password")
-                return await self._show_set_password(kind, query, token, _form_error(error, fields))
+                return await self._show_set_password(kind, query, token, form_error(error, fields))
             return await self._show(
                 "message.html",
                 query,
@@ -541,7 +468,7 @@ class LoginPages:
         query = PageQuery.parse(request.args)
         user = await self._signed_in()
         if user is None:
-            return _redirect(query.url("/app"))
+            return redirect(query.url("/app"))
         name = " ".join(p for p in (user.get("given_name"), user.get("family_name")) if p)
         details = [
             ("Name", name),
@@ -629,18 +556,6 @@ class LoginPages:
             app.add_url_rule(
                 path, endpoint=f"{method} {path}", view_func=self._guarded(view), methods=[method]
             )
-
-
-def _enrolment(body: Mapping[str, Any]) -> dict[str, Any] | None:
-    """A first authenticator enrolment as login returned it, for the code page."""
-    image = body.get("authenticator_scanner_image")
-    if not image:
-        return None
-    return {
-        "image": image,
-        "secret": body.get("authenticator_secret") or "",
-        "recovery_codes": list(body.get("authenticator_recovery_codes") or ()),
-    }
 
 
 def register_login_pages(

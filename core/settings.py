@@ -613,8 +613,7 @@ def settings_from_flags(values: Mapping[str, str]) -> Settings:
         raise ConfigError(f"unknown flag --{unknown[0]}")
     refused = [flag.option for flag in FLAGS if flag.name in values and not flag.implemented]
     if refused:
-        subject = f"{refused[0]} is" if len(refused) == 1 else f"{', '.join(refused)} are"
-        raise ConfigError(f"{subject} not implemented in this build")
+        raise ConfigError(f"{refused[0]} is not implemented in this build")
     kwargs: dict[str, Any] = {
         FLAGS_BY_NAME[name].attribute: convert(FLAGS_BY_NAME[name], raw)
         for name, raw in values.items()

@@ -33,6 +33,7 @@ from transports.http import edge
 from transports.http.errors import http_status
 from transports.http.routes import Route, openapi_document
 from transports.oauth.routes import register_provider_views
+from transports.pages import register_login_pages
 from transports.runtime import Runtime
 from transports.social.routes import register_social_views
 
@@ -309,6 +310,10 @@ def create_app(runtime: Runtime) -> QuartTrio:
     register_provider_views(app, runtime.oauth, caller_context)
     if settings.enable_playground:
         register_playground(app)
+    if settings.enable_login_page:
+        register_login_pages(
+            app, settings, runtime.auth, runtime.service.meta, caller_context
+        )
 
     security = edge.security_headers(csp=not settings.disable_csp, hsts=settings.enable_hsts)
 

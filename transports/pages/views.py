@@ -1,0 +1,569 @@
+"""The hosted login pages under ``/app`` (``--enable-login-page``).
+
+Plain HTML forms posting to the pages' own handlers; no JavaScript. Every handler reads
+its form, then calls the SAME service operation the REST route calls (``login``,
+``signup``, ``verify_otp``, ``resend_otp``, ``magic_link_login``, ``forgot_password``,
+``reset_password``, ``profile``, ``logout``, ``meta``) and renders its result: cookies
+come from the operation's reply exactly as REST sets them; a refusal re-renders the form
+with the service's message tied to its input. No flow rule lives here.
+
+After a successful login the browser goes to ``/authorize?<the original query>`` or an
+allowed ``redirect_uri`` (see :mod:`transports.pages.query`) through a small "continue"
+page with a meta refresh: a redirect answering the form post would be checked against
+the page's ``form-action 'self'`` and blocked when it leaves this origin.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from quart import Response, request
+from quart_trio import QuartTrio
+
+from core import errors
+from core.settings import Settings
+from transports.auth.service import AuthService
+from transports.context import CallerContext, Cookie, Reply
+from transports.http.errors import http_status
+from transports.pages.csrf import FormGuard
+from transports.pages.query import HIDDEN_PREFIX, PageQuery
+from transports.pages.render import (
+    Branding,
+    FormError,
+    PageContext,
+    render,
+    social_links,
+)
+from transports.pages.results import (
+    MFA_TEXT,
+    apply_cookies,
+    challenge_method,
+    enrolment_of,
+    form_error,
+    identifier_field,
+    password_hint,
+    redirect,
+)
+
+__all__ = ["LoginPages", "register_login_pages"]
+
+log = logging.getLogger("bastion.pages")
+
+CallerFactory = Callable[[], CallerContext]
+_HTML = "text/html; charset=utf-8"
+_CSS = Path(__file__).with_name("static") / "pages.css"
+
+
+_LINK_FAILED = (
+    "That link did not work: it may have expired or been used already. "
+    "Sign in, or ask for a new link."
+)
+
+
+class _FormRefused(Exception):
+    """A form post that failed the CSRF checks; never reaches the service."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class LoginPages:
+    def __init__(
+        self,
+        settings: Settings,
+        auth: AuthService,
+        meta: Callable[..., Awaitable[Reply]],
+        caller: CallerFactory,
+    ) -> None:
+        self.auth = auth
+        self.issuer = auth.policy.issuer
+        self.branding = Branding.from_settings(settings)
+        self.guard = FormGuard(
+            settings.client_secret,
+            secure=settings.app_cookie_secure,
+            origin_allowed=auth.redirect_allowed,
+        )
+        self._meta = meta
+        self.caller = caller
+
+    # -- plumbing -----------------------------------------------------------------------------
+
+    async def _context(
+        self, query: PageQuery, error: FormError | None = None, notice: str = ""
+    ) -> tuple[PageContext, list[Cookie]]:
+        token, cookie = self.guard.issue(request.cookies)
+        meta = (await self._meta({}, self.caller())).body
+        page = PageContext(
+            branding=self.branding,
+            query=query,
+            csrf_token=token,
+            meta=meta,
+            error=error,
+            notice=notice,
+        )
+        return page, [] if cookie is None else [cookie]
+
+    async def _show(
+        self,
+        template: str,
+        query: PageQuery,
+        *,
+        error: FormError | None = None,
+        notice: str = "",
+        cookies: Iterable[Cookie] = (),
+        **values: Any,
+    ) -> Response:
+        page, own = await self._context(query, error, notice)
+        status = 200 if error is None else error.status
+        headers = {"Cache-Control": "no-store"}
+        if error is not None and error.retry_after:
+            headers["Retry-After"] = str(error.retry_after)
+        body = render(template, page, **values)
+        response = Response(body, status=status, content_type=_HTML, headers=headers)
+        return apply_cookies(response, [*cookies, *own])
+
+    async def _posted(self) -> tuple[dict[str, str], PageQuery]:
+        form = {k: v for k, v in (await request.form).items() if isinstance(v, str)}
+        sources = {name: request.headers.get(name, "") for name in ("origin", "referer")}
+        refusal = self.guard.refusal(sources, request.cookies, form)
+        if refusal is not None:
+            raise _FormRefused(refusal)
+        return form, PageQuery.parse(form, HIDDEN_PREFIX)
+
+    async def _signed_in(self) -> Mapping[str, Any] | None:
+        try:
+            return (await self.auth.profile({}, self.caller())).body
+        except errors.Unauthenticated:
+            return None
+
+    def _forward(self, query: PageQuery) -> Response:
+        target = query.after_login(self.issuer, self.auth.redirect_allowed)
+        return redirect(target or "/app/profile")
+
+    async def _refused_redirect(self) -> Response:
+        return await self._show(
+            "refused.html",
+            PageQuery(),
+            error=FormError("This sign-in link names a return address that is not allowed."),
+            title="Sign-in link not allowed",
+            reason="The redirect_uri of this link is not an allowed address, so it is ignored.",
+            retry_url="/app",
+        )
+
+    async def _finish(self, reply: Reply, query: PageQuery, identifier: str) -> Response:
+        """Render what a login, signup or MFA operation answered; ``identifier`` is the
+        email or phone number the user gave, which a second-factor challenge names."""
+        body = reply.body
+        method = challenge_method(body)
+        if method is not None:
+            return await self._show_mfa(
+                query,
+                method,
+                identifier,
+                cookies=reply.cookies,
+                enrolment=enrolment_of(body),
+            )
+        if body.get("access_token"):
+            target = query.after_login(self.issuer, self.auth.redirect_allowed)
+            if target is None:
+                return redirect("/app/profile", reply.cookies)
+            return await self._show(
+                "continue.html", query, cookies=reply.cookies, title="Signed in", target=target
+            )
+        return await self._message(query, body.get("message", ""), reply.cookies)
+
+    async def _message(
+        self, query: PageQuery, message: str, cookies: Iterable[Cookie] = ()
+    ) -> Response:
+        return await self._show(
+            "message.html",
+            query,
+            cookies=cookies,
+            title="Check your email" if "email" in message.lower() else "Done",
+            message=message,
+            next_url=query.url("/app"),
+            next_label="Back to sign in",
+        )
+
+    # -- login --------------------------------------------------------------------------------
+
+    async def _show_login(
+        self,
+        query: PageQuery,
+        *,
+        error: FormError | None = None,
+        notice: str = "",
+        identifier: str = "",
+        cookies: Iterable[Cookie] = (),
+    ) -> Response:
+        meta = (await self._meta({}, self.caller())).body
+        email = bool(meta.get("is_basic_authentication_enabled"))
+        phone = bool(meta.get("is_mobile_basic_authentication_enabled"))
+        label = (
+            "Email address or phone number"
+            if email and phone
+            else ("Phone number" if phone else "Email address")
+        )
+        return await self._show(
+            "login.html",
+            query,
+            error=error,
+            notice=notice,
+            cookies=cookies,
+            title="Sign in",
+            password_login=email or phone,
+            identifier_label=label,
+            identifier=identifier or query.get("login_hint"),
+            social=social_links(self.issuer, query, meta),
+        )
+
+    async def login_page(self) -> Response:
+        query = PageQuery.parse(request.args)
+        if query.refused_redirect(self.auth.redirect_allowed):
+            return await self._refused_redirect()
+        if not query.forces_login and await self._signed_in() is not None:
+            return self._forward(query)
+        # An emailed link that failed lands here with ``error=<why>``. The text is never
+        # echoed (anyone can write a query): one fixed message says what to do.
+        failed = FormError(_LINK_FAILED, status=200) if request.args.get("error") else None
+        return await self._show_login(query, error=failed)
+
+    async def login_submit(self) -> Response:
+        form, query = await self._posted()
+        identifier = form.get("identifier", "").strip()
+        body = {**identifier_field(identifier), "password": form.get("password", "")}
+        try:
+            reply = await self.auth.login(body, self.caller())
+        except errors.ClientError as error:
+            return await self._show_login(
+                query, error=form_error(error, ("identifier", "password")), identifier=identifier
+            )
+        return await self._finish(reply, query, identifier)
+
+    # -- signup -------------------------------------------------------------------------------
+
+    _SIGNUP_FIELDS = ("email", "given_name", "family_name", "password", "confirm_password")
+
+    async def _show_signup(
+        self, query: PageQuery, *, error: FormError | None = None, values: Mapping[str, str]
+    ) -> Response:
+        meta = (await self._meta({}, self.caller())).body
+        kept = {name: values.get(name, "") for name in ("email", "given_name", "family_name")}
+        return await self._show(
+            "signup.html",
+            query,
+            error=error,
+            title="Create an account",
+            values=kept,
+            password_hint=password_hint(meta),
+            social=social_links(self.issuer, query, meta),
+        )
+
+    async def signup_page(self) -> Response:
+        query = PageQuery.parse(request.args)
+        return await self._show_signup(query, values={"email": query.get("login_hint")})
+
+    async def signup_submit(self) -> Response:
+        form, query = await self._posted()
+        body = {name: form[name] for name in self._SIGNUP_FIELDS if form.get(name)}
+        body.setdefault("email", "")
+        body.setdefault("password", "")
+        body.setdefault("confirm_password", "")
+        if query.params:
+            # With --enable-email-verification the mailed link returns here, query kept.
+            body["redirect_uri"] = f"{self.issuer}{query.url('/app')}"
+        try:
+            reply = await self.auth.signup(body, self.caller())
+        except errors.ClientError as error:
+            return await self._show_signup(
+                query, error=form_error(error, self._SIGNUP_FIELDS), values=form
+            )
+        return await self._finish(reply, query, body["email"])
+
+    # -- the second factor --------------------------------------------------------------------
+
+    async def _show_mfa(
+        self,
+        query: PageQuery,
+        method: str,
+        identifier: str,
+        *,
+        error: FormError | None = None,
+        notice: str = "",
+        cookies: Iterable[Cookie] = (),
+        enrolment: Mapping[str, Any] | None = None,
+    ) -> Response:
+        text = MFA_TEXT[method]
+        return await self._show(
+            "mfa.html",
+            query,
+            error=error,
+            notice=notice,
+            cookies=cookies,
+            title="Verify it's you",
+            method=method,
+            identifier=identifier,
+            enrolment=enrolment,
+            instructions=text.instructions,
+            code_label=text.code_label,
+            code_hint=text.hint,
+            resendable=text.resendable,
+        )
+
+    def _mfa_method(self, source: Mapping[str, str]) -> str:
+        method = source.get("method", "")
+        return method if method in MFA_TEXT else "email"
+
+    async def mfa_page(self) -> Response:
+        """The code page exists only as the answer to a login; opened on its own (a
+        bookmark, an expired tab) it sends the browser back to sign in."""
+        return redirect(PageQuery.parse(request.args).url("/app"))
+
+    async def mfa_submit(self) -> Response:
+        form, query = await self._posted()
+        method = self._mfa_method(form)
+        identifier = form.get("identifier", "")
+        body = {
+            **identifier_field(identifier),
+            "otp": form.get("otp", "").strip(),
+            "is_totp": method == "totp",
+        }
+        try:
+            reply = await self.auth.verify_otp(body, self.caller())
+        except errors.ClientError as error:
+            return await self._show_mfa(
+                query, method, identifier, error=form_error(error, ("otp",))
+            )
+        return await self._finish(reply, query, identifier)
+
+    async def mfa_resend(self) -> Response:
+        form, query = await self._posted()
+        method = self._mfa_method(form)
+        identifier = form.get("identifier", "")
+        try:
+            reply = await self.auth.resend_otp(identifier_field(identifier), self.caller())
+        except errors.ClientError as error:
+            return await self._show_mfa(query, method, identifier, error=form_error(error, ()))
+        return await self._show_mfa(
+            query,
+            method,
+            identifier,
+            notice="We have sent you a new code.",
+            cookies=reply.cookies,
+        )
+
+    # -- links by email -----------------------------------------------------------------------
+
+    async def magic_link_page(self) -> Response:
+        query = PageQuery.parse(request.args)
+        return await self._show(
+            "magic_link.html", query, title="Sign in by email", email=query.get("login_hint")
+        )
+
+    async def magic_link_submit(self) -> Response:
+        form, query = await self._posted()
+        email = form.get("email", "").strip()
+        # The link's landing returns here (signed in), and the page forwards as after login.
+        body = {"email": email, "redirect_uri": f"{self.issuer}{query.url('/app')}"}
+        try:
+            reply = await self.auth.magic_link_login(body, self.caller())
+        except errors.ClientError as error:
+            return await self._show(
+                "magic_link.html",
+                query,
+                error=form_error(error, ("email",)),
+                title="Sign in by email",
+                email=email,
+            )
+        return await self._message(query, reply.body.get("message", ""), reply.cookies)
+
+    async def forgot_password_page(self) -> Response:
+        query = PageQuery.parse(request.args)
+        return await self._show(
+            "forgot_password.html", query, title="Reset your password", email=""
+        )
+
+    async def forgot_password_submit(self) -> Response:
+        form, query = await self._posted()
+        email = form.get("email", "").strip()
+        body: dict[str, Any] = {"email": email}
+        if query.params:
+            # Keep the query through the mailed link; without one the server's default
+            # (--reset-password-url, else this site's reset page) applies.
+            body["redirect_uri"] = f"{self.issuer}{query.url('/app/reset-password')}"
+        try:
+            reply = await self.auth.forgot_password(body, self.caller())
+        except errors.ClientError as error:
+            return await self._show(
+                "forgot_password.html",
+                query,
+                error=form_error(error, ("email",)),
+                title="Reset your password",
+                email=email,
+            )
+        return await self._message(query, reply.body.get("message", ""), reply.cookies)
+
+    async def _show_set_password(
+        self,
+        kind: str,
+        query: PageQuery,
+        token: str,
+        error: FormError | None = None,
+    ) -> Response:
+        meta = (await self._meta({}, self.caller())).body
+        setup = kind == "setup"
+        return await self._show(
+            "set_password.html",
+            query,
+            error=error,
+            title="Choose your password" if setup else "Choose a new password",
+            action="/app/setup-password" if setup else "/app/reset-password",
+            submit="Set password" if setup else "Change password",
+            token=token,
+            password_hint=password_hint(meta),
+        )
+
+    def _set_password_page(self, kind: str) -> Callable[[], Awaitable[Response]]:
+        async def page() -> Response:
+            query = PageQuery.parse(request.args)
+            if query.refused_redirect(self.auth.redirect_allowed):
+                return await self._refused_redirect()
+            return await self._show_set_password(kind, query, request.args.get("token", ""))
+
+        return page
+
+    def _set_password_submit(self, kind: str) -> Callable[[], Awaitable[Response]]:
+        async def submit() -> Response:
+            form, query = await self._posted()
+            token = form.get("token", "")
+            body = {
+                "token": token,
+                "password": form.get("password", ""),
+                "confirm_password": form.get("confirm_password", ""),
+            }
+            try:
+                reply = await self.auth.reset_password(body, self.caller())
+            except errors.ClientError as error:
+                fields = ("password", "confirm_password")
+                return await self._show_set_password(kind, query, token, form_error(error, fields))
+            return await self._show(
+                "message.html",
+                query,
+                cookies=reply.cookies,
+                title="Password saved",
+                message=reply.body.get("message", ""),
+                next_url=query.url("/app"),
+                next_label="Sign in",
+            )
+
+        return submit
+
+    # -- the signed-in page -------------------------------------------------------------------
+
+    async def profile_page(self) -> Response:
+        query = PageQuery.parse(request.args)
+        user = await self._signed_in()
+        if user is None:
+            return redirect(query.url("/app"))
+        name = " ".join(p for p in (user.get("given_name"), user.get("family_name")) if p)
+        details = [
+            ("Name", name),
+            ("Email", user.get("email") or ""),
+            ("Email verified", "Yes" if user.get("email_verified") else "No"),
+            ("Phone number", user.get("phone_number") or ""),
+            ("Roles", ", ".join(user.get("roles") or ())),
+        ]
+        return await self._show(
+            "profile.html",
+            query,
+            title="Your account",
+            user=user,
+            details=[(label, value) for label, value in details if value],
+        )
+
+    async def logout_submit(self) -> Response:
+        _, query = await self._posted()
+        reply = await self.auth.logout({}, self.caller())
+        return await self._show_login(query, notice="You have signed out.", cookies=reply.cookies)
+
+    # -- registration -------------------------------------------------------------------------
+
+    def _guarded(
+        self, view: Callable[[], Awaitable[Response]]
+    ) -> Callable[[], Awaitable[Response]]:
+        async def guarded() -> Response:
+            try:
+                return await view()
+            except _FormRefused as refused:
+                return await self._show(
+                    "refused.html",
+                    PageQuery(),
+                    error=FormError(refused.reason, status=403),
+                    title="Form not accepted",
+                    reason="For your safety this form was not processed. Reload the page "
+                    "and try again.",
+                    retry_url="/app",
+                )
+            except errors.ServerError as error:
+                log.exception("login page failed", extra={"error_code": error.code})
+                return await self._show(
+                    "refused.html",
+                    PageQuery(),
+                    error=FormError("Something went wrong on our side.", status=http_status(error)),
+                    title="Something went wrong",
+                    reason="Please try again in a moment.",
+                    retry_url="/app",
+                )
+
+        guarded.__name__ = getattr(view, "__name__", "view")
+        return guarded
+
+    def register(self, app: QuartTrio) -> None:
+        css = _CSS.read_bytes()
+
+        async def stylesheet() -> Response:
+            return Response(
+                css,
+                content_type="text/css; charset=utf-8",
+                headers={"Cache-Control": "public, max-age=3600"},
+            )
+
+        views: list[tuple[str, str, Callable[[], Awaitable[Response]]]] = [
+            ("GET", "/app", self.login_page),
+            ("POST", "/app", self.login_submit),
+            ("GET", "/app/signup", self.signup_page),
+            ("POST", "/app/signup", self.signup_submit),
+            ("GET", "/app/mfa", self.mfa_page),
+            ("POST", "/app/mfa", self.mfa_submit),
+            ("POST", "/app/mfa/resend", self.mfa_resend),
+            ("GET", "/app/magic-link", self.magic_link_page),
+            ("POST", "/app/magic-link", self.magic_link_submit),
+            ("GET", "/app/forgot-password", self.forgot_password_page),
+            ("POST", "/app/forgot-password", self.forgot_password_submit),
+            ("GET", "/app/reset-password", self._set_password_page("reset")),
+            ("POST", "/app/reset-password", self._set_password_submit("reset")),
+            ("GET", "/app/setup-password", self._set_password_page("setup")),
+            ("POST", "/app/setup-password", self._set_password_submit("setup")),
+            ("GET", "/app/profile", self.profile_page),
+            ("POST", "/app/logout", self.logout_submit),
+            ("GET", "/app/assets/pages.css", stylesheet),
+        ]
+        for method, path, view in views:
+            app.add_url_rule(
+                path, endpoint=f"{method} {path}", view_func=self._guarded(view), methods=[method]
+            )
+
+
+def register_login_pages(
+    app: QuartTrio,
+    settings: Settings,
+    auth: AuthService,
+    meta: Callable[..., Awaitable[Reply]],
+    caller: CallerFactory,
+) -> None:
+    """Mount the pages (call only with ``--enable-login-page``)."""
+    LoginPages(settings, auth, meta, caller).register(app)

@@ -95,8 +95,6 @@ NOT_IMPLEMENTED_FLAGS: Final[frozenset[str]] = frozenset(
     {
         # server
         "grpc-insecure",
-        # pages and branding
-        "enable-login-page",
     }
 )
 

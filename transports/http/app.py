@@ -15,6 +15,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import trio
 from quart import Response, g, request
 from quart_trio import QuartTrio
 from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound, RequestEntityTooLarge
@@ -78,6 +79,25 @@ async def read_json_object() -> dict[str, Any]:
     if not isinstance(body, dict):
         raise errors.InvalidArgument("request body must be a JSON object")
     return body
+
+
+async def finish_request_body() -> bool:
+    """Receive and discard whatever of the request body no handler read; False if it cannot.
+
+    An answer given before the body has arrived (CSRF 403, 404, 405, a rate limit) would
+    otherwise leave the rest of the body on the connection: the server then cannot reuse
+    it and closes it under a client that may still be writing, which can lose the answer.
+    A body over the limit, or one that stops arriving, is not waited for: the connection
+    closes instead.
+    """
+    timeout = float("inf") if request.body_timeout is None else request.body_timeout
+    with trio.move_on_after(timeout) as waited:
+        try:
+            async for _ in request.body:
+                pass
+        except RequestEntityTooLarge:
+            return False
+    return not waited.cancelled_caught
 
 
 def caller_context() -> CallerContext:
@@ -341,7 +361,7 @@ def create_app(runtime: Runtime) -> QuartTrio:
     @app.after_request
     async def edge_out(response: Response) -> Response:
         response.headers.update(security)
-        if response.status_code == 413:
+        if response.status_code in (408, 413) or not await finish_request_body():
             # The refused body may still be arriving: the connection cannot be reused.
             response.headers["Connection"] = "close"
         origin = request.headers.get("origin")

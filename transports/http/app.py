@@ -308,6 +308,7 @@ def create_app(runtime: Runtime) -> QuartTrio:
             summary="This document, generated from the served route table",
             tag="discovery",
             rate_limit_exempt=True,
+            constant=True,
         )
     )
     document.update(
@@ -320,7 +321,7 @@ def create_app(runtime: Runtime) -> QuartTrio:
         endpoint = f"{route.method} {route.path}"
         by_endpoint[endpoint] = route
         app.add_url_rule(
-            route.path, endpoint=endpoint, view_func=_view(route), methods=[route.method]
+            route.path, endpoint=endpoint, view_func=route_view(route), methods=[route.method]
         )
     register_oauth_views(app, runtime.auth, caller_context)
     if settings.enable_playground:
@@ -415,7 +416,10 @@ def create_app(runtime: Runtime) -> QuartTrio:
     return app
 
 
-def _view(route: Route) -> Callable[[], Awaitable[Response]]:
+def route_view(route: Route) -> Callable[[], Awaitable[Response]]:
+    if route.constant:
+        return _constant_view(route)
+
     async def view() -> Response:
         body = await read_json_object() if route.method != "GET" else dict(request.args)
         reply = await route.operation(body, caller_context())
@@ -423,6 +427,19 @@ def _view(route: Route) -> Callable[[], Awaitable[Response]]:
         for cookie in reply.cookies:
             _set_cookie(response, cookie)
         return response
+
+    return view
+
+
+def _constant_view(route: Route) -> Callable[[], Awaitable[Response]]:
+    """Serialise the answer on the first call only (the OpenAPI document is large)."""
+    encoded: list[str] = []
+
+    async def view() -> Response:
+        if not encoded:
+            reply = await route.operation({}, caller_context())
+            encoded.append(json.dumps(reply.body, separators=(",", ":")))
+        return Response(encoded[0], content_type="application/json")
 
     return view
 

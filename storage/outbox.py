@@ -16,9 +16,13 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from storage.sql.database import notify_on_commit
 from storage.sql.schema import outbox
 
-__all__ = ["OutboxItem", "claim", "complete", "enqueue", "fail", "reschedule"]
+__all__ = ["ENQUEUED", "OutboxItem", "claim", "complete", "enqueue", "fail", "reschedule"]
+
+#: The :meth:`Database.on_commit` topic of a committed :func:`enqueue`.
+ENQUEUED = "outbox.enqueued"
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +46,7 @@ def enqueue(conn: sa.Connection, kind: str, payload: dict[str, Any], *, now: flo
             created_at=int(now),
         )
     )
+    notify_on_commit(conn, ENQUEUED)
     return item_id
 
 

@@ -58,12 +58,14 @@ class OutboxWorker:
         self._handlers = dict(handlers)
         self.policy = policy or OutboxPolicy()
         self._wake = trio.Event()
+        # Items enqueued by this process are run at once; the poll finds everyone else's.
+        db.on_commit(outbox.ENQUEUED, self.wake)
         self.delivered = 0
         self.retried = 0
         self.failed = 0
 
     def wake(self) -> None:
-        """Look for work now rather than at the next poll (after an enqueue here)."""
+        """Look for work now rather than at the next poll (called after an enqueue commits)."""
         self._wake.set()
 
     def statistics(self) -> dict[str, int]:

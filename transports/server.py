@@ -27,6 +27,7 @@ from transports.fga.opening import open_fga_store
 from transports.grpc.server import GrpcListener
 from transports.grpc.services import registrations
 from transports.http.app import MAX_BODY_BYTES, create_app
+from transports.http.shield import shield_server_send
 from transports.metrics import Metrics
 from transports.runtime import Runtime
 
@@ -34,6 +35,8 @@ log = logging.getLogger("bastion.server")
 
 #: How long requests and calls in flight may take to finish after SIGTERM.
 GRACE_SECONDS = 10.0
+#: How long an idle keep-alive HTTP connection stays open.
+KEEP_ALIVE_SECONDS = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +66,7 @@ def _hypercorn_config(host: str, port: int) -> tuple[HypercornConfig, Sockets]:
     config = HypercornConfig()
     config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
     config.graceful_timeout = GRACE_SECONDS
+    config.keep_alive_timeout = KEEP_ALIVE_SECONDS
     config.accesslog = None
     config.errorlog = logging.getLogger("bastion.hypercorn")
     config.h11_max_incomplete_size = 64 * 1024
@@ -113,7 +117,7 @@ async def serve(
                 http_binds = await listeners.start(
                     partial(
                         worker_serve,
-                        wrap_app(app, MAX_BODY_BYTES, "asgi"),
+                        wrap_app(shield_server_send(app), MAX_BODY_BYTES, "asgi"),
                         http_config,
                         sockets=http_sockets,
                         shutdown_trigger=stop.wait,

@@ -8,12 +8,14 @@ returns ``b"3"``), as in Redis.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 __all__ = [
     "BUCKET_GRACE",
     "BucketState",
+    "Entry",
     "MemoryStore",
     "bucket_ttl",
     "check_bucket_args",
@@ -22,11 +24,24 @@ __all__ = [
 ]
 
 
+#: One ``set_many`` item: key, value, and seconds to live (``None`` = until deleted).
+Entry = tuple[str, bytes, float | None]
+
+
 class MemoryStore(Protocol):
     async def get(self, key: str) -> bytes | None: ...
 
+    async def get_many(self, *keys: str) -> list[bytes | None]:
+        """The values of ``keys``, in order (``None`` for absent); one round trip."""
+        ...
+
     async def set(self, key: str, value: bytes, ttl: float | None = None) -> None:
         """Store ``value``; ``ttl`` seconds to live, ``None`` = until deleted."""
+        ...
+
+    async def set_many(self, entries: Sequence[Entry]) -> None:
+        """``set`` each entry; one round trip where the backend allows (not atomic as a
+        whole: each key is written as ``set`` writes it)."""
         ...
 
     async def set_if_absent(self, key: str, value: bytes, ttl: float | None = None) -> bool:

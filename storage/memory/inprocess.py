@@ -7,11 +7,18 @@ are ignored when read and swept out at most once a minute.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import trio
 
-from storage.memory.base import BucketState, bucket_ttl, check_bucket_args, check_ttl, spend
+from storage.memory.base import (
+    BucketState,
+    Entry,
+    bucket_ttl,
+    check_bucket_args,
+    check_ttl,
+    spend,
+)
 
 __all__ = ["InProcessMemoryStore"]
 
@@ -29,10 +36,21 @@ class InProcessMemoryStore:
         await trio.lowlevel.checkpoint()
         return self._live(key)
 
+    async def get_many(self, *keys: str) -> list[bytes | None]:
+        await trio.lowlevel.checkpoint()
+        return [self._live(key) for key in keys]
+
     async def set(self, key: str, value: bytes, ttl: float | None = None) -> None:
         await trio.lowlevel.checkpoint()
         check_ttl(ttl)
         self._put(key, value, ttl)
+
+    async def set_many(self, entries: Sequence[Entry]) -> None:
+        await trio.lowlevel.checkpoint()
+        for _, _, ttl in entries:
+            check_ttl(ttl)
+        for key, value, ttl in entries:
+            self._put(key, value, ttl)
 
     async def set_if_absent(self, key: str, value: bytes, ttl: float | None = None) -> bool:
         await trio.lowlevel.checkpoint()

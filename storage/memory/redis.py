@@ -9,7 +9,7 @@ are atomic; the token bucket uses the Redis server's clock, shared by every inst
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import redis
@@ -18,7 +18,7 @@ from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
 
 from storage.errors import StorageUnavailable
-from storage.memory.base import BUCKET_GRACE, check_bucket_args, check_ttl
+from storage.memory.base import BUCKET_GRACE, Entry, check_bucket_args, check_ttl
 
 __all__ = ["RedisMemoryStore"]
 
@@ -75,9 +75,32 @@ class RedisMemoryStore:
         value: bytes | None = await self._call(lambda: self._client.get(key))
         return value
 
+    async def get_many(self, *keys: str) -> list[bytes | None]:
+        if not keys:
+            await trio.lowlevel.checkpoint()
+            return []
+        values: list[bytes | None] = await self._call(lambda: self._client.mget(keys))
+        return values
+
     async def set(self, key: str, value: bytes, ttl: float | None = None) -> None:
         check_ttl(ttl)
         await self._call(lambda: self._client.set(key, value, px=_ms(ttl)))
+
+    async def set_many(self, entries: Sequence[Entry]) -> None:
+        for _, _, ttl in entries:
+            check_ttl(ttl)
+        if not entries:
+            await trio.lowlevel.checkpoint()
+            return
+
+        def work() -> None:
+            # One round trip; no MULTI: each SET stands alone, as ``set`` would.
+            pipe = self._client.pipeline(transaction=False)
+            for key, value, ttl in entries:
+                pipe.set(key, value, px=_ms(ttl))
+            pipe.execute()
+
+        await self._call(work)
 
     async def set_if_absent(self, key: str, value: bytes, ttl: float | None = None) -> bool:
         check_ttl(ttl)

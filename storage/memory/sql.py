@@ -9,13 +9,20 @@ ignored by every read and purged at most once a minute per instance.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 import sqlalchemy as sa
 import trio
 
-from storage.memory.base import BucketState, bucket_ttl, check_bucket_args, check_ttl, spend
+from storage.memory.base import (
+    BucketState,
+    Entry,
+    bucket_ttl,
+    check_bucket_args,
+    check_ttl,
+    spend,
+)
 from storage.sql.database import Database
 from storage.sql.schema import memory
 
@@ -38,13 +45,41 @@ class SqlMemoryStore:
     async def get(self, key: str) -> bytes | None:
         _check_key(key)
         now = self._clock()
-        return await self._db.run(lambda conn: _read(conn, key, now))
+        return await self._db.read(lambda conn: _read(conn, key, now))
+
+    async def get_many(self, *keys: str) -> list[bytes | None]:
+        for key in keys:
+            _check_key(key)
+        if not keys:
+            await trio.lowlevel.checkpoint()
+            return []
+        now = self._clock()
+
+        def work(conn: sa.Connection) -> list[bytes | None]:
+            rows = conn.execute(
+                sa.select(memory.c.key, memory.c.value).where(memory.c.key.in_(set(keys)), _LIVE),
+                {"now": now},
+            ).all()
+            found = {row.key: bytes(row.value) for row in rows}
+            return [found.get(key) for key in keys]
+
+        return await self._db.read(work)
 
     async def set(self, key: str, value: bytes, ttl: float | None = None) -> None:
         _check_key(key)
         check_ttl(ttl)
         now = self._clock()
         await self._locked(key, lambda conn: _write(conn, key, value, _expiry(now, ttl)))
+
+    async def set_many(self, entries: Sequence[Entry]) -> None:
+        """One locked write per key, as ``set``: the database's locks are one key each."""
+        for key, _, ttl in entries:
+            _check_key(key)
+            check_ttl(ttl)
+        if not entries:
+            await trio.lowlevel.checkpoint()
+        for key, value, ttl in entries:
+            await self.set(key, value, ttl)
 
     async def set_if_absent(self, key: str, value: bytes, ttl: float | None = None) -> bool:
         _check_key(key)

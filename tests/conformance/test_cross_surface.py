@@ -60,21 +60,6 @@ def run_suite(
     return code, out.getvalue()
 
 
-def run_whole_suite(args: list[str]) -> tuple[int, str]:
-    """The whole catalogue, run a second time only if the first run lost a call to a timeout.
-
-    KNOWN SERVER BUG, open: about once in four full CI runs under parallel load, one HTTP
-    request gets no answer at all (a 30 s ReadTimeout), most often the first call of a run.
-    It is reported in the closing note of the session that found it and must be fixed in
-    the server; until then this test, whose subject is that the surfaces agree, retries
-    once rather than fail on it. A second timeout still fails the test.
-    """
-    code, output = run_suite(args)
-    if code != 0 and "Timeout" in output:
-        code, output = run_suite(args)
-    return code, output
-
-
 def totals(output: str) -> tuple[int, int, int]:
     last = output.rstrip("\n").splitlines()[-1]
     match = TOTALS.match(last)
@@ -105,7 +90,7 @@ def test_whole_suite_destructive_on_sqlite_with_schemathesis(
 ) -> None:
     junit = tmp_path / "conformance.xml"
     args = [*suite_args(sqlite_server), "--destructive", "--junit", str(junit)]
-    code, output = run_whole_suite([*args, "--fuzz-examples", "5"])
+    code, output = run_suite([*args, "--fuzz-examples", "5"])
     assert code == 0, output
     passed, failed, skipped = totals(output)
     assert failed == 0, output
@@ -318,7 +303,7 @@ def test_two_processes_on_postgres_and_redis_with_calls_alternating(tmp_path: Pa
     try:
         with running(flags, tmp_path, name="second") as second:
             args = [*suite_args(first, second), "--destructive", "--fuzz-examples", "0"]
-            code, output = run_whole_suite(args)
+            code, output = run_suite(args)
             assert code == 0, output
             passed, failed, _ = totals(output)
             assert failed == 0

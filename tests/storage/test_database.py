@@ -93,3 +93,38 @@ async def test_ping_and_dialect(database: Database, database_kind: str) -> None:
     await database.ping()
     expected = {"sqlite": "sqlite", "postgres": "postgresql", "mariadb": "mysql"}
     assert database.dialect == expected[database_kind]
+
+
+async def test_read_sees_committed_rows_and_returns(database: Database) -> None:
+    email = f"{uuid.uuid4().hex}@example.com"
+    row = user_row(email)
+    await database.run(lambda conn: conn.execute(sa.insert(users).values(row)), write=True)
+    assert await database.read(lambda conn: count_email(conn, email)) == 1
+    # A failing read raises as it is, and the pooled connection stays usable.
+    with pytest.raises(sa.exc.DBAPIError):
+        await database.read(lambda conn: conn.exec_driver_sql("SELECT * FROM no_such_table"))
+    assert await database.read(lambda conn: count_email(conn, email)) == 1
+    # And a transaction after a read on the same pool still is one: rolled back on error.
+    other = f"{uuid.uuid4().hex}@example.com"
+
+    def insert_then_fail(conn: sa.Connection) -> None:
+        conn.execute(sa.insert(users).values(user_row(other)))
+        raise Boom
+
+    with pytest.raises(Boom):
+        await database.run(insert_then_fail, write=True)
+    assert await database.read(lambda conn: count_email(conn, other)) == 0
+
+
+@pytest.mark.parametrize("database_kind", ["postgres"])
+async def test_read_on_postgres_opens_no_transaction(database: Database) -> None:
+    """Each statement of a read is its own transaction on PostgreSQL (no BEGIN/COMMIT)."""
+
+    def two_ids(conn: sa.Connection) -> tuple[int, int]:
+        first = conn.exec_driver_sql("SELECT txid_current()").scalar_one()
+        return first, conn.exec_driver_sql("SELECT txid_current()").scalar_one()
+
+    first, second = await database.read(two_ids)
+    assert first != second
+    first, second = await database.run(two_ids)
+    assert first == second

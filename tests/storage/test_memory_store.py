@@ -173,3 +173,33 @@ async def test_ping(memory_store: MemoryStore) -> None:
 
 async def _absent(store: MemoryStore, key: str) -> bool:
     return await store.get(key) is None
+
+
+async def test_get_many_in_order_with_absent_keys(memory_store: MemoryStore) -> None:
+    a, b, missing = new_key(), new_key(), new_key()
+    await memory_store.set(a, b"1")
+    await memory_store.set(b, b"\x00two")
+    assert await memory_store.get_many(b, missing, a) == [b"\x00two", None, b"1"]
+    assert await memory_store.get_many(a, a) == [b"1", b"1"]
+    assert await memory_store.get_many() == []
+    await memory_store.incr(missing, 3)
+    assert await memory_store.get_many(missing) == [b"3"]
+
+
+async def test_set_many_writes_each_entry_with_its_ttl(memory_store: MemoryStore) -> None:
+    lasting, brief, existing = new_key(), new_key(), new_key()
+    await memory_store.set(existing, b"old")
+    await memory_store.set_many(
+        [(lasting, b"L", None), (brief, b"B", SHORT_TTL), (existing, b"new", 60)]
+    )
+    assert await memory_store.get_many(lasting, brief, existing) == [b"L", b"B", b"new"]
+    assert await eventually(lambda: _absent(memory_store, brief))
+    assert await memory_store.get_many(lasting, brief, existing) == [b"L", None, b"new"]
+    await memory_store.set_many([])
+
+
+async def test_set_many_refuses_a_bad_ttl_before_writing(memory_store: MemoryStore) -> None:
+    first = new_key()
+    with pytest.raises(ValueError, match="ttl must be positive"):
+        await memory_store.set_many([(first, b"1", 10), (new_key(), b"2", 0)])
+    assert await memory_store.get(first) is None

@@ -213,3 +213,41 @@ async def test_run_loop_wakes_on_demand(storage: Storage) -> None:
         with trio.fail_after(10):
             await seen.wait()
         nursery.cancel_scope.cancel()
+
+
+async def test_an_enqueue_committed_in_this_process_wakes_the_run_loop(storage: Storage) -> None:
+    """No explicit wake and an hour-long poll: only the commit notification can run it."""
+    seen = trio.Event()
+
+    async def handler(item: OutboxItem) -> None:
+        seen.set()
+
+    worker = OutboxWorker(storage.db, {"mail": handler}, OutboxPolicy(poll_interval=3600))
+    async with trio.open_nursery() as nursery:
+        await nursery.start(worker.run)
+        await trio.sleep(0.05)  # let the first (empty) poll settle into its long wait
+        await _enqueue(storage, "mail", {})
+        with trio.fail_after(30):
+            await seen.wait()
+        nursery.cancel_scope.cancel()
+
+
+async def test_only_a_committed_enqueue_notifies(storage: Storage) -> None:
+    notified: list[str] = []
+    storage.db.on_commit(outbox.ENQUEUED, lambda: notified.append("enqueued"))
+
+    def enqueue_then_fail(conn: sa.Connection) -> None:
+        outbox.enqueue(conn, "mail", {}, now=time.time())
+        raise RuntimeError("rolled back")
+
+    with pytest.raises(RuntimeError):
+        await storage.db.run(enqueue_then_fail, write=True)
+    await _rows(storage)  # a transaction without an enqueue, on the same pooled connection
+    assert notified == []
+    await _enqueue(storage, "mail", {})
+    assert notified == ["enqueued"]
+    # Two items in one transaction: one notification.
+    await storage.db.run(
+        lambda c: [outbox.enqueue(c, "mail", {}, now=time.time()) for _ in range(2)], write=True
+    )
+    assert notified == ["enqueued", "enqueued"]

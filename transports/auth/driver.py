@@ -188,7 +188,7 @@ class FlowRun:
     async def _answer(self, effect: Effect) -> Event:
         db = self.auth.storage.db
         if isinstance(effect, LoadUser):
-            return UserLoaded(user=await db.run(lambda conn: _load_user(conn, effect)))
+            return UserLoaded(user=await db.read(lambda conn: _load_user(conn, effect)))
         if isinstance(effect, VerifyPasswordHash):
             hasher = self.auth.hasher
             if effect.password_hash is None:

@@ -236,13 +236,12 @@ class AuthService(AccountOperations):
         return f"throttle:login:{who}:{caller.client_ip}", f"throttle:login:{who}"
 
     async def _check_login_throttle(self, keys: tuple[str, str]) -> None:
-        memory = self.storage.memory
+        counts = await self.storage.memory.get_many(*keys)
         limits = (
-            (keys[0], LOGIN_FAILURES_PER_ADDRESS, LOGIN_FAILURES_PER_ADDRESS_WINDOW),
-            (keys[1], LOGIN_FAILURES_PER_IDENTIFIER, LOGIN_FAILURES_PER_IDENTIFIER_WINDOW),
+            (LOGIN_FAILURES_PER_ADDRESS, LOGIN_FAILURES_PER_ADDRESS_WINDOW),
+            (LOGIN_FAILURES_PER_IDENTIFIER, LOGIN_FAILURES_PER_IDENTIFIER_WINDOW),
         )
-        for key, limit, window in limits:
-            raw = await memory.get(key)
+        for raw, (limit, window) in zip(counts, limits, strict=True):
             if raw is not None and int(raw) >= limit:
                 raise ResourceExhausted(INVALID_CREDENTIALS, retry_after=window)
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from core.auth.responses import IssuedTokens
 from storage import Storage
 from storage import users as user_rows
+from storage.memory.base import Entry
 from storage.users import UserStatus
 
 __all__ = [
@@ -72,16 +73,14 @@ class SessionStore:
     async def persist(self, user_id: str, sid: str, tokens: IssuedTokens) -> None:
         life = self.lifetimes
         k = self.key
-        await self.memory.set(
-            k(user_id, sid, tokens.nonce, SESSION), tokens.session_token.encode(), life.session
-        )
-        await self.memory.set(
-            k(user_id, sid, tokens.nonce, ACCESS), tokens.access_token.encode(), life.access
-        )
+        entries: list[Entry] = [
+            (k(user_id, sid, tokens.nonce, SESSION), tokens.session_token.encode(), life.session),
+            (k(user_id, sid, tokens.nonce, ACCESS), tokens.access_token.encode(), life.access),
+        ]
         if tokens.refresh_token is not None:
-            await self.memory.set(
-                k(user_id, sid, tokens.nonce, REFRESH), tokens.refresh_token.encode(), life.refresh
-            )
+            refresh = tokens.refresh_token.encode()
+            entries.append((k(user_id, sid, tokens.nonce, REFRESH), refresh, life.refresh))
+        await self.memory.set_many(entries)
 
     async def get(self, user_id: str, sid: str, nonce: str, kind: str) -> str | None:
         raw = await self.memory.get(self.key(user_id, sid, nonce, kind))
@@ -120,20 +119,21 @@ class SessionStore:
             await self.memory.delete_prefix(f"auth:{user_id}:")
             return
         sid, nonce = keep
-        saved = {
-            kind: await self.get(user_id, sid, nonce, kind) for kind in (SESSION, ACCESS, REFRESH)
-        }
-        await self.memory.delete_prefix(f"auth:{user_id}:")
         life = {
             SESSION: self.lifetimes.session,
             ACCESS: self.lifetimes.access,
             REFRESH: self.lifetimes.refresh,
         }
-        for kind, value in saved.items():
-            if value is not None:
-                await self.memory.set(
-                    self.key(user_id, sid, nonce, kind), value.encode(), life[kind]
-                )
+        keys = [self.key(user_id, sid, nonce, kind) for kind in life]
+        saved = await self.memory.get_many(*keys)
+        await self.memory.delete_prefix(f"auth:{user_id}:")
+        await self.memory.set_many(
+            [
+                (key, value, ttl)
+                for key, value, ttl in zip(keys, saved, life.values(), strict=True)
+                if value is not None
+            ]
+        )
 
     # -- the SQL side ---------------------------------------------------------------------
 
@@ -142,7 +142,7 @@ class SessionStore:
         cached = self._status.get(user_id)
         if cached is not None and now - cached[0] < STATUS_CACHE_SECONDS:
             return cached[1]
-        found = await self.db.run(lambda conn: user_rows.status(conn, user_id))
+        found = await self.db.read(lambda conn: user_rows.status(conn, user_id))
         if len(self._status) > 100_000:
             self._status.clear()
         self._status[user_id] = (now, found)

@@ -15,6 +15,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import trio
 from quart import Response, g, request
 from quart_trio import QuartTrio
 from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound, RequestEntityTooLarge
@@ -81,6 +82,25 @@ async def read_json_object() -> dict[str, Any]:
     if not isinstance(body, dict):
         raise errors.InvalidArgument("request body must be a JSON object")
     return body
+
+
+async def finish_request_body() -> bool:
+    """Receive and discard whatever of the request body no handler read; False if it cannot.
+
+    An answer given before the body has arrived (CSRF 403, 404, 405, a rate limit) would
+    otherwise leave the rest of the body on the connection: the server then cannot reuse
+    it and closes it under a client that may still be writing, which can lose the answer.
+    A body over the limit, or one that stops arriving, is not waited for: the connection
+    closes instead.
+    """
+    timeout = float("inf") if request.body_timeout is None else request.body_timeout
+    with trio.move_on_after(timeout) as waited:
+        try:
+            async for _ in request.body:
+                pass
+        except RequestEntityTooLarge:
+            return False
+    return not waited.cancelled_caught
 
 
 def caller_context() -> CallerContext:
@@ -291,6 +311,7 @@ def create_app(runtime: Runtime) -> QuartTrio:
             summary="This document, generated from the served route table",
             tag="discovery",
             rate_limit_exempt=True,
+            constant=True,
         )
     )
     document.update(
@@ -303,7 +324,7 @@ def create_app(runtime: Runtime) -> QuartTrio:
         endpoint = f"{route.method} {route.path}"
         by_endpoint[endpoint] = route
         app.add_url_rule(
-            route.path, endpoint=endpoint, view_func=_view(route), methods=[route.method]
+            route.path, endpoint=endpoint, view_func=route_view(route), methods=[route.method]
         )
     register_oauth_views(app, runtime.auth, caller_context)
     register_social_views(app, runtime.social, caller_context)
@@ -353,7 +374,7 @@ def create_app(runtime: Runtime) -> QuartTrio:
             # a page with its own policy (the authorize form_post / web_message) keeps it
             if name not in response.headers:
                 response.headers[name] = value
-        if response.status_code == 413:
+        if response.status_code in (408, 413) or not await finish_request_body():
             # The refused body may still be arriving: the connection cannot be reused.
             response.headers["Connection"] = "close"
         origin = request.headers.get("origin")
@@ -407,7 +428,10 @@ def create_app(runtime: Runtime) -> QuartTrio:
     return app
 
 
-def _view(route: Route) -> Callable[[], Awaitable[Response]]:
+def route_view(route: Route) -> Callable[[], Awaitable[Response]]:
+    if route.constant:
+        return _constant_view(route)
+
     async def view() -> Response:
         body = await read_json_object() if route.method != "GET" else dict(request.args)
         reply = await route.operation(body, caller_context())
@@ -415,6 +439,19 @@ def _view(route: Route) -> Callable[[], Awaitable[Response]]:
         for cookie in reply.cookies:
             _set_cookie(response, cookie)
         return response
+
+    return view
+
+
+def _constant_view(route: Route) -> Callable[[], Awaitable[Response]]:
+    """Serialise the answer on the first call only (the OpenAPI document is large)."""
+    encoded: list[str] = []
+
+    async def view() -> Response:
+        if not encoded:
+            reply = await route.operation({}, caller_context())
+            encoded.append(json.dumps(reply.body, separators=(",", ":")))
+        return Response(encoded[0], content_type="application/json")
 
     return view
 

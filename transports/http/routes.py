@@ -27,6 +27,8 @@ class Route:
     rate_limit_exempt: bool = False
     #: Status codes the route answers with JSON (the success code is 200).
     extra_statuses: tuple[int, ...] = ()
+    #: The answer never changes (a GET without cookies): serialised once, then served as is.
+    constant: bool = False
 
 
 ERROR_SCHEMA: JsonObject = {

@@ -13,7 +13,7 @@ from collections import OrderedDict
 from collections.abc import Hashable
 from dataclasses import dataclass
 
-from core.fga.check import Resolver, ResolverWrapper
+from core.fga.check import Resolver, ResolverWrapper, Step
 from core.fga.request import RequestOptions
 from core.fga.result import Outcome
 
@@ -68,7 +68,7 @@ class CachingResolver:
         self.scope = scope
 
     def resolve(self, obj: str, relation: str, user: str, depth: int,
-                visited: frozenset[str]) -> Outcome:
+                visited: set[Step]) -> Outcome:
         key = (self.scope, obj, relation, user)
         cached = self.cache.get(key)
         if cached is not None:

@@ -19,10 +19,11 @@ import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from core.errors import FailedPrecondition, InvalidArgument, PermissionDenied, Unauthenticated
-from core.fga.check import check
+from core.fga.check import Checker, validate_check_request
 from core.fga.conditions import ConditionError, convert_parameter
 from core.fga.dsl_lexer import DslSyntaxError
 from core.fga.dsl_parser import parse_dsl
@@ -31,7 +32,7 @@ from core.fga.errors import FgaError
 from core.fga.expand import expand
 from core.fga.list_objects import list_objects
 from core.fga.list_users import UserFilter, list_users
-from core.fga.request import RequestOptions
+from core.fga.request import RequestContext, RequestOptions
 from core.fga.tuples import TupleKey
 from core.fga.validation import check_model
 from storage.fga import (
@@ -120,12 +121,23 @@ def _write_problem(model: ActiveModel, key: TupleKey) -> str | None:
     return None
 
 
+@dataclass(frozen=True, slots=True)
+class _CheckMetrics:
+    """One operation's labelled metric children, looked up once (labels() is not cheap)."""
+
+    allowed: Any
+    denied: Any
+    error: Any
+    latency: Any
+
+
 class FgaService:
     def __init__(self, service: _Service, store: FgaStore | None, metrics: Metrics) -> None:
         self.service = service
         self.store = store
         self.engine = None if store is None else EngineState(store)
         self.metrics = metrics
+        self._metric_children: dict[str, _CheckMetrics] = {}
 
     async def warm_up(self) -> None:
         """Load the store into this process at startup, so no request waits for it.
@@ -213,6 +225,19 @@ class FgaService:
             raise PermissionDenied("not authorized to query authorization for another subject")
         return own
 
+    def _checker(
+        self, engine: EngineState, model: ActiveModel, contextual: Sequence[TupleKey] = ()
+    ) -> Checker:
+        """One request's evaluator over the process index and cache.
+
+        Checks that share it share its memo: a batch for one subject evaluates each common
+        sub-problem (a group membership, a folder near the root) once. Raises FgaError
+        2027 for a bad contextual tuple.
+        """
+        options = RequestOptions(contextual_tuples=tuple(contextual))
+        request = RequestContext(model.ts, engine.index, options)
+        return Checker(request, engine.cache.wrapper(engine.cache_scope, options))
+
     def _check(
         self,
         engine: EngineState,
@@ -222,27 +247,34 @@ class FgaService:
         relation: str,
         user: str,
         contextual: Sequence[TupleKey] = (),
+        shared: Checker | None = None,
     ) -> bool:
-        """One check through the process cache; raises FgaError (counted) on failure."""
-        options = RequestOptions(contextual_tuples=tuple(contextual))
+        """One check (on ``shared`` when given); raises FgaError (counted) on failure."""
+        metrics = self._check_metrics(operation)
         started = time.perf_counter()
         try:
-            allowed = check(
-                model.ts,
-                engine.index,
-                obj,
-                relation,
-                user,
-                options,
-                wrap=engine.cache.wrapper(engine.cache_scope, options),
-            )
+            validate_check_request(model.ts, obj, relation, user)
+            checker = shared or self._checker(engine, model, contextual)
+            allowed = checker.check(obj, relation, user)
         except FgaError:
-            self.metrics.fga_checks.labels(operation, "error").inc()
+            metrics.error.inc()
             raise
         finally:
-            self.metrics.fga_check_latency.labels(operation).observe(time.perf_counter() - started)
-        self.metrics.fga_checks.labels(operation, "allowed" if allowed else "denied").inc()
+            metrics.latency.observe(time.perf_counter() - started)
+        (metrics.allowed if allowed else metrics.denied).inc()
         return allowed
+
+    def _check_metrics(self, operation: str) -> _CheckMetrics:
+        found = self._metric_children.get(operation)
+        if found is None:
+            checks = self.metrics.fga_checks
+            found = self._metric_children[operation] = _CheckMetrics(
+                checks.labels(operation, "allowed"),
+                checks.labels(operation, "denied"),
+                checks.labels(operation, "error"),
+                self.metrics.fga_check_latency.labels(operation),
+            )
+        return found
 
     # -- public operations -----------------------------------------------------------------
 
@@ -263,14 +295,22 @@ class FgaService:
             if model is None:
                 raise PermissionDenied("authorization check failed")
             results = []
-            for relation, obj, contextual in parsed:
-                try:
+            try:
+                shared = self._checker(engine, model)
+                for relation, obj, contextual in parsed:
                     allowed = self._check(
-                        engine, model, "check_permissions", obj, relation, user, contextual
+                        engine,
+                        model,
+                        "check_permissions",
+                        obj,
+                        relation,
+                        user,
+                        contextual,
+                        None if contextual else shared,
                     )
-                except FgaError:
-                    raise PermissionDenied("authorization check failed") from None
-                results.append({"relation": relation, "object": obj, "allowed": allowed})
+                    results.append({"relation": relation, "object": obj, "allowed": allowed})
+            except FgaError:
+                raise PermissionDenied("authorization check failed") from None
             return Reply({"results": results})
 
     @staticmethod
@@ -354,9 +394,12 @@ class FgaService:
         if model is None:
             raise PermissionDenied("unauthorized")
         user = normalise_user(user)
+        shared = self._checker(engine, model)
         for relation, obj in wanted:
             try:
-                allowed = self._check(engine, model, "required_relations", obj, relation, user)
+                allowed = self._check(
+                    engine, model, "required_relations", obj, relation, user, shared=shared
+                )
             except FgaError:
                 raise PermissionDenied("unauthorized") from None
             if not allowed:

@@ -68,6 +68,9 @@ class Checker:
         self.max_depth = request.max_depth
         self._memo: dict[Step, Outcome] = {}
         self._plans = _plans(request.ts)
+        #: The user of the running check and its form (a check never changes its user).
+        self.user = ""
+        self.user_form = _user_form("")
         #: Where dispatched sub-problems go: this checker, or a wrapper (cache, throttle)
         #: whose delegate is this checker.
         self.dispatcher: Resolver = wrap(self) if wrap is not None else self
@@ -76,6 +79,8 @@ class Checker:
 
     def check(self, obj: str, relation: str, user: str) -> bool:
         """The answer, or :class:`FgaError` if evaluation failed."""
+        if user != self.user:
+            self.user, self.user_form = user, _user_form(user)
         outcome = self.dispatcher.resolve(obj, relation, user, 0, set())
         if outcome.error is not None:
             raise outcome.error
@@ -227,7 +232,7 @@ def _direct_plan(refs: tuple[RelationRef, ...], relation: str) -> _Plan:
 
     def direct_plan(checker: Checker, obj: str, user: str, depth: int,
                     visited: set[Step]) -> Outcome:
-        form = _user_form(user)
+        form = checker.user_form if user is checker.user else _user_form(user)
         flags = flags_by_form.get(form)
         if flags is None:
             flags = flags_by_form[form] = _direct_flags(refs, user)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from core.errors import FailedPrecondition, InvalidArgument, PermissionDenied, Unauthenticated
-from core.fga.check import Checker, validate_check_request
+from core.fga.check import Checker, validate_check_object, validate_check_user
 from core.fga.conditions import ConditionError, convert_parameter
 from core.fga.dsl_lexer import DslSyntaxError
 from core.fga.dsl_parser import parse_dsl
@@ -226,16 +226,26 @@ class FgaService:
         return own
 
     def _checker(
-        self, engine: EngineState, model: ActiveModel, contextual: Sequence[TupleKey] = ()
+        self,
+        engine: EngineState,
+        model: ActiveModel,
+        operation: str,
+        user: str,
+        contextual: Sequence[TupleKey] = (),
     ) -> Checker:
-        """One request's evaluator over the process index and cache.
+        """One request's evaluator for ``user`` over the process index and cache.
 
         Checks that share it share its memo: a batch for one subject evaluates each common
         sub-problem (a group membership, a folder near the root) once. Raises FgaError
-        2027 for a bad contextual tuple.
+        (counted) for a malformed user or a bad contextual tuple (2027).
         """
         options = RequestOptions(contextual_tuples=tuple(contextual))
-        request = RequestContext(model.ts, engine.index, options)
+        try:
+            validate_check_user(model.ts, user)
+            request = RequestContext(model.ts, engine.index, options)
+        except FgaError:
+            self._check_metrics(operation).error.inc()
+            raise
         return Checker(request, engine.cache.wrapper(engine.cache_scope, options))
 
     def _check(
@@ -245,16 +255,14 @@ class FgaService:
         operation: str,
         obj: str,
         relation: str,
+        checker: Checker,
         user: str,
-        contextual: Sequence[TupleKey] = (),
-        shared: Checker | None = None,
     ) -> bool:
-        """One check (on ``shared`` when given); raises FgaError (counted) on failure."""
+        """One check on ``checker``; raises FgaError (counted) on failure."""
         metrics = self._check_metrics(operation)
         started = time.perf_counter()
         try:
-            validate_check_request(model.ts, obj, relation, user)
-            checker = shared or self._checker(engine, model, contextual)
+            validate_check_object(model.ts, obj, relation)
             allowed = checker.check(obj, relation, user)
         except FgaError:
             metrics.error.inc()
@@ -295,19 +303,16 @@ class FgaService:
             if model is None:
                 raise PermissionDenied("authorization check failed")
             results = []
+            operation = "check_permissions"
             try:
-                shared = self._checker(engine, model)
+                shared = self._checker(engine, model, operation, user)
                 for relation, obj, contextual in parsed:
-                    allowed = self._check(
-                        engine,
-                        model,
-                        "check_permissions",
-                        obj,
-                        relation,
-                        user,
-                        contextual,
-                        None if contextual else shared,
+                    checker = (
+                        self._checker(engine, model, operation, user, contextual)
+                        if contextual
+                        else shared
                     )
+                    allowed = self._check(engine, model, operation, obj, relation, checker, user)
                     results.append({"relation": relation, "object": obj, "allowed": allowed})
             except FgaError:
                 raise PermissionDenied("authorization check failed") from None
@@ -394,16 +399,14 @@ class FgaService:
         if model is None:
             raise PermissionDenied("unauthorized")
         user = normalise_user(user)
-        shared = self._checker(engine, model)
-        for relation, obj in wanted:
-            try:
-                allowed = self._check(
-                    engine, model, "required_relations", obj, relation, user, shared=shared
-                )
-            except FgaError:
-                raise PermissionDenied("unauthorized") from None
-            if not allowed:
-                raise PermissionDenied("unauthorized")
+        operation = "required_relations"
+        try:
+            checker = self._checker(engine, model, operation, user)
+            for relation, obj in wanted:
+                if not self._check(engine, model, operation, obj, relation, checker, user):
+                    raise PermissionDenied("unauthorized")
+        except FgaError:
+            raise PermissionDenied("unauthorized") from None
 
     # -- admin operations ------------------------------------------------------------------
 

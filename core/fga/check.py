@@ -34,7 +34,16 @@ from core.fga.result import ALLOWED, CYCLE, DENIED, Outcome
 from core.fga.tuples import TupleKey, TupleReader
 from core.fga.typesystem import TypeSystem
 
-__all__ = ["Checker", "Resolver", "ResolverWrapper", "Step", "check"]
+__all__ = [
+    "Checker",
+    "Resolver",
+    "ResolverWrapper",
+    "Step",
+    "check",
+    "validate_check_object",
+    "validate_check_request",
+    "validate_check_user",
+]
 
 #: ``(object, relation, user)``: one sub-problem, as memoised and as visited on a path.
 Step = tuple[str, str, str]
@@ -133,16 +142,6 @@ class Checker:
                 error = error or exc
         return passing, error
 
-    def probe(self, obj: str, relation: str, target: str) -> Outcome:
-        """Is the tuple ``obj#relation@target`` there (valid, its condition holding)?"""
-        found = self.reader.read_exact(obj, relation, target)
-        if not found:
-            return DENIED
-        passing, error = self.passing(found)
-        if passing:
-            return ALLOWED
-        return Outcome.failed(error) if error is not None else DENIED
-
 
 def _relation_not_found(obj: str, relation: str) -> Outcome:
     object_type = obj.partition(":")[0]
@@ -239,18 +238,23 @@ def _direct_plan(refs: tuple[RelationRef, ...], relation: str) -> _Plan:
         exact_ok, wildcard_ok, userset_ok = flags
         error: FgaError | None = None
         cycle = False
+        read_exact = checker.reader.read_exact
         if exact_ok:
-            outcome = checker.probe(obj, relation, user)
-            if outcome.allowed:
-                return ALLOWED
-            error = outcome.error
+            found = read_exact(obj, relation, user)
+            if found:
+                passing, error = checker.passing(found)
+                if passing:
+                    return ALLOWED
         if wildcard_ok:
-            outcome = checker.probe(obj, relation, form[0] + ":*")
-            if outcome.allowed:
-                return ALLOWED
-            error = error or outcome.error
-        if userset_ok:
-            passing, read_error = checker.passing(checker.reader.read_usersets(obj, relation))
+            found = read_exact(obj, relation, form[0] + ":*")
+            if found:
+                passing, read_error = checker.passing(found)
+                if passing:
+                    return ALLOWED
+                error = error or read_error
+        usersets = checker.reader.read_usersets(obj, relation) if userset_ok else ()
+        if usersets:
+            passing, read_error = checker.passing(usersets)
             for key in passing:
                 set_object, _, set_relation = key.user.partition("#")
                 outcome = checker.dispatch(set_object, set_relation, user, depth, visited)
@@ -265,14 +269,21 @@ def _direct_plan(refs: tuple[RelationRef, ...], relation: str) -> _Plan:
 
 
 def _tuple_to_userset_plan(ts: TypeSystem, tupleset: str, computed: str) -> _Plan:
+    #: the parent types that define ``computed`` (other parents are skipped)
+    parent_types = frozenset(t.name for t in ts.model.type_definitions
+                             if computed in t.relations)
+
     def tuple_to_userset_plan(checker: Checker, obj: str, user: str, depth: int,
                               visited: set[Step]) -> Outcome:
-        passing, read_error = checker.passing(checker.reader.read(obj, tupleset))
+        parents = checker.reader.read(obj, tupleset)
+        if not parents:
+            return DENIED
+        passing, read_error = checker.passing(parents)
         error: FgaError | None = None
         cycle = False
         for key in passing:
             parent = key.user
-            if not ts.has_relation(parent.partition(":")[0], computed):
+            if parent.partition(":")[0] not in parent_types:
                 continue
             outcome = checker.dispatch(parent, computed, user, depth, visited)
             if outcome.allowed:
@@ -286,19 +297,31 @@ def _tuple_to_userset_plan(ts: TypeSystem, tupleset: str, computed: str) -> _Pla
 
 def _denied(cycle: bool, error: FgaError | None) -> Outcome:
     """A union that found nothing: its first error, else ``False`` (cycle flag kept)."""
+    if error is None and not cycle:
+        return DENIED
     if error is not None:
         return Outcome(False, cycle, error)
     return Outcome(False, cycle) if cycle else DENIED
 
 
-def validate_check_request(ts: TypeSystem, obj: str, relation: str, user: str) -> None:
-    """OpenFGA's loose validation of Check's tuple key: every problem is 2000."""
+def validate_check_object(ts: TypeSystem, obj: str, relation: str) -> None:
+    """OpenFGA's loose validation of Check's object and relation: every problem is 2000."""
     problem = ts.object_problem(obj, relation)
     if problem is not None:
         raise FgaError(ErrorCode.VALIDATION_ERROR, problem[1])
-    user_problem = ts.user_problem(user)
-    if user_problem is not None:
-        raise FgaError(ErrorCode.VALIDATION_ERROR, user_problem)
+
+
+def validate_check_user(ts: TypeSystem, user: str) -> None:
+    """OpenFGA's validation of Check's user: 2000 when malformed or unknown to the model."""
+    problem = ts.user_problem(user)
+    if problem is not None:
+        raise FgaError(ErrorCode.VALIDATION_ERROR, problem)
+
+
+def validate_check_request(ts: TypeSystem, obj: str, relation: str, user: str) -> None:
+    """OpenFGA's loose validation of Check's tuple key: every problem is 2000."""
+    validate_check_object(ts, obj, relation)
+    validate_check_user(ts, user)
 
 
 def check(ts: TypeSystem, store: TupleReader, obj: str, relation: str, user: str,

@@ -4,10 +4,9 @@ A world has users, nested groups, a folder tree and documents. Folder and docume
 relations are drawn from a small grammar: direct assignments (users, ``user:*``,
 ``group#member``, ``user with cond``) and rewrites over earlier relations (union,
 intersection, exclusion, and those nested over three relations) or over the parent folder
-(tuple to userset). Tuples follow the
-model's type restrictions; parent and group-in-group tuples point "backwards" only, so
-the tuple graph is acyclic. Every check carries a context that binds the condition's
-parameter, and some checks come with contextual tuples.
+(tuple to userset). Tuples follow the model's type restrictions; parent and group-in-group
+tuples point "backwards" only, so the tuple graph is acyclic. Every check carries a context
+that binds the condition's parameter, and some checks come with contextual tuples.
 """
 
 from __future__ import annotations

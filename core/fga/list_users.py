@@ -11,9 +11,10 @@ filter type (its relation is not compared: OpenFGA's quirk) and expand usersets;
 ``object#relation`` matching a ``type#relation`` filter lists itself. A union lists what
 any operand lists with a relationship, an intersection a user every operand lists or
 admits through ``type:*``. An exclusion drops the base users its subtract lists (all of
-them when it lists ``type:*``); when the base lists ``type:*`` it keeps that, and the
-users the subtract lists are passed on with the opposite status, so an exclusion further
-up turns them back into results (``a but not (b but not c)``). Unions and intersections
+them when it lists ``type:*``) and passes the others on as the base had them; when the
+base lists ``type:*`` it keeps that, and the users the subtract lists are passed on with
+the opposite status, so an exclusion further up turns them back into results
+(``a but not (b but not c)``). Unions and intersections
 forget "no relationship" users. An exclusion whose subtract came back to a userset being
 expanded lists nothing and drops its errors; any other error fails the request. Where
 OpenFGA merges statuses in a racy order (several parents or usersets feeding one list),
@@ -213,16 +214,16 @@ class _Expander:
         """OpenFGA's exclusion over listed users, with its "no relationship" markers.
 
         A base user is dropped (passed on negated) when the subtract lists it or lists
-        ``type:*``. When the base lists ``type:*``, every user the subtract lists is passed
-        on with the opposite status, once per base user, and excluded when it had the
-        relationship there.
+        ``type:*``, else passed on as the base had it. When the base lists ``type:*``,
+        every user the subtract lists is passed on with the opposite status, once per base
+        user, and excluded when it had the relationship there.
         """
         out: list[_Found] = []
         subtract_wildcard = self.wildcard in subtract
         if self.wildcard in base:
-            for user in base:
+            for user, has in base.items():
                 if user not in subtract:
-                    out.append(_Found(user, not subtract_wildcard))
+                    out.append(_Found(user, has and not subtract_wildcard))
                 for other, has in subtract.items():
                     if split_user(other)[1] != "*":
                         out.append(_Found(other, not has, frozenset({other}) if has

@@ -149,3 +149,23 @@ type doc
     reader = MemoryTupleReader(_keys(tuples))
     assert list_users(ts, reader, "doc:1", "viewer", UserFilter("group", "member")).items == (
         "group:g", "group:h#member")
+
+
+def test_an_exclusion_keeps_what_its_base_excluded_next_to_a_wildcard() -> None:
+    dsl = """model
+  schema 1.1
+type user
+type doc
+  relations
+    define a: [user:*]
+    define b: [user]
+    define c: a but not b
+    define e: [user]
+    define d: c but not e
+    define f: b but not d
+"""
+    tuples = ("doc:1#a@user:*", "doc:1#b@user:u2", "doc:1#e@user:u9")
+    # u2 comes out of `c` as "no relationship"; `d` keeps that status (not a listing)...
+    assert _listed(dsl, tuples, "doc:1", "d") == ["user:*"]
+    # ...so `f` (u2 is in `b`, and its subtract `d` says u2 has no relationship) lists u2.
+    assert _listed(dsl, tuples, "doc:1", "f") == ["user:u2"]

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core.fga.check import check
+from core.fga.check import Checker, check
 from core.fga.list_objects import list_objects
 from core.fga.list_users import UserFilter, list_users
 from core.fga.model import (
@@ -29,6 +29,7 @@ from core.fga.model import (
     TypeDefinition,
     Union,
 )
+from core.fga.request import RequestContext, RequestOptions
 from core.fga.tuples import MemoryTupleReader, TupleKey
 from core.fga.typesystem import TypeSystem
 from core.fga.validation import validate_model
@@ -208,3 +209,18 @@ def test_list_users_agrees_with_check_without_set_algebra(world: World) -> None:
                 for user in USERS:
                     if check(ts, store, obj, rel, user):
                         assert user in listed_users or "user:*" in listed_users, (obj, rel, user)
+
+
+@SETTINGS
+@given(worlds())
+def test_one_checker_shared_by_many_checks_answers_like_fresh_ones(world: World) -> None:
+    # check_permissions answers a whole batch on one Checker (one memo): sharing must not
+    # change any answer, whatever order the questions and users come in.
+    ts = TypeSystem(world.model)
+    store = MemoryTupleReader(world.tuples)
+    shared = Checker(RequestContext(ts, store, RequestOptions()))
+    for user in (*USERS, "user:*"):
+        for layer in reversed(LAYERS):
+            for obj in (f"{layer}:{i}" for i in IDS):
+                for rel in RELATIONS:
+                    assert shared.check(obj, rel, user) == check(ts, store, obj, rel, user)

@@ -1,24 +1,27 @@
 """ListUsers: the users of one filter type that have ``relation`` on ``object``.
 
-A port of OpenFGA's forward expansion, set algebra included, so the lists agree with
-the real engine even where they disagree with its Check (OpenFGA does not confirm
-ListUsers results with Check). Every expanded ``object#relation`` costs one depth (the
-25th nesting fails with 2002; computed relations count too) and is remembered on its
-path: a revisit is a cycle and lists nothing.
+A port of OpenFGA's forward expansion, its set algebra and bookkeeping included, so the
+lists agree with the real engine even where they disagree with its Check (OpenFGA does
+not confirm ListUsers results with Check). When the model has no pruned path from the
+filter to the relation (:mod:`core.fga.edges`) the answer is empty at once. Every
+expanded ``object#relation`` counts against the depth limit (computed relations too) and
+is remembered on its path: a revisit is a cycle and lists nothing.
 
-Each expansion yields users with a relationship status. Direct tuples list users of the
-filter type (its relation is not compared: OpenFGA's quirk) and expand usersets; an
-``object#relation`` matching a ``type#relation`` filter lists itself. A union lists what
-any operand lists with a relationship, an intersection a user every operand lists or
-admits through ``type:*``. An exclusion drops the base users its subtract lists (all of
-them when it lists ``type:*``) and passes the others on as the base had them; when the
-base lists ``type:*`` it keeps that, and the users the subtract lists are passed on with
-the opposite status, so an exclusion further up turns them back into results
-(``a but not (b but not c)``). Unions and intersections
-forget "no relationship" users. An exclusion whose subtract came back to a userset being
-expanded lists nothing and drops its errors; any other error fails the request. Where
-OpenFGA merges statuses in a racy order (several parents or usersets feeding one list),
-a user listed with a relationship keeps it.
+An expansion sends messages: a user, whether it has the relationship, and the users the
+message says are excluded. Direct tuples list users of the filter type (its relation is
+not compared: OpenFGA's quirk) and expand usersets; an ``object#relation`` matching a
+``type#relation`` filter lists itself. A union lists what any operand lists with a
+relationship. An intersection lists a user every operand lists or admits through
+``type:*``, unless some operand's message excluded it. An exclusion drops the base users
+its subtract lists (all of them when it lists ``type:*``) and passes the others on as the
+base had them; when the base lists ``type:*`` it keeps that, and the users the subtract
+lists are passed on with the opposite status, once per base user, marked excluded when
+they had the relationship there; so an exclusion further up turns them back into
+results (``a but not (b but not c)``). A union keeps a user excluded only when exactly
+as many messages excluded it as it has operands. An exclusion whose subtract came back
+to a userset being expanded lists nothing and drops its errors; any other error fails
+the request. Where OpenFGA merges statuses in a racy order (several parents or usersets
+feeding one list), a user listed with a relationship keeps it.
 """
 
 from __future__ import annotations

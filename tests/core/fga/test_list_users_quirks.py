@@ -12,7 +12,15 @@ from __future__ import annotations
 
 import pytest
 
-from core.fga import MemoryTupleReader, TypeSystem, UserFilter, check, list_users
+from core.fga import (
+    ErrorCode,
+    FgaError,
+    MemoryTupleReader,
+    TypeSystem,
+    UserFilter,
+    check,
+    list_users,
+)
 from core.fga.dsl_parser import parse_model
 from core.fga.tuples import TupleKey
 
@@ -169,3 +177,29 @@ type doc
     assert _listed(dsl, tuples, "doc:1", "d") == ["user:*"]
     # ...so `f` (u2 is in `b`, and its subtract `d` says u2 has no relationship) lists u2.
     assert _listed(dsl, tuples, "doc:1", "f") == ["user:u2"]
+
+
+def test_only_an_intersections_first_operand_needs_a_path_from_the_filter() -> None:
+    dsl = """model
+  schema 1.1
+type user
+type group
+type doc
+  relations
+    define a: [group]
+    define b: [user with cond]
+    define viewer: a and b
+    define viewer2: b and a
+condition cond(x: int) {
+  x > 1
+}
+"""
+    ts = TypeSystem(parse_model(dsl))
+    reader = MemoryTupleReader([TupleKey("doc:1", "a", "group:g"),
+                                TupleKey("doc:1", "b", "user:x", "cond")])
+    # No path from `user` through `a`: empty, without evaluating b's condition...
+    assert list_users(ts, reader, "doc:1", "viewer", UserFilter("user")).items == ()
+    # ...while through `b` the missing parameter fails the request (2000).
+    with pytest.raises(FgaError) as failure:
+        list_users(ts, reader, "doc:1", "viewer2", UserFilter("user"))
+    assert failure.value.fga_code == ErrorCode.VALIDATION_ERROR

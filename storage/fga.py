@@ -176,8 +176,13 @@ def _key_from_row(row: Any) -> TupleKey:
     )
 
 
+#: Built once: every request asks it, and building the statement each time cost a third of
+#: the probe's CPU time on SQLite.
+_MAX_REVISION = sa.select(sa.func.max(fga_changelog.c.revision))
+
+
 def _max_revision(conn: sa.Connection) -> int:
-    found = conn.execute(sa.select(sa.func.max(fga_changelog.c.revision))).scalar()
+    found = conn.execute(_MAX_REVISION).scalar()
     return int(found or 0)
 
 

@@ -19,10 +19,13 @@ import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, Protocol
 
+from prometheus_client import Counter, Histogram
+
 from core.errors import FailedPrecondition, InvalidArgument, PermissionDenied, Unauthenticated
-from core.fga.check import check
+from core.fga.check import Checker, validate_check_object, validate_check_user
 from core.fga.conditions import ConditionError, convert_parameter
 from core.fga.dsl_lexer import DslSyntaxError
 from core.fga.dsl_parser import parse_dsl
@@ -31,7 +34,7 @@ from core.fga.errors import FgaError
 from core.fga.expand import expand
 from core.fga.list_objects import list_objects
 from core.fga.list_users import UserFilter, list_users
-from core.fga.request import RequestOptions
+from core.fga.request import RequestContext, RequestOptions
 from core.fga.tuples import TupleKey
 from core.fga.validation import check_model
 from storage.fga import (
@@ -120,12 +123,23 @@ def _write_problem(model: ActiveModel, key: TupleKey) -> str | None:
     return None
 
 
+@dataclass(frozen=True, slots=True)
+class _CheckMetrics:
+    """One operation's labelled metric children, looked up once (labels() is not cheap)."""
+
+    allowed: Counter
+    denied: Counter
+    error: Counter
+    latency: Histogram
+
+
 class FgaService:
     def __init__(self, service: _Service, store: FgaStore | None, metrics: Metrics) -> None:
         self.service = service
         self.store = store
         self.engine = None if store is None else EngineState(store)
         self.metrics = metrics
+        self._metric_children: dict[str, _CheckMetrics] = {}
 
     async def warm_up(self) -> None:
         """Load the store into this process at startup, so no request waits for it.
@@ -213,36 +227,63 @@ class FgaService:
             raise PermissionDenied("not authorized to query authorization for another subject")
         return own
 
-    def _check(
+    def _checker(
         self,
         engine: EngineState,
         model: ActiveModel,
         operation: str,
-        obj: str,
-        relation: str,
         user: str,
         contextual: Sequence[TupleKey] = (),
-    ) -> bool:
-        """One check through the process cache; raises FgaError (counted) on failure."""
+    ) -> Checker:
+        """One request's evaluator for ``user`` over the process index and cache.
+
+        Checks that share it share its memo: a batch for one subject evaluates each common
+        sub-problem (a group membership, a folder near the root) once. Raises FgaError
+        (counted) for a malformed user or a bad contextual tuple (2027).
+        """
         options = RequestOptions(contextual_tuples=tuple(contextual))
+        try:
+            validate_check_user(model.ts, user)
+            request = RequestContext(model.ts, engine.index, options)
+        except FgaError:
+            self._check_metrics(operation).error.inc()
+            raise
+        return Checker(request, engine.cache.wrapper(engine.cache_scope, options))
+
+    def _check(
+        self,
+        model: ActiveModel,
+        operation: str,
+        obj: str,
+        relation: str,
+        checker: Checker,
+        user: str,
+    ) -> bool:
+        """One check on ``checker``; raises FgaError (counted) on failure."""
+        metrics = self._check_metrics(operation)
         started = time.perf_counter()
         try:
-            allowed = check(
-                model.ts,
-                engine.index,
-                obj,
-                relation,
-                user,
-                options,
-                wrap=engine.cache.wrapper(engine.cache_scope, options),
-            )
+            validate_check_object(model.ts, obj, relation)
+            allowed = checker.check(obj, relation, user)
         except FgaError:
-            self.metrics.fga_checks.labels(operation, "error").inc()
+            metrics.error.inc()
             raise
         finally:
-            self.metrics.fga_check_latency.labels(operation).observe(time.perf_counter() - started)
-        self.metrics.fga_checks.labels(operation, "allowed" if allowed else "denied").inc()
+            metrics.latency.observe(time.perf_counter() - started)
+        (metrics.allowed if allowed else metrics.denied).inc()
         return allowed
+
+    def _check_metrics(self, operation: str) -> _CheckMetrics:
+        found = self._metric_children.get(operation)
+        if found is None:
+            checks = self.metrics.fga_checks
+            found = self._metric_children[operation] = _CheckMetrics(
+                checks.labels(operation, "allowed"),
+                checks.labels(operation, "denied"),
+                checks.labels(operation, "error"),
+                self.metrics.fga_check_latency.labels(operation),
+            )
+        return found
 
     # -- public operations -----------------------------------------------------------------
 
@@ -263,14 +304,19 @@ class FgaService:
             if model is None:
                 raise PermissionDenied("authorization check failed")
             results = []
-            for relation, obj, contextual in parsed:
-                try:
-                    allowed = self._check(
-                        engine, model, "check_permissions", obj, relation, user, contextual
+            operation = "check_permissions"
+            try:
+                shared = self._checker(engine, model, operation, user)
+                for relation, obj, contextual in parsed:
+                    checker = (
+                        self._checker(engine, model, operation, user, contextual)
+                        if contextual
+                        else shared
                     )
-                except FgaError:
-                    raise PermissionDenied("authorization check failed") from None
-                results.append({"relation": relation, "object": obj, "allowed": allowed})
+                    allowed = self._check(model, operation, obj, relation, checker, user)
+                    results.append({"relation": relation, "object": obj, "allowed": allowed})
+            except FgaError:
+                raise PermissionDenied("authorization check failed") from None
             return Reply({"results": results})
 
     @staticmethod
@@ -354,13 +400,14 @@ class FgaService:
         if model is None:
             raise PermissionDenied("unauthorized")
         user = normalise_user(user)
-        for relation, obj in wanted:
-            try:
-                allowed = self._check(engine, model, "required_relations", obj, relation, user)
-            except FgaError:
-                raise PermissionDenied("unauthorized") from None
-            if not allowed:
-                raise PermissionDenied("unauthorized")
+        operation = "required_relations"
+        try:
+            checker = self._checker(engine, model, operation, user)
+            for relation, obj in wanted:
+                if not self._check(model, operation, obj, relation, checker, user):
+                    raise PermissionDenied("unauthorized")
+        except FgaError:
+            raise PermissionDenied("unauthorized") from None
 
     # -- admin operations ------------------------------------------------------------------
 

@@ -13,7 +13,7 @@ from collections import OrderedDict
 from collections.abc import Hashable
 from dataclasses import dataclass
 
-from core.fga.check import Resolver, ResolverWrapper
+from core.fga.check import Resolver, ResolverWrapper, Step
 from core.fga.request import RequestOptions
 from core.fga.result import Outcome
 
@@ -47,10 +47,12 @@ class CheckCache:
         return outcome
 
     def put(self, key: tuple[Hashable, str, str, str], outcome: Outcome) -> None:
-        self._entries[key] = outcome
-        self._entries.move_to_end(key)
-        while len(self._entries) > self.max_entries:
-            self._entries.popitem(last=False)
+        entries = self._entries
+        if key in entries:
+            entries.move_to_end(key)
+        entries[key] = outcome
+        if len(entries) > self.max_entries:
+            entries.popitem(last=False)
 
     def wrapper(self, scope: Hashable, options: RequestOptions) -> ResolverWrapper | None:
         """A resolver wrapper for one request, or ``None`` if the request must bypass."""
@@ -68,7 +70,7 @@ class CachingResolver:
         self.scope = scope
 
     def resolve(self, obj: str, relation: str, user: str, depth: int,
-                visited: frozenset[str]) -> Outcome:
+                visited: set[Step]) -> Outcome:
         key = (self.scope, obj, relation, user)
         cached = self.cache.get(key)
         if cached is not None:

@@ -2,15 +2,20 @@
 
 Evaluation walks the relation's rewrite tree. A hop through a userset tuple or a
 tuple-to-userset tuple is a *dispatch*: it costs one depth (the 25th fails with 2002) and
-carries the path's visited ``object#relation@user`` keys, so that a revisit answers
+carries the path's visited ``(object, relation, user)`` steps, so that a revisit answers
 ``False`` with the cycle flag. Computed relations and set operators are free. Outcomes
 without an error or a cycle are memoised for the rest of the request.
+
+Each relation's rewrite is compiled once per model into nested closures (a *plan*), so the
+hot path does no pattern matching and builds no closure per step; the path of visited
+steps is one set, grown and shrunk as the walk descends and returns.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
+from weakref import WeakKeyDictionary
 
 from core.fga import reducers
 from core.fga.errors import ErrorCode, FgaError
@@ -18,6 +23,7 @@ from core.fga.model import (
     ComputedUserset,
     Difference,
     Intersection,
+    RelationRef,
     Rewrite,
     This,
     TupleToUserset,
@@ -25,20 +31,40 @@ from core.fga.model import (
 )
 from core.fga.request import RequestContext, RequestOptions
 from core.fga.result import ALLOWED, CYCLE, DENIED, Outcome
-from core.fga.tuples import TupleKey, TupleReader, split_object, split_user
+from core.fga.tuples import TupleKey, TupleReader
 from core.fga.typesystem import TypeSystem
 
-__all__ = ["Checker", "Resolver", "ResolverWrapper", "check"]
+__all__ = [
+    "Checker",
+    "Resolver",
+    "ResolverWrapper",
+    "Step",
+    "check",
+    "validate_check_object",
+    "validate_check_request",
+    "validate_check_user",
+]
+
+#: ``(object, relation, user)``: one sub-problem, as memoised and as visited on a path.
+Step = tuple[str, str, str]
 
 
 class Resolver(Protocol):
     """One sub-problem solver; caches and throttles wrap it with a delegate."""
 
     def resolve(self, obj: str, relation: str, user: str, depth: int,
-                visited: frozenset[str]) -> Outcome: ...
+                visited: set[Step]) -> Outcome: ...
 
 
 ResolverWrapper = Callable[[Resolver], Resolver]
+
+#: A compiled rewrite: (checker, object, user, depth, visited path) -> outcome.
+_Plan = Callable[["Checker", str, str, int, set[Step]], Outcome]
+#: For a direct relation and a user's form: may it match exactly, through ``type:*``, and
+#: may a userset tuple lead to it?
+_DirectFlags = tuple[bool, bool, bool]
+
+_PLANS: WeakKeyDictionary[TypeSystem, dict[tuple[str, str], _Plan]] = WeakKeyDictionary()
 
 
 class Checker:
@@ -47,7 +73,13 @@ class Checker:
     def __init__(self, request: RequestContext, wrap: ResolverWrapper | None = None) -> None:
         self.request = request
         self.ts = request.ts
-        self._memo: dict[tuple[str, str, str], Outcome] = {}
+        self.reader = request.reader
+        self.max_depth = request.max_depth
+        self._memo: dict[Step, Outcome] = {}
+        self._plans = _plans(request.ts)
+        #: The user of the running check and its form (a check never changes its user).
+        self.user = ""
+        self.user_form = _user_form("")
         #: Where dispatched sub-problems go: this checker, or a wrapper (cache, throttle)
         #: whose delegate is this checker.
         self.dispatcher: Resolver = wrap(self) if wrap is not None else self
@@ -56,72 +88,52 @@ class Checker:
 
     def check(self, obj: str, relation: str, user: str) -> bool:
         """The answer, or :class:`FgaError` if evaluation failed."""
-        outcome = self.dispatcher.resolve(obj, relation, user, 0, frozenset())
+        if user != self.user:
+            self.user, self.user_form = user, _user_form(user)
+        outcome = self.dispatcher.resolve(obj, relation, user, 0, set())
         if outcome.error is not None:
             raise outcome.error
         return outcome.allowed
 
     def resolve(self, obj: str, relation: str, user: str, depth: int,
-                visited: frozenset[str]) -> Outcome:
-        memo_key = (obj, relation, user)
-        cached = self._memo.get(memo_key)
+                visited: set[Step]) -> Outcome:
+        step = (obj, relation, user)
+        cached = self._memo.get(step)
         if cached is not None:
             return cached
-        step = f"{obj}#{relation}@{user}"
         if step in visited:
             return CYCLE
-        outcome = self._resolve(obj, relation, user, depth, visited | {step})
+        visited.add(step)
+        if user.endswith(relation) and user == f"{obj}#{relation}":
+            outcome = ALLOWED
+        else:
+            plan = self._plans.get((obj.partition(":")[0], relation))
+            outcome = _relation_not_found(obj, relation) if plan is None else plan(
+                self, obj, user, depth, visited)
+        visited.discard(step)
         if outcome.error is None and not outcome.cycle:
-            self._memo[memo_key] = outcome
+            self._memo[step] = outcome
         return outcome
 
-    def _dispatch(self, obj: str, relation: str, user: str, depth: int,
-                  visited: frozenset[str]) -> Outcome:
-        if depth + 1 >= self.request.max_depth:
+    def dispatch(self, obj: str, relation: str, user: str, depth: int,
+                 visited: set[Step]) -> Outcome:
+        """A hop through a tuple: one depth more, through the dispatcher."""
+        if depth + 1 >= self.max_depth:
             return Outcome.failed(self.request.depth_exceeded())
         return self.dispatcher.resolve(obj, relation, user, depth + 1, visited)
 
-    def _resolve(self, obj: str, relation: str, user: str, depth: int,
-                 visited: frozenset[str]) -> Outcome:
-        if user == f"{obj}#{relation}":
-            return ALLOWED
-        object_type = split_object(obj)[0]
-        definition = self.ts.relation(object_type, relation)
-        if definition is None:
-            return Outcome.failed(FgaError(ErrorCode.RELATION_NOT_FOUND,
-                                           f"relation '{object_type}#{relation}' not found"))
-        return self._rewrite(definition.rewrite, obj, relation, user, depth, visited)
+    # ------------------------------------------------------------ tuple reads
 
-    # ------------------------------------------------------------ rewrite dispatch
-
-    def _rewrite(self, rewrite: Rewrite, obj: str, relation: str, user: str, depth: int,
-                 visited: frozenset[str]) -> Outcome:
-        match rewrite:
-            case This():
-                return self._direct(obj, relation, user, depth, visited)
-            case ComputedUserset(computed):
-                return self.resolve(obj, computed, user, depth, visited)
-            case TupleToUserset(tupleset, computed):
-                return self._tuple_to_userset(obj, tupleset, computed, user, depth, visited)
-            case Union(children):
-                return reducers.union(
-                    lambda c=c: self._rewrite(c, obj, relation, user, depth, visited)  # type: ignore[misc]
-                    for c in children)
-            case Intersection(children):
-                return reducers.intersection(
-                    lambda c=c: self._rewrite(c, obj, relation, user, depth, visited)  # type: ignore[misc]
-                    for c in children)
-            case Difference(base, subtract):
-                return reducers.difference(
-                    lambda: self._rewrite(base, obj, relation, user, depth, visited),
-                    lambda: self._rewrite(subtract, obj, relation, user, depth, visited))
-
-    def _passing(self, keys: list[TupleKey]) -> tuple[list[TupleKey], FgaError | None]:
+    def passing(self, keys: Sequence[TupleKey]) -> tuple[list[TupleKey], FgaError | None]:
         """Tuples valid under the model whose condition holds, and the first deferred error."""
         passing: list[TupleKey] = []
         error: FgaError | None = None
+        problem = self.ts.tuple_problem
         for key in keys:
-            if not self.request.valid(key):
+            if problem(key) is not None:
+                continue
+            if not key.condition:
+                passing.append(key)
                 continue
             try:
                 if self.request.condition_holds(key):
@@ -130,79 +142,186 @@ class Checker:
                 error = error or exc
         return passing, error
 
-    def _direct(self, obj: str, relation: str, user: str, depth: int,
-                visited: frozenset[str]) -> Outcome:
-        refs = self.ts.directly_related(split_object(obj)[0], relation)
-        user_type, user_id, user_relation = split_user(user)
-        reader = self.request.reader
-        exact_ok = wildcard_ok = userset_ok = False
-        for ref in refs:
-            if ref.relation is not None:
-                userset_ok = True
-            if ref.type != user_type:
+
+def _relation_not_found(obj: str, relation: str) -> Outcome:
+    object_type = obj.partition(":")[0]
+    return Outcome.failed(FgaError(ErrorCode.RELATION_NOT_FOUND,
+                                   f"relation '{object_type}#{relation}' not found"))
+
+
+# ---------------------------------------------------------------- compiled rewrites
+
+
+def _plans(ts: TypeSystem) -> dict[tuple[str, str], _Plan]:
+    plans = _PLANS.get(ts)
+    if plans is None:
+        plans = _PLANS[ts] = {
+            (typedef.name, name): _compile(ts, typedef.name, name, relation.rewrite)
+            for typedef in ts.model.type_definitions
+            for name, relation in typedef.relations.items()
+        }
+    return plans
+
+
+def _compile(ts: TypeSystem, type_name: str, relation: str, rewrite: Rewrite) -> _Plan:
+    match rewrite:
+        case This():
+            return _direct_plan(ts.directly_related(type_name, relation), relation)
+        case ComputedUserset(computed):
+            def computed_plan(checker: Checker, obj: str, user: str, depth: int,
+                              visited: set[Step]) -> Outcome:
+                return checker.resolve(obj, computed, user, depth, visited)
+            return computed_plan
+        case TupleToUserset(tupleset, computed):
+            return _tuple_to_userset_plan(ts, tupleset, computed)
+        case Union(children):
+            steps = tuple(_compile(ts, type_name, relation, c) for c in children)
+
+            def union_plan(checker: Checker, obj: str, user: str, depth: int,
+                           visited: set[Step]) -> Outcome:
+                return reducers.union(steps, checker, obj, user, depth, visited)
+            return union_plan
+        case Intersection(children):
+            steps = tuple(_compile(ts, type_name, relation, c) for c in children)
+
+            def intersection_plan(checker: Checker, obj: str, user: str, depth: int,
+                                  visited: set[Step]) -> Outcome:
+                return reducers.intersection(steps, checker, obj, user, depth, visited)
+            return intersection_plan
+        case Difference(base, subtract):
+            base_plan = _compile(ts, type_name, relation, base)
+            subtract_plan = _compile(ts, type_name, relation, subtract)
+
+            def difference_plan(checker: Checker, obj: str, user: str, depth: int,
+                                visited: set[Step]) -> Outcome:
+                return reducers.difference(base_plan, subtract_plan, checker, obj, user,
+                                           depth, visited)
+            return difference_plan
+
+
+def _direct_flags(refs: tuple[RelationRef, ...], user: str) -> _DirectFlags:
+    obj, _, user_relation = user.partition("#")
+    user_type, _, user_id = obj.partition(":")
+    exact_ok = wildcard_ok = userset_ok = False
+    for ref in refs:
+        if ref.relation is not None:
+            userset_ok = True
+        if ref.type != user_type:
+            continue
+        if user_relation:
+            exact_ok = exact_ok or ref.relation == user_relation
+        elif user_id == "*":
+            exact_ok = exact_ok or ref.wildcard
+        elif ref.wildcard:
+            wildcard_ok = True
+        elif ref.relation is None:
+            exact_ok = True
+    return exact_ok, wildcard_ok, userset_ok
+
+
+def _user_form(user: str) -> tuple[str, bool, str]:
+    """What the type restrictions look at: type, wildcard or not, userset relation."""
+    obj, _, user_relation = user.partition("#")
+    user_type, _, user_id = obj.partition(":")
+    return user_type, user_id == "*", user_relation
+
+
+def _direct_plan(refs: tuple[RelationRef, ...], relation: str) -> _Plan:
+    flags_by_form: dict[tuple[str, bool, str], _DirectFlags] = {}
+
+    def direct_plan(checker: Checker, obj: str, user: str, depth: int,
+                    visited: set[Step]) -> Outcome:
+        form = checker.user_form if user is checker.user else _user_form(user)
+        flags = flags_by_form.get(form)
+        if flags is None:
+            flags = flags_by_form[form] = _direct_flags(refs, user)
+        exact_ok, wildcard_ok, userset_ok = flags
+        error: FgaError | None = None
+        cycle = False
+        read_exact = checker.reader.read_exact
+        if exact_ok:
+            found = read_exact(obj, relation, user)
+            if found:
+                passing, error = checker.passing(found)
+                if passing:
+                    return ALLOWED
+        if wildcard_ok:
+            found = read_exact(obj, relation, form[0] + ":*")
+            if found:
+                passing, read_error = checker.passing(found)
+                if passing:
+                    return ALLOWED
+                error = error or read_error
+        usersets = checker.reader.read_usersets(obj, relation) if userset_ok else ()
+        if usersets:
+            passing, read_error = checker.passing(usersets)
+            for key in passing:
+                set_object, _, set_relation = key.user.partition("#")
+                outcome = checker.dispatch(set_object, set_relation, user, depth, visited)
+                if outcome.allowed:
+                    return ALLOWED
+                error = error or outcome.error
+                cycle = cycle or outcome.cycle
+            error = error or read_error
+        return _denied(cycle, error)
+
+    return direct_plan
+
+
+def _tuple_to_userset_plan(ts: TypeSystem, tupleset: str, computed: str) -> _Plan:
+    #: the parent types that define ``computed`` (other parents are skipped)
+    parent_types = frozenset(t.name for t in ts.model.type_definitions
+                             if computed in t.relations)
+
+    def tuple_to_userset_plan(checker: Checker, obj: str, user: str, depth: int,
+                              visited: set[Step]) -> Outcome:
+        parents = checker.reader.read(obj, tupleset)
+        if not parents:
+            return DENIED
+        passing, read_error = checker.passing(parents)
+        error: FgaError | None = None
+        cycle = False
+        for key in passing:
+            parent = key.user
+            if parent.partition(":")[0] not in parent_types:
                 continue
-            if user_relation:
-                exact_ok = exact_ok or ref.relation == user_relation
-            elif user_id == "*":
-                exact_ok = exact_ok or ref.wildcard
-            elif ref.wildcard:
-                wildcard_ok = True
-            elif ref.relation is None:
-                exact_ok = True
-
-        def probe(target: str) -> Outcome:
-            found = list(reader.read_exact(obj, relation, target))
-            if not found:
-                return DENIED
-            passing, error = self._passing(found)
-            if passing:
+            outcome = checker.dispatch(parent, computed, user, depth, visited)
+            if outcome.allowed:
                 return ALLOWED
-            return Outcome.failed(error) if error is not None else DENIED
+            error = error or outcome.error
+            cycle = cycle or outcome.cycle
+        return _denied(cycle, error or read_error)
 
-        def usersets() -> Iterator[reducers.Thunk]:
-            passing, error = self._passing(list(reader.read_usersets(obj, relation)))
-            for key in passing:
-                set_type, set_id, set_relation = split_user(key.user)
-                set_object = f"{set_type}:{set_id}"
-                yield lambda o=set_object, r=set_relation: self._dispatch(  # type: ignore[misc]
-                    o, r, user, depth, visited)
-            if error is not None:
-                yield lambda: Outcome.failed(error)
+    return tuple_to_userset_plan
 
-        def probes() -> Iterator[reducers.Thunk]:
-            if exact_ok:
-                yield lambda: probe(user)
-            if wildcard_ok:
-                yield lambda: probe(f"{user_type}:*")
-            if userset_ok:
-                yield from usersets()
 
-        return reducers.union(probes())
+def _denied(cycle: bool, error: FgaError | None) -> Outcome:
+    """A union that found nothing: its first error, else ``False`` (cycle flag kept)."""
+    if error is None and not cycle:
+        return DENIED
+    if error is not None:
+        return Outcome(False, cycle, error)
+    return Outcome(False, cycle) if cycle else DENIED
 
-    def _tuple_to_userset(self, obj: str, tupleset: str, computed: str, user: str, depth: int,
-                          visited: frozenset[str]) -> Outcome:
-        passing, error = self._passing(list(self.request.reader.read(obj, tupleset)))
 
-        def parents() -> Iterator[reducers.Thunk]:
-            for key in passing:
-                parent_type = split_object(key.user)[0]
-                if self.ts.has_relation(parent_type, computed):
-                    yield lambda p=key.user: self._dispatch(  # type: ignore[misc]
-                        p, computed, user, depth, visited)
-            if error is not None:
-                yield lambda: Outcome.failed(error)
+def validate_check_object(ts: TypeSystem, obj: str, relation: str) -> None:
+    """OpenFGA's loose validation of Check's object and relation: every problem is 2000."""
+    problem = ts.object_problem(obj, relation)
+    if problem is not None:
+        raise FgaError(ErrorCode.VALIDATION_ERROR, problem[1])
 
-        return reducers.union(parents())
+
+def validate_check_user(ts: TypeSystem, user: str) -> None:
+    """OpenFGA's validation of Check's user: 2000 when malformed or unknown to the model."""
+    problem = ts.user_problem(user)
+    if problem is not None:
+        raise FgaError(ErrorCode.VALIDATION_ERROR, problem)
 
 
 def validate_check_request(ts: TypeSystem, obj: str, relation: str, user: str) -> None:
     """OpenFGA's loose validation of Check's tuple key: every problem is 2000."""
-    problem = ts.object_problem(obj, relation)
-    if problem is not None:
-        raise FgaError(ErrorCode.VALIDATION_ERROR, problem[1])
-    user_problem = ts.user_problem(user)
-    if user_problem is not None:
-        raise FgaError(ErrorCode.VALIDATION_ERROR, user_problem)
+    validate_check_object(ts, obj, relation)
+    validate_check_user(ts, user)
 
 
 def check(ts: TypeSystem, store: TupleReader, obj: str, relation: str, user: str,

@@ -106,14 +106,17 @@ class MemoryTupleReader:
         return True
 
     def read(self, obj: str, relation: str) -> Sequence[TupleKey]:
-        return list(self._forward.get((obj, relation), {}).values())
+        users = self._forward.get((obj, relation))
+        return () if users is None else list(users.values())
 
     def read_exact(self, obj: str, relation: str, user: str) -> Sequence[TupleKey]:
-        found = self._forward.get((obj, relation), {}).get(user)
+        users = self._forward.get((obj, relation))
+        found = None if users is None else users.get(user)
         return () if found is None else (found,)
 
     def read_usersets(self, obj: str, relation: str) -> Sequence[TupleKey]:
-        return list(self._usersets.get((obj, relation), {}).values())
+        usersets = self._usersets.get((obj, relation))
+        return () if usersets is None else list(usersets.values())
 
     def read_by_user(self, user: str, object_type: str) -> Sequence[TupleKey]:
         return list(self._reverse.get((user, object_type), {}).values())

@@ -9,6 +9,7 @@ refused with 2027.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from core.fga.conditions import CompiledCondition, ConditionError
@@ -29,6 +30,8 @@ from core.fga.model import (
 from core.fga.tuples import TupleKey, split_object, split_user
 
 __all__ = ["TypeSystem", "rewrite_children"]
+
+_WHITESPACE = re.compile(r"\s")
 
 
 def rewrite_children(rewrite: Rewrite) -> tuple[Rewrite, ...]:
@@ -95,7 +98,7 @@ class TypeSystem:
         if user.count(":") != 1 or user.count("#") > 1:
             return f"invalid user '{user}'"
         user_type, user_id, user_relation = split_user(user)
-        if not user_type or not user_id or any(c.isspace() for c in user):
+        if not user_type or not user_id or _WHITESPACE.search(user):
             return f"invalid user '{user}'"
         if user_type not in self.types:
             return f"type '{user_type}' not found"

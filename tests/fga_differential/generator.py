@@ -3,10 +3,10 @@
 A world has users, nested groups, a folder tree and documents. Folder and document
 relations are drawn from a small grammar: direct assignments (users, ``user:*``,
 ``group#member``, ``user with cond``) and rewrites over earlier relations (union,
-intersection, exclusion) or over the parent folder (tuple to userset). Tuples follow the
-model's type restrictions; parent and group-in-group tuples point "backwards" only, so
-the tuple graph is acyclic. Every check carries a context that binds the condition's
-parameter, and some checks come with contextual tuples.
+intersection, exclusion, and those nested over three relations) or over the parent folder
+(tuple to userset). Tuples follow the model's type restrictions; parent and group-in-group
+tuples point "backwards" only, so the tuple graph is acyclic. Every check carries a context
+that binds the condition's parameter, and some checks come with contextual tuples.
 """
 
 from __future__ import annotations
@@ -70,6 +70,15 @@ def _rewrite(rng: random.Random, earlier: list[str], name: str, has_parent: bool
             f"{a} or {name} from parent",
             f"{a} from parent",
             f"({a} or {b}) and {name} from parent",
+        ]
+    others = [r for r in earlier if r not in (a, b)]
+    if a != b and others:  # nested set operators over three relations
+        c = rng.choice(others)
+        forms += [
+            f"({a} but not {b}) or {c}",
+            f"{a} and ({b} but not {c})",
+            f"({a} or {b}) but not {c}",
+            f"{a} but not ({b} but not {c})",
         ]
     form = rng.choice(forms)
     if a == b:  # one relation only: OpenFGA refuses `x or x`

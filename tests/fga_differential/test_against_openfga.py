@@ -115,18 +115,22 @@ def _answers(world: World) -> tuple[dict[str, Any], int]:
     users = [
         {
             "object": obj,
-            "user_filter": [{"type": "user"}],
+            "user_filter": [
+                {"type": user_filter.type}
+                | ({"relation": user_filter.relation} if user_filter.relation else {})
+            ],
             "context": {"x": 3},
             "assertions": {
                 relation: {
                     "users": list(
-                        list_users(ts, reader, obj, relation, UserFilter("user"), options).items
+                        list_users(ts, reader, obj, relation, user_filter, options).items
                     )
                 }
                 for relation in world.relations[obj.split(":")[0]]
             },
         }
         for obj in (*FOLDERS, *DOCS)
+        for user_filter in (UserFilter("user"), UserFilter("group", "member"))
     ]
     cases.insert(
         0, {"name": "checks", "check": plain, "list_objects": listing, "list_users": users}

@@ -191,7 +191,7 @@ async def test_engine_state_follows_writes_from_another_handle(open_store: Opene
         await writer.reset()
         await follower.fresh()
         assert follower.model is None
-        assert follower.index.read("doc:1", "viewer") == []
+        assert list(follower.index.read("doc:1", "viewer")) == []
         assert follower.revision == await writer.revision()
 
 

@@ -18,10 +18,10 @@ from quart_trio import QuartTrio
 from core import errors
 from core.auth.links import add_query
 from transports.auth.service import AuthService
-from transports.context import Cookie
+from transports.http.cookies import with_cookies
 from transports.http.routes import Route
 
-__all__ = ["auth_graphql", "auth_routes", "register_oauth_views", "with_cookies"]
+__all__ = ["auth_graphql", "auth_routes", "register_oauth_views"]
 
 _MESSAGE = {"type": "object", "properties": {"message": {"type": "string"}}}
 _PROFILE_UPDATED = {
@@ -129,22 +129,6 @@ def _json(body: Any, status: int = 200, headers: dict[str, str] | None = None) -
 
 def _oauth_error(error: str, description: str, status: int = 400) -> Response:
     return _json({"error": error, "error_description": description}, status)
-
-
-def with_cookies(response: Response, cookies: tuple[Cookie, ...]) -> Response:
-    for cookie in cookies:
-        response.set_cookie(
-            cookie.name,
-            cookie.value,
-            max_age=cookie.max_age if cookie.max_age > 0 else 0,
-            expires=0 if cookie.max_age <= 0 else None,
-            path=cookie.path,
-            domain=cookie.domain,
-            secure=cookie.secure,
-            httponly=cookie.http_only,
-            samesite=cookie.same_site,
-        )
-    return response
 
 
 async def _form() -> dict[str, Any]:

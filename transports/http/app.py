@@ -25,12 +25,13 @@ from core.settings import Settings
 from storage import StorageUnavailable
 from transports.admin.routes import admin_graphql, admin_routes
 from transports.auth.routes import auth_graphql, auth_routes, register_oauth_views
-from transports.context import CallerContext, Cookie, Protocol, Reply
+from transports.context import CallerContext, Protocol, Reply
 from transports.fga.routes import fga_graphql, fga_routes
 from transports.graphql.limits import QueryLimits, check_body_size
 from transports.graphql.playground import register_playground
 from transports.graphql.surface import GraphQLSurface
 from transports.http import edge
+from transports.http.cookies import with_cookies
 from transports.http.errors import http_status
 from transports.http.routes import Route, openapi_document
 from transports.oauth.routes import register_provider_views
@@ -435,10 +436,7 @@ def route_view(route: Route) -> Callable[[], Awaitable[Response]]:
     async def view() -> Response:
         body = await read_json_object() if route.method != "GET" else dict(request.args)
         reply = await route.operation(body, caller_context())
-        response = json_response(reply.body)
-        for cookie in reply.cookies:
-            _set_cookie(response, cookie)
-        return response
+        return with_cookies(json_response(reply.body), reply.cookies)
 
     return view
 
@@ -456,15 +454,3 @@ def _constant_view(route: Route) -> Callable[[], Awaitable[Response]]:
     return view
 
 
-def _set_cookie(response: Response, cookie: Cookie) -> None:
-    response.set_cookie(
-        cookie.name,
-        cookie.value,
-        max_age=cookie.max_age if cookie.max_age > 0 else 0,
-        expires=0 if cookie.max_age <= 0 else None,
-        path=cookie.path,
-        domain=cookie.domain,
-        secure=cookie.secure,
-        httponly=cookie.http_only,
-        samesite=cookie.same_site,
-    )

@@ -21,7 +21,8 @@ from core.oauth import rfc7636_pkce
 from core.oauth.errors import InvalidClient, InvalidRequest, OAuthError, UnsupportedGrantType
 from core.oauth.rfc6749_authorize import RESPONSE_TYPES, ResponseMode
 from core.state_machines.oauth_authorize import Deliver
-from transports.auth.routes import _form, _json, _oauth_error, with_cookies
+from transports.auth.routes import _form, _json, _oauth_error
+from transports.http.cookies import with_cookies
 from transports.http.edge import request_origin
 from transports.oauth.responses import redirect, render_answer
 from transports.oauth.service import OAuthService

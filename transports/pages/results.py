@@ -13,13 +13,13 @@ from quart import Response
 from core import errors
 from core.auth.passwords import MAX_LENGTH, MIN_LENGTH
 from transports.context import Cookie
+from transports.http.cookies import with_cookies
 from transports.http.errors import http_status
 from transports.pages.render import FormError, field_for
 
 __all__ = [
     "MFA_TEXT",
     "MfaText",
-    "apply_cookies",
     "challenge_method",
     "enrolment_of",
     "form_error",
@@ -89,24 +89,8 @@ def password_hint(meta: Mapping[str, Any]) -> str:
     return hint + "."
 
 
-def apply_cookies(response: Response, cookies: Iterable[Cookie]) -> Response:
-    for cookie in cookies:
-        response.set_cookie(
-            cookie.name,
-            cookie.value,
-            max_age=cookie.max_age if cookie.max_age > 0 else 0,
-            expires=0 if cookie.max_age <= 0 else None,
-            path=cookie.path,
-            domain=cookie.domain,
-            secure=cookie.secure,
-            httponly=cookie.http_only,
-            samesite=cookie.same_site,
-        )
-    return response
-
-
 def redirect(location: str, cookies: Iterable[Cookie] = ()) -> Response:
-    return apply_cookies(Response("", status=303, headers={"Location": location}), cookies)
+    return with_cookies(Response("", status=303, headers={"Location": location}), cookies)
 
 
 def enrolment_of(body: Mapping[str, Any]) -> dict[str, Any] | None:

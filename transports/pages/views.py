@@ -27,6 +27,7 @@ from core import errors
 from core.settings import Settings
 from transports.auth.service import AuthService
 from transports.context import CallerContext, Cookie, Reply
+from transports.http.cookies import with_cookies
 from transports.http.errors import http_status
 from transports.pages.csrf import FormGuard
 from transports.pages.query import HIDDEN_PREFIX, PageQuery
@@ -39,7 +40,6 @@ from transports.pages.render import (
 )
 from transports.pages.results import (
     MFA_TEXT,
-    apply_cookies,
     challenge_method,
     enrolment_of,
     form_error,
@@ -124,7 +124,7 @@ class LoginPages:
             headers["Retry-After"] = str(error.retry_after)
         body = render(template, page, **values)
         response = Response(body, status=status, content_type=_HTML, headers=headers)
-        return apply_cookies(response, [*cookies, *own])
+        return with_cookies(response, [*cookies, *own])
 
     async def _posted(self) -> tuple[dict[str, str], PageQuery]:
         form = {k: v for k, v in (await request.form).items() if isinstance(v, str)}

@@ -10,8 +10,8 @@ from urllib.parse import parse_qsl
 from quart import Response, request
 from quart_trio import QuartTrio
 
-from transports.auth.routes import with_cookies
 from transports.context import CallerContext
+from transports.http.cookies import with_cookies
 from transports.social.service import Redirect, SocialLogin
 
 __all__ = ["register_social_views"]

@@ -3,6 +3,7 @@ minting (``sid``, custom claims) and the gRPC reply shapes."""
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 import pytest
@@ -40,10 +41,13 @@ def settings(**extra: str) -> Settings:
 
 def test_a_sealed_cookie_opens_only_unaltered_and_under_its_own_secret() -> None:
     cookies = SessionCookies(settings())
-    claims = {"sub": "u1", "nonce": "n1", "sid": "s1", "exp": 123}
+    subject = "subject-0f5c2a9e-visible-only-when-unsealed"
+    claims = {"sub": subject, "nonce": "n1", "sid": "s1", "exp": 123}
     sealed = cookies.seal(claims)
     assert cookies.open(sealed) == claims
-    assert "u1" not in sealed
+    # Neither the text nor its bytes under the base64 wrapping show the subject.
+    assert subject not in sealed
+    assert subject.encode() not in base64.urlsafe_b64decode(sealed + "=" * (-len(sealed) % 4))
     assert cookies.seal(claims) != sealed  # a fresh nonce every time
     flipped = sealed[:-2] + ("A" if sealed[-2] != "A" else "B") + sealed[-1]
     assert cookies.open(flipped) is None

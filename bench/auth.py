@@ -10,7 +10,8 @@ Starts one bastion server on PostgreSQL with Redis as the memory store, signs up
   the user's SQL-side status through its one-second cache);
 - ``GET /healthz`` (one PostgreSQL and one Redis ping): the HTTP ceiling;
 
-and, in this process, the raw argon2id verify rate with the same parameters and as many
+(``--driver`` picks the PostgreSQL driver: psycopg, the default, or asyncpg) and, in this
+process, the raw argon2id verify rate with the same parameters and as many
 worker threads as cores (what hashing alone allows). Run:
 ``.venv/bin/python bench/auth.py [--seconds 10] [--users 200]``.
 """
@@ -166,17 +167,25 @@ def _verify_cpu_ms(samples: int = 50) -> float:
     return trio.run(run)
 
 
+def _with_driver(url: str, driver: str) -> str:
+    scheme, rest = url.split("://", 1)
+    return f"{scheme.split('+', 1)[0]}+{driver}://{rest}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--users", type=int, default=200)
+    parser.add_argument(
+        "--driver", choices=["psycopg", "asyncpg"], default="psycopg", help="PostgreSQL driver"
+    )
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         sys.exit("wrk is needed: apt-get install wrk")
     with tempfile.TemporaryDirectory() as tmp:
         tmp_path = Path(tmp)
         flags = [
-            *base_flags("postgres", fresh_postgres_url("bench-auth")),
+            *base_flags("postgres", _with_driver(fresh_postgres_url("bench-auth"), args.driver)),
             f"--memory-store-url={fresh_redis_url()}",
         ]
         flags = [f for f in flags if not f.startswith("--log-level")] + ["--log-level=error"]
@@ -217,7 +226,10 @@ def main() -> None:
             results["POST /v1/login"] = _measured(
                 pid, server.url + "/v1/login", args.seconds, login_lua
             )
-    print(f"machine: {os.cpu_count()} cores; {CONNECTIONS} connections; {args.seconds}s each")
+    print(
+        f"machine: {os.cpu_count()} cores; {CONNECTIONS} connections; {args.seconds}s each;"
+        f" PostgreSQL driver {args.driver}"
+    )
     verify_cpu = _verify_cpu_ms()
     print(
         f"{'raw argon2id verify (in process)':40s} {raw:8.1f} /s"

@@ -1,8 +1,11 @@
 """What the storage layer needs to know to connect: built from the server's startup flags.
 
 ``database_url`` wins over the individual parts. Accepted URLs: ``postgres://``,
-``postgresql://``, ``mysql://``, ``mariadb://`` (a ``+driver`` suffix is replaced by the one
-bastion uses), ``sqlite:///path`` and a bare SQLite file path such as ``./bastion.db``.
+``postgresql://``, ``mysql://``, ``mariadb://``, ``sqlite:///path`` and a bare SQLite file
+path such as ``./bastion.db``. A ``+driver`` suffix is replaced by the driver bastion uses,
+except that PostgreSQL lets it choose between psycopg (the default: sync, in worker
+threads) and asyncpg (``postgresql+asyncpg://``, under trio-asyncio); ``bench/auth.py``
+measures both.
 """
 
 from __future__ import annotations
@@ -31,9 +34,11 @@ SUPPORTED_DATABASE_TYPES: frozenset[str] = frozenset(_DIALECTS)
 #: The driver bastion uses for each dialect.
 _DRIVERS = {
     "sqlite": "sqlite+pysqlite",
-    "postgresql": "postgresql+asyncpg",
+    "postgresql": "postgresql+psycopg",
     "mysql": "mysql+pymysql",
 }
+#: Drivers a URL may name instead of the default one.
+_CHOOSABLE_DRIVERS = {"postgresql": frozenset({"psycopg", "asyncpg"})}
 _DEFAULT_PORTS = {"postgresql": 5432, "mysql": 3306}
 _URL_SCHEMES = {
     "sqlite": "sqlite",
@@ -118,8 +123,12 @@ def _parse_url(raw: str, dialect: str) -> URL:
         if dialect != "sqlite":
             raise ValueError("the database URL has no scheme (postgresql://, mysql://, ...)")
         return URL.create(_DRIVERS["sqlite"], database=raw)
-    base = _URL_SCHEMES.get(scheme.split("+", 1)[0].lower())
+    name, _, driver = scheme.lower().partition("+")
+    base = _URL_SCHEMES.get(name)
     if base is None:
         raise ValueError(f"unsupported database URL scheme {scheme!r}")
+    chosen = _DRIVERS[base]
+    if driver in _CHOOSABLE_DRIVERS.get(base, ()):
+        chosen = f"{base}+{driver}"
     # make_url keeps escaping of the user, password and query intact.
-    return make_url(_DRIVERS[base] + raw[len(scheme) :])
+    return make_url(chosen + raw[len(scheme) :])

@@ -8,8 +8,11 @@ single transaction: committed when ``fn`` returns, rolled back when it raises. T
   ``trio.CapacityLimiter`` as large as the connection pool. SQLite runs in WAL mode with a
   busy timeout; write transactions start with ``BEGIN IMMEDIATE`` so read-modify-write
   never fails with "database is locked" halfway.
-- PostgreSQL: asyncpg under trio-asyncio, ``fn`` through ``AsyncConnection.run_sync``. A trio
-  cancel scope cancels the running query on the server.
+- PostgreSQL with psycopg (the default): the sync engine in a worker thread, like the
+  others. A trio cancel scope abandons the thread and sends the server a cancel request for
+  the query it is running; the thread then rolls back and returns its connection.
+- PostgreSQL with asyncpg (``postgresql+asyncpg://``): under trio-asyncio, ``fn`` through
+  ``AsyncConnection.run_sync``; a trio cancel scope cancels the query the same way.
 
 ``run_locked(key, fn)`` additionally serialises every transaction that names the same key,
 across processes: ``pg_advisory_xact_lock`` on PostgreSQL, ``GET_LOCK``/``RELEASE_LOCK`` on
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import ssl
+import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from functools import partial
@@ -115,9 +119,10 @@ class Database:
         that need no common snapshot), nothing written.
 
         On PostgreSQL it runs in autocommit, which saves the BEGIN and COMMIT round trips
-        of :meth:`run` (two of the three on a one-query read); elsewhere it is :meth:`run`.
+        of :meth:`run` (two of the three on a one-query read; setting autocommit is
+        client-side with both drivers); elsewhere it is :meth:`run`.
         """
-        if self._async_engine is None:
+        if self._dialect != "postgresql":
             return await self.run(fn)
         return await self._call(fn, begin=None, mysql_lock=None, autocommit=True)
 
@@ -165,6 +170,8 @@ class Database:
             if self._async_engine is not None:
                 run_async = trio_asyncio.aio_as_trio(self._call_asyncio, loop=self._loop)
                 result, topics = await run_async(fn, autocommit)
+            elif self._dialect == "postgresql":
+                result, topics = await self._call_cancellable(fn, autocommit)
             else:
                 result, topics = await trio.to_thread.run_sync(
                     self._call_sync,
@@ -185,11 +192,32 @@ class Database:
                 callback()
         return result
 
+    async def _call_cancellable(
+        self, fn: Callable[[sa.Connection], T], autocommit: bool
+    ) -> tuple[T, frozenset[str]]:
+        """:meth:`_call_sync` on PostgreSQL: a cancelled caller stops waiting at once, and
+        the query its thread is running is cancelled on the server."""
+        running = _RunningQuery()
+        try:
+            return await trio.to_thread.run_sync(
+                partial(self._call_sync, fn, None, None, autocommit=autocommit, running=running),
+                abandon_on_cancel=True,
+                limiter=self._limiter,
+            )
+        except trio.Cancelled:
+            trio.lowlevel.start_thread_soon(
+                partial(running.cancel, self._timeout), lambda _outcome: None
+            )
+            raise
+
     def _call_sync(
         self,
         fn: Callable[[sa.Connection], T],
         begin: str | None,
         mysql_lock: tuple[str, float] | None,
+        *,
+        autocommit: bool = False,
+        running: _RunningQuery | None = None,
     ) -> tuple[T, frozenset[str]]:
         assert self._engine is not None
         try:
@@ -197,14 +225,22 @@ class Database:
         except _CONNECT_ERRORS as e:
             raise self._unreachable() from e
         with conn:
+            if running is not None:
+                running.start(conn)
             if mysql_lock is not None:
                 _mysql_acquire(conn, *mysql_lock)
             try:
-                with conn.begin():
-                    if begin is not None:
-                        conn.exec_driver_sql(begin)
+                if autocommit:
+                    conn.execution_options(isolation_level="AUTOCOMMIT")
                     result = fn(conn)
+                else:
+                    with conn.begin():
+                        if begin is not None:
+                            conn.exec_driver_sql(begin)
+                        result = fn(conn)
             finally:
+                if running is not None:
+                    running.stop()
                 topics = _take_topics(conn)
                 if mysql_lock is not None:
                     _mysql_release(conn, mysql_lock[0])
@@ -234,6 +270,29 @@ class Database:
 
     def _unreachable(self) -> StorageUnavailable:
         return StorageUnavailable(f"cannot connect to the {self._dialect} database")
+
+
+class _RunningQuery:
+    """The psycopg connection a worker thread is using, for as long as it uses it: a cancel
+    request must never reach a connection that went back to the pool and serves another
+    caller, so ``stop`` waits for a cancel in flight."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._dbapi: Any = None
+
+    def start(self, conn: sa.Connection) -> None:
+        with self._lock:
+            self._dbapi = conn.connection.dbapi_connection
+
+    def stop(self) -> None:
+        with self._lock:
+            self._dbapi = None
+
+    def cancel(self, timeout: float) -> None:
+        with self._lock:
+            if self._dbapi is not None:
+                self._dbapi.cancel_safe(timeout=timeout)
 
 
 def _select_one(conn: sa.Connection) -> None:
@@ -282,7 +341,7 @@ async def open_database(config: StorageConfig) -> AsyncIterator[Database]:
         "pool_timeout": config.timeout,
         "pool_recycle": 1800,
     }
-    if dialect == "postgresql":
+    if url.get_driver_name() == "asyncpg":
         async with _asyncio_loop() as loop:
             async_engine = create_async_engine(url, connect_args=_asyncpg_args(config), **pool)
             db = Database(
@@ -297,6 +356,8 @@ async def open_database(config: StorageConfig) -> AsyncIterator[Database]:
     if dialect == "sqlite":
         engine = sa.create_engine(url, **pool)
         _configure_sqlite(engine, config.timeout)
+    elif dialect == "postgresql":
+        engine = sa.create_engine(url, connect_args=_psycopg_args(config), **pool)
     else:
         engine = sa.create_engine(url, connect_args=_pymysql_args(config), **pool)
     db = Database(
@@ -360,6 +421,19 @@ def _asyncpg_args(config: StorageConfig) -> dict[str, Any]:
         if config.database_cert:
             context.load_cert_chain(config.database_cert, config.database_cert_key or None)
         args["ssl"] = context
+    return args
+
+
+def _psycopg_args(config: StorageConfig) -> dict[str, Any]:
+    """libpq's own TLS settings, matching :func:`_asyncpg_args`: the server's certificate
+    and host name are verified against the CA file (or the system's CAs)."""
+    args: dict[str, Any] = {"connect_timeout": max(1, round(config.timeout))}
+    if config.database_ca_cert or config.database_cert:
+        args["sslmode"] = "verify-full"
+        args["sslrootcert"] = config.database_ca_cert or "system"
+        if config.database_cert:
+            args["sslcert"] = config.database_cert
+            args["sslkey"] = config.database_cert_key or config.database_cert
     return args
 
 

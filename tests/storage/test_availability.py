@@ -24,7 +24,10 @@ def unused_port() -> int:
     return port
 
 
-@pytest.mark.parametrize(("kind", "scheme"), [("postgres", "postgresql"), ("mariadb", "mysql")])
+@pytest.mark.parametrize(
+    ("kind", "scheme"),
+    [("postgres", "postgresql"), ("postgres", "postgresql+asyncpg"), ("mariadb", "mysql")],
+)
 async def test_unreachable_database(kind: str, scheme: str) -> None:
     url = f"{scheme}://user@127.0.0.1:{unused_port()}/bastion"
     config = config_for(kind, url, run_migrations=False, timeout=5)
@@ -58,15 +61,16 @@ async def test_reachable_storage_pings(database_config: StorageConfig) -> None:
         await storage.ping()
 
 
-@pytest.fixture
-def postgres_config(shared_database_urls: dict[str, str]) -> StorageConfig:
-    return config_for("postgres", shared_database_urls["postgres"])
+@pytest.fixture(params=["psycopg", "asyncpg"])
+def postgres_config(request: pytest.FixtureRequest, shared_database_urls: dict[str, str]) -> StorageConfig:
+    scheme, rest = shared_database_urls["postgres"].split("://", 1)
+    return config_for("postgres", f"postgresql+{request.param}://{rest}")
 
 
 async def test_cancel_scope_cancels_a_postgres_query(postgres_config: StorageConfig) -> None:
-    """A query stuck on a row lock, cancelled by trio, is gone from the server."""
+    """A query stuck on a row lock, cancelled by trio, is gone from the server (both drivers)."""
     marker = f"cancel_probe_{uuid.uuid4().hex}"
-    url = postgres_config.database_url
+    url = "postgresql://" + postgres_config.database_url.split("://", 1)[1]
     async with trio_asyncio.open_loop(), open_database(postgres_config) as db:
         holder = await trio_asyncio.aio_as_trio(asyncpg.connect)(url)
         # Watches from outside any transaction: inside one, pg_stat_activity is a snapshot.

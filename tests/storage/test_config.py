@@ -16,9 +16,13 @@ def url_of(**kwargs: object) -> str:
 @pytest.mark.parametrize(
     ("database_type", "url", "expected"),
     [
-        ("postgres", "postgres://u:p@db:5433/auth", "postgresql+asyncpg://u:p@db:5433/auth"),
-        ("postgresql", "postgresql://u@db/auth", "postgresql+asyncpg://u@db/auth"),
-        ("postgres", "postgresql+psycopg://u@db/auth", "postgresql+asyncpg://u@db/auth"),
+        ("postgres", "postgres://u:p@db:5433/auth", "postgresql+psycopg://u:p@db:5433/auth"),
+        ("postgresql", "postgresql://u@db/auth", "postgresql+psycopg://u@db/auth"),
+        ("postgres", "postgresql+psycopg://u@db/auth", "postgresql+psycopg://u@db/auth"),
+        ("postgres", "postgresql+asyncpg://u@db/auth", "postgresql+asyncpg://u@db/auth"),
+        ("postgres", "postgres+ASYNCPG://u@db/auth", "postgresql+asyncpg://u@db/auth"),
+        ("postgres", "postgresql+psycopg2://u@db/auth", "postgresql+psycopg://u@db/auth"),
+        ("mysql", "mysql+asyncpg://u@db/auth", "mysql+pymysql://u@db/auth?charset=utf8mb4"),
         ("mysql", "mysql://u:p@db/auth", "mysql+pymysql://u:p@db/auth?charset=utf8mb4"),
         ("mariadb", "mariadb://u@db:3307/auth", "mysql+pymysql://u@db:3307/auth?charset=utf8mb4"),
         ("mariadb", "mysql://u@db/a?charset=latin1", "mysql+pymysql://u@db/a?charset=latin1"),
@@ -34,7 +38,7 @@ def test_urls(database_type: str, url: str, expected: str) -> None:
 
 def test_password_with_reserved_characters_survives() -> None:
     url = url_of(database_type="postgres", database_url="postgres://u:p%40ss%2Fw@db/auth")
-    assert url == "postgresql+asyncpg://u:p%40ss%2Fw@db/auth"
+    assert url == "postgresql+psycopg://u:p%40ss%2Fw@db/auth"
 
 
 def test_url_from_parts() -> None:
@@ -46,7 +50,7 @@ def test_url_from_parts() -> None:
     }
     assert (
         url_of(database_type="postgres", **parts)
-        == "postgresql+asyncpg://svc:p%40ss%2Fword@db.internal:5432/auth"
+        == "postgresql+psycopg://svc:p%40ss%2Fword@db.internal:5432/auth"
     )
     assert (
         url_of(database_type="mariadb", database_port=3307, **parts)
@@ -57,7 +61,7 @@ def test_url_from_parts() -> None:
 
 def test_url_wins_over_parts() -> None:
     url = url_of(database_type="postgres", database_url="postgres://a@h1/d1", database_host="h2")
-    assert url == "postgresql+asyncpg://a@h1/d1"
+    assert url == "postgresql+psycopg://a@h1/d1"
 
 
 @pytest.mark.parametrize(

@@ -18,6 +18,7 @@ from storage.errors import StorageUnavailable
 from storage.memory import MemoryStore, SqlMemoryStore, memory_store_for
 from storage.sql.database import Database, open_database
 from storage.sql.migrate import migrate
+from storage.webhook_listeners import WebhookListeners
 
 __all__ = [
     "SUPPORTED_DATABASE_TYPES",
@@ -33,6 +34,8 @@ class Storage:
     db: Database
     memory: MemoryStore
     timeout: float
+    #: which events some enabled webhook listens for (cached; see its module)
+    webhook_listeners: WebhookListeners
 
     async def ping(self) -> None:
         """Raise :class:`StorageUnavailable` unless both stores answer within ``timeout``."""
@@ -57,7 +60,12 @@ async def open_storage(config: StorageConfig) -> AsyncIterator[Storage]:
             memory_url, db, pool_size=config.pool_size, timeout=config.timeout
         )
         try:
-            yield Storage(db=db, memory=memory, timeout=config.timeout)
+            yield Storage(
+                db=db,
+                memory=memory,
+                timeout=config.timeout,
+                webhook_listeners=WebhookListeners(db),
+            )
         finally:
             with trio.CancelScope(shield=True):
                 await memory.aclose()

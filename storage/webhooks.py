@@ -18,6 +18,7 @@ from storage.sql.schema import webhook_logs, webhooks
 
 __all__ = [
     "delete_webhook",
+    "enabled_event_names",
     "enabled_for_event",
     "get_webhook",
     "insert_log",
@@ -111,6 +112,14 @@ def list_webhooks(
 ) -> tuple[list[dict[str, Any]], int]:
     rows, total = newest_first(conn, webhooks, offset=offset, limit=limit)
     return [_webhook(row) for row in rows], total
+
+
+def enabled_event_names(conn: sa.Connection) -> frozenset[str]:
+    """The events at least one enabled webhook listens for."""
+    rows = conn.execute(
+        sa.select(webhooks.c.event_name).where(webhooks.c.enabled.is_(True)).distinct()
+    ).scalars()
+    return frozenset(rows)
 
 
 def enabled_for_event(conn: sa.Connection, event_name: str) -> list[dict[str, Any]]:

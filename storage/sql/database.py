@@ -126,6 +126,14 @@ class Database:
             return await self.run(fn)
         return await self._call(fn, begin=None, mysql_lock=None, autocommit=True)
 
+    async def write_one(self, fn: Callable[[sa.Connection], T]) -> T:
+        """``fn(connection)`` for a write that is ONE statement, atomic by itself (a single
+        INSERT). On PostgreSQL it runs in autocommit, which saves the BEGIN and COMMIT
+        round trips of :meth:`run`; elsewhere it is :meth:`run` with ``write=True``."""
+        if self._dialect != "postgresql":
+            return await self.run(fn, write=True)
+        return await self._call(fn, begin=None, mysql_lock=None, autocommit=True)
+
     async def run_locked(
         self, lock_key: str, fn: Callable[[sa.Connection], T], *, lock_wait: float | None = None
     ) -> T:

@@ -19,7 +19,8 @@ from storage.sql import Database, open_database
 from tests.dbfixtures import fresh_database_url, fresh_redis_url
 from tests.storage.helpers import config_for
 
-DATABASES = ["sqlite", "postgres", "mariadb"]
+#: "postgres" runs the default driver (psycopg); "postgres-asyncpg" the other one.
+DATABASES = ["sqlite", "postgres", "postgres-asyncpg", "mariadb"]
 MEMORY_STORES = ["inprocess", "redis", "sql-sqlite", "sql-postgres", "sql-mariadb"]
 
 
@@ -55,6 +56,9 @@ def database_kind(request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 def database_config(database_kind: str, shared_database_urls: dict[str, str]) -> StorageConfig:
     """A migrated database of ``database_kind`` (made outside trio: a sync fixture)."""
+    if database_kind == "postgres-asyncpg":
+        rest = shared_database_urls["postgres"].split("://", 1)[1]
+        return config_for("postgres", f"postgresql+asyncpg://{rest}")
     return config_for(database_kind, shared_database_urls[database_kind])
 
 

@@ -62,8 +62,10 @@ async def test_reachable_storage_pings(database_config: StorageConfig) -> None:
 
 
 @pytest.fixture(params=["psycopg", "asyncpg"])
-def postgres_config(request: pytest.FixtureRequest, shared_database_urls: dict[str, str]) -> StorageConfig:
-    scheme, rest = shared_database_urls["postgres"].split("://", 1)
+def postgres_config(
+    request: pytest.FixtureRequest, shared_database_urls: dict[str, str]
+) -> StorageConfig:
+    rest = shared_database_urls["postgres"].split("://", 1)[1]
     return config_for("postgres", f"postgresql+{request.param}://{rest}")
 
 

@@ -9,6 +9,7 @@ import sqlalchemy as sa
 import trio
 
 from storage.sql import Database
+from storage.sql.database import notify_on_commit
 from storage.sql.schema import users
 
 
@@ -91,7 +92,12 @@ async def test_run_locked_keeps_one_identity_unique(database: Database) -> None:
 
 async def test_ping_and_dialect(database: Database, database_kind: str) -> None:
     await database.ping()
-    expected = {"sqlite": "sqlite", "postgres": "postgresql", "mariadb": "mysql"}
+    expected = {
+        "sqlite": "sqlite",
+        "postgres": "postgresql",
+        "postgres-asyncpg": "postgresql",
+        "mariadb": "mysql",
+    }
     assert database.dialect == expected[database_kind]
 
 
@@ -116,15 +122,38 @@ async def test_read_sees_committed_rows_and_returns(database: Database) -> None:
     assert await database.read(lambda conn: count_email(conn, other)) == 0
 
 
-@pytest.mark.parametrize("database_kind", ["postgres"])
-async def test_read_on_postgres_opens_no_transaction(database: Database) -> None:
-    """Each statement of a read is its own transaction on PostgreSQL (no BEGIN/COMMIT)."""
+def two_ids(conn: sa.Connection) -> tuple[int, int]:
+    first = conn.exec_driver_sql("SELECT txid_current()").scalar_one()
+    return first, conn.exec_driver_sql("SELECT txid_current()").scalar_one()
 
-    def two_ids(conn: sa.Connection) -> tuple[int, int]:
-        first = conn.exec_driver_sql("SELECT txid_current()").scalar_one()
-        return first, conn.exec_driver_sql("SELECT txid_current()").scalar_one()
 
+@pytest.mark.parametrize("database_kind", ["postgres", "postgres-asyncpg"])
+async def test_read_and_write_one_on_postgres_open_no_transaction(database: Database) -> None:
+    """Each statement of a read or a write_one is its own transaction on PostgreSQL (no
+    BEGIN/COMMIT), and the pooled connection is back in a transaction for the next run."""
     first, second = await database.read(two_ids)
+    assert first != second
+    first, second = await database.write_one(two_ids)
     assert first != second
     first, second = await database.run(two_ids)
     assert first == second
+
+
+async def test_write_one_commits_and_notifies(database: Database) -> None:
+    email = f"{uuid.uuid4().hex}@example.com"
+    row = user_row(email)
+    woken: list[str] = []
+    database.on_commit("users", lambda: woken.append("users"))
+
+    def insert(conn: sa.Connection) -> None:
+        conn.execute(sa.insert(users).values(row))
+        notify_on_commit(conn, "users")
+
+    await database.write_one(insert)
+    assert woken == ["users"]
+    assert await database.read(lambda conn: count_email(conn, email)) == 1
+    # A statement that fails writes nothing and leaves the pool usable.
+    with pytest.raises(sa.exc.IntegrityError):
+        await database.write_one(lambda conn: conn.execute(sa.insert(users).values(row)))
+    assert woken == ["users"]
+    assert await database.read(lambda conn: count_email(conn, email)) == 1

@@ -58,6 +58,7 @@ class WebhookAdmin:
     def __init__(self, service: Service, storage: Storage, sender: WebhookSender) -> None:
         self._service = service
         self._db = storage.db
+        self._listeners = storage.webhook_listeners
         self._sender = sender
 
     def _endpoint(self, value: str | None) -> str:
@@ -99,6 +100,7 @@ class WebhookAdmin:
             return webhook_id
 
         await self._db.run(add, write=True)
+        self._listeners.forget()
         return Reply({"message": "Webhook added successfully"})
 
     async def update_webhook(self, request: dict[str, Any], caller: CallerContext) -> Reply:
@@ -132,6 +134,7 @@ class WebhookAdmin:
 
         if not await self._db.run(update, write=True):
             raise NotFound("webhook not found")
+        self._listeners.forget()
         return Reply({"message": "Webhook updated successfully."})
 
     async def delete_webhook(self, request: dict[str, Any], caller: CallerContext) -> Reply:
@@ -152,6 +155,7 @@ class WebhookAdmin:
 
         if not await self._db.run(delete, write=True):
             raise NotFound("webhook not found")
+        self._listeners.forget()
         return Reply({"message": "Webhook deleted successfully"})
 
     async def webhook(self, request: dict[str, Any], caller: CallerContext) -> Reply:

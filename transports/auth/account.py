@@ -28,7 +28,7 @@ from core.auth.user import (
 from core.errors import FailedPrecondition, InvalidArgument, NotFound, Unauthenticated
 from storage import users as user_rows
 from storage.audit import AuditEntry, record
-from transports.auth.driver import enqueue_webhook_event
+from storage.outbox import enqueue
 from transports.auth.email_change import prepare_email_change, store_email_change
 from transports.auth.mfa_selfservice import PreparedMfaChange, prepare_mfa_change
 from transports.auth.requests import flag, mapping, optional_text, relations, strings, text
@@ -215,11 +215,13 @@ class AccountOperations:
         gone = dataclasses.replace(user, revoked_timestamp=now, updated_at=now)
         entry = self._audit(caller, "user.deactivated", gone)
         webhook = {"event_name": "user.deactivated", "user": gone.to_api_dict(), "auth_recipe": ""}
+        listening = await self.storage.webhook_listeners.listening("user.deactivated")
 
         def write(conn: sa.Connection) -> None:
             user_rows.update(conn, gone)
             user_rows.end_sessions_marker(conn, gone.id, valid_after=now)
-            enqueue_webhook_event(conn, webhook, now)
+            if listening:
+                enqueue(conn, "webhook_event", webhook, now=now)
             record(conn, entry, now=now)
 
         await self.storage.db.run(write, write=True)

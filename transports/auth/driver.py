@@ -79,12 +79,11 @@ from core.state_machines.password_reset import State as ResetState
 from core.state_machines.signup import State as SignupState
 from storage import users as user_rows
 from storage import verification as requests
-from storage import webhooks
 from storage.audit import AuditEntry, record
 from storage.outbox import enqueue
 from transports.auth.authenticators import AUTHENTICATOR_EFFECTS
 from transports.auth.mail import compose_mail
-from transports.auth.mfa_outcomes import outcome_webhook
+from transports.auth.mfa_outcomes import MFA_WEBHOOK_EVENTS, outcome_webhook
 from transports.auth.sessions import REFRESH, REFRESH_GRACE_SECONDS
 from transports.context import CallerContext, Cookie
 from transports.mfa_challenges import CHALLENGE_EFFECTS
@@ -92,9 +91,21 @@ from transports.mfa_challenges import CHALLENGE_EFFECTS
 if TYPE_CHECKING:
     from transports.auth.service import AuthService
 
-__all__ = ["FlowRun", "enqueue_webhook_event"]
+__all__ = ["FlowRun"]
 
 SqlOp = Callable[[sa.Connection], None]
+
+
+class _OneInsert:
+    """An SQL step that is a single INSERT: alone in a flush, it needs no transaction."""
+
+    __slots__ = ("_insert",)
+
+    def __init__(self, insert: SqlOp) -> None:
+        self._insert = insert
+
+    def __call__(self, conn: sa.Connection) -> None:
+        self._insert(conn)
 
 
 class _Consumed(Exception):
@@ -169,6 +180,9 @@ class FlowRun:
         if not self._sql:
             return
         ops, self._sql = self._sql, []
+        if len(ops) == 1 and isinstance(ops[0], _OneInsert):
+            await self.auth.storage.db.write_one(ops[0])  # a login's audit row, mostly
+            return
 
         def apply(conn: sa.Connection) -> None:
             for op in ops:
@@ -315,13 +329,14 @@ class FlowRun:
         elif isinstance(effect, AuditRecord):
             self._sql.append(self._audit_op(effect))
         elif isinstance(effect, EmitWebhook):
-            payload = {
-                "event_name": effect.event.value,
-                "user": effect.user.to_api_dict(),
-                "auth_recipe": effect.auth_recipe,
-            }
-            now = self._now
-            self._sql.append(lambda conn: enqueue_webhook_event(conn, payload, now))
+            if await auth.storage.webhook_listeners.listening(effect.event.value):
+                payload = {
+                    "event_name": effect.event.value,
+                    "user": effect.user.to_api_dict(),
+                    "auth_recipe": effect.auth_recipe,
+                }
+                now = self._now
+                self._sql.append(lambda conn: _enqueue(conn, "webhook_event", payload, now))
         elif isinstance(effect, SendEmail):
             mail = await compose_mail(
                 auth,
@@ -366,9 +381,12 @@ class FlowRun:
             self.cookies.extend(auth.cookies.clear_mfa())
         elif isinstance(effect, RecordMfaOutcome):
             auth.record_mfa_outcome(effect.method, effect.outcome)
-            self._sql.append(
-                outcome_webhook(effect.user_id, effect.method, effect.outcome, self._now)
-            )
+            if await auth.storage.webhook_listeners.listening(
+                MFA_WEBHOOK_EVENTS[effect.outcome]
+            ):
+                self._sql.append(
+                    outcome_webhook(effect.user_id, effect.method, effect.outcome, self._now)
+                )
         else:
             raise Internal(f"no driver for {type(effect).__name__}")
 
@@ -400,7 +418,7 @@ class FlowRun:
             protocol=caller.protocol.value,
             metadata=dict(effect.metadata),
         )
-        return lambda conn: _record(conn, entry, now)
+        return _OneInsert(lambda conn: _record(conn, entry, now))
 
 
 def _load_user(conn: sa.Connection, effect: LoadUser) -> Any:
@@ -413,14 +431,6 @@ def _load_user(conn: sa.Connection, effect: LoadUser) -> Any:
 
 def _enqueue(conn: sa.Connection, kind: str, payload: dict[str, Any], now: int) -> None:
     enqueue(conn, kind, payload, now=now)
-
-
-def enqueue_webhook_event(conn: sa.Connection, payload: dict[str, Any], now: int) -> None:
-    """Queue the event for fan-out, in the caller's transaction, when some enabled webhook
-    listens for it: an event nobody subscribed to would only cost the outbox three
-    transactions to find that out."""
-    if webhooks.enabled_for_event(conn, str(payload["event_name"])):
-        enqueue(conn, "webhook_event", payload, now=now)
 
 
 def _record(conn: sa.Connection, entry: AuditEntry, now: int) -> None:

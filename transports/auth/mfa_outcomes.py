@@ -18,7 +18,6 @@ import sqlalchemy as sa
 from core.auth.mfa import Method
 from core.state_machines.mfa_effects import MfaOutcome
 from storage import users as user_rows
-from storage import webhooks
 from storage.outbox import enqueue
 
 __all__ = ["MFA_WEBHOOK_EVENTS", "outcome_webhook"]
@@ -33,12 +32,11 @@ MFA_WEBHOOK_EVENTS: Final[dict[MfaOutcome, str]] = {
 def outcome_webhook(
     user_id: str, method: Method, outcome: MfaOutcome, now: int
 ) -> Callable[[sa.Connection], None]:
-    """The SQL step that queues the outcome's event, if some enabled webhook listens."""
+    """The SQL step that queues the outcome's event (for a caller that found some enabled
+    webhook listening)."""
     event_name = MFA_WEBHOOK_EVENTS[outcome]
 
     def queue(conn: sa.Connection) -> None:
-        if not webhooks.enabled_for_event(conn, event_name):
-            return
         user = user_rows.get_by_id(conn, user_id)
         if user is None:
             return

@@ -17,6 +17,7 @@ __all__ = [
     "SignupMethod",
     "User",
     "identity_lock_key",
+    "identity_lock_keys",
     "is_valid_email",
     "is_valid_phone_number",
     "normalise_email",
@@ -61,6 +62,18 @@ def identity_lock_key(*, email: str | None = None, phone_number: str | None = No
     if phone_number:
         return f"phone:{phone_number.strip()}"
     raise ValueError("an identity needs an email or a phone number")
+
+
+def identity_lock_keys(
+    *, email: str | None = None, phone_number: str | None = None
+) -> tuple[str, ...]:
+    """The locks held around checking that an email AND a phone number are free and writing
+    them: each is unique on its own, so both (none when neither is given)."""
+    keys = (
+        identity_lock_key(email=email) if email else None,
+        identity_lock_key(phone_number=phone_number) if phone_number else None,
+    )
+    return tuple(key for key in keys if key is not None)
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)

@@ -101,12 +101,15 @@ class AuditAction(enum.StrEnum):
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class LoadUser(Effect):
-    """Find one user by exactly one key."""
+    """Find one user by exactly one key. With ``session_started``, only while a session
+    begun then still stands: ``None`` once the user's sessions were ended after it (a
+    password reset, a deactivation, an admin's revoke or role change)."""
 
     replies: ClassVar[tuple[type[Event], ...]] = (UserLoaded,)
     email: str | None = None
     phone_number: str | None = None
     user_id: str | None = None
+    session_started: int | None = None
 
     def __post_init__(self) -> None:
         if sum(k is not None for k in (self.email, self.phone_number, self.user_id)) != 1:

@@ -26,7 +26,9 @@ redeem (``CodeRedemptionRequested``)
   5. ``redirect_uri`` must equal the authorize request's. A code with a PKCE challenge
      needs the matching verifier; one without needs the client secret. A presented but
      wrong client secret is ``invalid_client`` either way.
-  6. The user must still exist and not be revoked; then tokens are minted under a new
+  6. The user must still exist, not be revoked, and not have had their sessions ended since
+     the session that got the code began (``LoadUser`` with ``session_started``: a
+     password reset or an admin's revoke voids codes too); then tokens are minted under a new
      session (refresh token only with ``offline_access``), kept, remembered as this code's
      (``RememberCodeTokens``), and returned (``Respond``).
 bind (``LoginWithState``)
@@ -409,7 +411,8 @@ class OAuthAuthorizeMachine(Machine[State]):
         elif redeem.client_authenticated is not True:
             return self._fail(InvalidClient, "client authentication or PKCE is required")
         self.ctx.grant = grant
-        return [LoadUser(user_id=grant.user_id)], State.REDEEM_LOADING_USER
+        load = LoadUser(user_id=grant.user_id, session_started=grant.auth_time)
+        return [load], State.REDEEM_LOADING_USER
 
     def _on_redeem_user(self, event: UserLoaded) -> tuple[list[Effect], State]:
         grant = self._require(self.ctx.grant)

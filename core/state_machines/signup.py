@@ -38,7 +38,7 @@ from core.auth.roles import INVALID_ROLES, signup_roles
 from core.auth.user import (
     SignupMethod,
     User,
-    identity_lock_key,
+    identity_lock_keys,
     is_valid_email,
     is_valid_phone_number,
     normalise_email,
@@ -230,11 +230,7 @@ class SignupMachine(Machine[State]):
     def _on_hashed(self, event: PasswordHashed) -> tuple[list[Effect], State]:
         draft = self._require(self.ctx.user)
         user = dataclasses.replace(draft, password_hash=event.password_hash)
-        locks = [
-            identity_lock_key(email=user.email) if user.email else None,
-            identity_lock_key(phone_number=user.phone_number) if user.phone_number else None,
-        ]
-        keys = tuple(key for key in locks if key is not None)
+        keys = identity_lock_keys(email=user.email, phone_number=user.phone_number)
         return [CreateUser(user=user, lock_keys=keys)], State.CREATING_USER
 
     def _on_created(self, event: UserCreated) -> tuple[list[Effect], State]:

@@ -14,8 +14,8 @@ single transaction: committed when ``fn`` returns, rolled back when it raises. T
 - PostgreSQL with asyncpg (``postgresql+asyncpg://``): under trio-asyncio, ``fn`` through
   ``AsyncConnection.run_sync``; a trio cancel scope cancels the query the same way.
 
-``run_locked(key, fn)`` additionally serialises every transaction that names the same key,
-across processes: ``pg_advisory_xact_lock`` on PostgreSQL, ``GET_LOCK``/``RELEASE_LOCK`` on
+``run_locked(keys, fn)`` additionally serialises every transaction that names one of the same
+keys, across processes: ``pg_advisory_xact_lock`` on PostgreSQL, ``GET_LOCK``/``RELEASE_LOCK`` on
 MySQL/MariaDB, and ``BEGIN IMMEDIATE`` (one writer at a time) on SQLite. It is how the
 application keeps email and phone number unique, and how the SQL memory store is atomic.
 
@@ -30,7 +30,7 @@ from __future__ import annotations
 import hashlib
 import ssl
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Collection
 from contextlib import asynccontextmanager
 from functools import partial
 from typing import Any, TypeVar
@@ -135,19 +135,30 @@ class Database:
         return await self._call(fn, begin=None, mysql_lock=None, autocommit=True)
 
     async def run_locked(
-        self, lock_key: str, fn: Callable[[sa.Connection], T], *, lock_wait: float | None = None
+        self,
+        lock_keys: str | Collection[str],
+        fn: Callable[[sa.Connection], T],
+        *,
+        lock_wait: float | None = None,
     ) -> T:
-        """Like :meth:`run`, holding a lock named ``lock_key`` across every instance.
+        """Like :meth:`run`, holding the locks named by ``lock_keys`` across every instance
+        (a user's email AND phone number, say: each is unique on its own).
 
-        ``lock_wait`` bounds the wait for the lock on MySQL/MariaDB (default: the config's
-        timeout); on PostgreSQL the caller's cancel scope bounds it, on SQLite the busy
-        timeout.
+        Several locks are taken in one global order, so two callers naming overlapping
+        sets cannot deadlock. ``lock_wait`` bounds the wait for each lock on MySQL/MariaDB
+        (default: the config's timeout); on PostgreSQL the caller's cancel scope bounds it,
+        on SQLite the busy timeout.
         """
-        if self._dialect == "sqlite":
+        keys = [lock_keys] if isinstance(lock_keys, str) else list(lock_keys)
+        if not keys:
+            raise ValueError("run_locked needs at least one lock key")
+        if self._dialect == "sqlite":  # one writer at a time: every lock at once
             return await self._call(fn, begin="BEGIN IMMEDIATE", mysql_lock=None)
         if self._dialect == "postgresql":
-            return await self._call(partial(_pg_locked, _pg_lock_id(lock_key), fn), None, None)
-        lock = (_mysql_lock_name(lock_key), lock_wait if lock_wait is not None else self._timeout)
+            ids = sorted({_pg_lock_id(key) for key in keys})
+            return await self._call(partial(_pg_locked, ids, fn), None, None)
+        names = tuple(sorted({_mysql_lock_name(key) for key in keys}))
+        lock = (names, lock_wait if lock_wait is not None else self._timeout)
         return await self._call(fn, begin=None, mysql_lock=lock)
 
     async def ping(self) -> None:
@@ -170,7 +181,7 @@ class Database:
         self,
         fn: Callable[[sa.Connection], T],
         begin: str | None,
-        mysql_lock: tuple[str, float] | None,
+        mysql_lock: tuple[tuple[str, ...], float] | None,
         abandon: bool = False,
         autocommit: bool = False,
     ) -> T:
@@ -222,7 +233,7 @@ class Database:
         self,
         fn: Callable[[sa.Connection], T],
         begin: str | None,
-        mysql_lock: tuple[str, float] | None,
+        mysql_lock: tuple[tuple[str, ...], float] | None,
         *,
         autocommit: bool = False,
         running: _RunningQuery | None = None,
@@ -312,8 +323,9 @@ def _pg_lock_id(key: str) -> int:
     return int.from_bytes(digest, "big", signed=True)
 
 
-def _pg_locked(lock_id: int, fn: Callable[[sa.Connection], T], conn: sa.Connection) -> T:
-    conn.execute(sa.select(sa.func.pg_advisory_xact_lock(lock_id))).all()
+def _pg_locked(lock_ids: list[int], fn: Callable[[sa.Connection], T], conn: sa.Connection) -> T:
+    for lock_id in lock_ids:
+        conn.execute(sa.select(sa.func.pg_advisory_xact_lock(lock_id))).all()
     return fn(conn)
 
 
@@ -322,19 +334,23 @@ def _mysql_lock_name(key: str) -> str:
     return "bastion_" + hashlib.blake2b(key.encode(), digest_size=16).hexdigest()
 
 
-def _mysql_acquire(conn: sa.Connection, name: str, timeout: float) -> None:
+def _mysql_acquire(conn: sa.Connection, names: tuple[str, ...], timeout: float) -> None:
     # Taken outside the work's transaction, so that its snapshot starts after the previous
-    # holder committed.
-    got = conn.execute(sa.select(sa.func.get_lock(name, max(1, round(timeout))))).scalar_one()
-    conn.commit()
-    if got != 1:
-        raise StorageUnavailable("timed out waiting for a database lock")
+    # holder committed. A lock that cannot be had releases the ones already taken.
+    wait = max(1, round(timeout))
+    for taken, name in enumerate(names):
+        got = conn.execute(sa.select(sa.func.get_lock(name, wait))).scalar_one()
+        conn.commit()
+        if got != 1:
+            _mysql_release(conn, names[:taken])
+            raise StorageUnavailable("timed out waiting for a database lock")
 
 
-def _mysql_release(conn: sa.Connection, name: str) -> None:
+def _mysql_release(conn: sa.Connection, names: tuple[str, ...]) -> None:
     if conn.invalidated:
-        return  # the server dropped the session, and the lock with it
-    conn.execute(sa.select(sa.func.release_lock(name))).all()
+        return  # the server dropped the session, and its locks with it
+    for name in reversed(names):
+        conn.execute(sa.select(sa.func.release_lock(name))).all()
     conn.commit()
 
 

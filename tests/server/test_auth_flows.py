@@ -453,6 +453,12 @@ def test_update_profile_and_password_change_ends_other_sessions(main: httpx.Clie
     named = main.post("/v1/update_profile", json={"given_name": "Grace"}, headers=auth)
     assert named.json() == {"message": "Profile details updated successfully."}
     assert main.get("/v1/profile", headers=auth).json()["given_name"] == "Grace"
+    # Without phone verification a new number is taken as it is (as at signup).
+    phone = f"+1555{uuid.uuid4().int % 10**7:07d}"
+    numbered = main.post("/v1/update_profile", json={"phone_number": phone}, headers=auth)
+    assert numbered.status_code == 200, numbered.text
+    profile = main.get("/v1/profile", headers=auth).json()
+    assert (profile["phone_number"], profile["phone_number_verified"]) == (phone, True)
     wrong_old = main.post(
         "/v1/update_profile",
         json={

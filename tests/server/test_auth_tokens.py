@@ -16,11 +16,13 @@ import json
 import sqlite3
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
+import psycopg
 import pytest
 import redis
 from cryptography.hazmat.primitives import serialization
@@ -28,6 +30,8 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from joserfc import jwt
 from joserfc.jwk import OctKey, RSAKey
 
+from core.auth.user import identity_lock_key
+from storage.sql.database import _pg_lock_id
 from tests.dbfixtures import (
     fresh_database_url,
     fresh_postgres_url,
@@ -254,6 +258,49 @@ def test_twenty_concurrent_signups_make_one_user(kind: str, tmp_path: Path) -> N
         assert sorted(statuses)[-1:] == [(400, "user with given email already exists")]
         assert [s for s in statuses if s[0] == 200] == [(200, "Signed up successfully.")]
         assert statuses.count((400, "user with given email already exists")) == 19
+
+
+def test_a_signup_holds_the_lock_of_its_phone_number_too(tmp_path: Path) -> None:
+    """Email and phone number are each unique on their own, so a signup giving both holds
+    both identity locks: while another holder keeps the number's lock, the signup waits
+    on PostgreSQL (seen in pg_locks), and it completes once the lock is let go."""
+    url = fresh_postgres_url("phonelock")
+    phone = f"+1555{uuid.uuid4().int % 10**7:07d}"
+    lock_id = _pg_lock_id(identity_lock_key(phone_number=phone))
+    with (
+        running(base_flags("postgres", url), tmp_path) as srv,
+        psycopg.connect(url, autocommit=True) as holder,
+    ):
+        holder.execute("SELECT pg_advisory_lock(%s)", (lock_id,))
+        answers: list[httpx.Response] = []
+
+        def attempt() -> None:
+            with client_for(srv) as client:
+                answers.append(signup(client, unique_email("phonelock"), phone_number=phone))
+
+        thread = threading.Thread(target=attempt)
+        thread.start()
+        assert _eventually_waiting_on(holder, lock_id), "the signup never asked for the lock"
+        assert answers == []
+        holder.execute("SELECT pg_advisory_unlock(%s)", (lock_id,))
+        thread.join(timeout=30)
+        assert [a.status_code for a in answers] == [200]
+
+
+def _eventually_waiting_on(conn: psycopg.Connection[Any], lock_id: int) -> bool:
+    """Some session waits for advisory lock ``lock_id`` (pg_locks splits the bigint)."""
+    high, low = (lock_id >> 32) & 0xFFFFFFFF, lock_id & 0xFFFFFFFF
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+            " AND classid::bigint = %s AND objid::bigint = %s",
+            (high, low),
+        ).fetchone()
+        if row is not None and row[0] > 0:
+            return True
+        time.sleep(0.05)
+    return False
 
 
 # -- the outbox carries mail across an SMTP outage ----------------------------------------------

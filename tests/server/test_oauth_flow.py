@@ -16,6 +16,7 @@ import base64
 import hashlib
 import secrets
 import threading
+import time
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -291,6 +292,25 @@ def test_a_reused_code_is_refused_and_revokes_the_tokens_it_gave(
     assert gone.status_code == 401
     assert gone.json()["error"] == "invalid_token"
     assert 'error="invalid_token"' in gone.headers["www-authenticate"]
+
+
+def test_a_code_dies_with_the_sessions_ended_after_it_was_given(
+    provider: Provider, browser: httpx.Client
+) -> None:
+    """An email change ends the user's sessions (the SQL marker): a code its session got
+    before is refused, as the session's own tokens are."""
+    _, session = logged_in(browser)
+    verifier, challenge = pkce()
+    code = code_for(provider, browser, session, code_challenge=challenge)
+    # The marker has one-second resolution and a session begun in its second stands.
+    time.sleep(1.1)
+    changed = browser.post(
+        "/v1/update_profile", json={"email": unique_email("oauth-moved")}, headers=cookie(session)
+    )
+    assert changed.status_code == 200, changed.text
+    refused = redeem(provider, code, code_verifier=verifier)
+    assert refused.status_code == 400
+    assert refused.json()["error"] == "invalid_grant"
 
 
 def test_of_concurrent_redemptions_of_one_code_exactly_one_succeeds(

@@ -116,6 +116,28 @@ def test_an_unverified_phone_gets_a_code_at_login_after_the_password(
     assert client.get("/v1/profile", headers=bearer(token)).json()["phone_number_verified"]
 
 
+def test_a_changed_number_is_unverified_until_its_code_proves_it(
+    fake: FakeTwilio, client: httpx.Client
+) -> None:
+    phone, new_phone = unique_phone(), unique_phone()
+    created = phone_signup(client, phone)
+    done = verify(client, phone, code_in(texts_to(fake, phone)[0]), mfa_cookie(created))
+    token = done.json()["access_token"]
+    assert admin_user(client, phone)["phone_number_verified"] is True
+    changed = client.post(
+        "/v1/update_profile", json={"phone_number": new_phone}, headers=bearer(token)
+    )
+    assert changed.status_code == 200, changed.text
+    assert admin_user(client, new_phone)["phone_number_verified"] is False
+    # The next login by the new number texts it a code; the code proves it.
+    response = phone_login(client, new_phone)
+    assert response.json()["should_show_mobile_otp_screen"] is True
+    assert not response.json().get("access_token")
+    proved = verify(client, new_phone, code_in(texts_to(fake, new_phone)[0]), mfa_cookie(response))
+    assert proved.status_code == 200, proved.text
+    assert admin_user(client, new_phone)["phone_number_verified"] is True
+
+
 def test_email_signups_are_not_asked_for_a_phone_code(client: httpx.Client) -> None:
     created = signup(client, unique_email("phone-verify-email"))
     assert created.status_code == 200

@@ -17,7 +17,7 @@ from storage import StorageConfig, open_storage
 from storage.memory import InProcessMemoryStore, MemoryStore, RedisMemoryStore, SqlMemoryStore
 from storage.sql import Database, open_database
 from tests.dbfixtures import fresh_database_url, fresh_redis_url
-from tests.storage.helpers import config_for
+from tests.storage.helpers import asyncpg_url, config_for
 
 #: "postgres" runs the default driver (psycopg); "postgres-asyncpg" the other one.
 DATABASES = ["sqlite", "postgres", "postgres-asyncpg", "mariadb"]
@@ -57,8 +57,7 @@ def database_kind(request: pytest.FixtureRequest) -> str:
 def database_config(database_kind: str, shared_database_urls: dict[str, str]) -> StorageConfig:
     """A migrated database of ``database_kind`` (made outside trio: a sync fixture)."""
     if database_kind == "postgres-asyncpg":
-        rest = shared_database_urls["postgres"].split("://", 1)[1]
-        return config_for("postgres", f"postgresql+asyncpg://{rest}")
+        return config_for("postgres", asyncpg_url(shared_database_urls["postgres"]))
     return config_for(database_kind, shared_database_urls[database_kind])
 
 

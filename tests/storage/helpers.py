@@ -14,6 +14,11 @@ PATIENCE = 10.0
 _POLL = 0.05
 
 
+def asyncpg_url(postgres_url: str) -> str:
+    """The same PostgreSQL database, reached through asyncpg."""
+    return "postgresql+asyncpg://" + postgres_url.split("://", 1)[1]
+
+
 def config_for(kind: str, url: str, **options: object) -> StorageConfig:
     return StorageConfig(database_type=kind, database_url=url, **options)  # type: ignore[arg-type]
 

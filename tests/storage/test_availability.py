@@ -13,7 +13,7 @@ import trio_asyncio
 
 from storage import StorageConfig, StorageUnavailable, open_storage
 from storage.sql import open_database
-from tests.storage.helpers import config_for, eventually
+from tests.storage.helpers import asyncpg_url, config_for, eventually
 
 
 def unused_port() -> int:
@@ -65,8 +65,8 @@ async def test_reachable_storage_pings(database_config: StorageConfig) -> None:
 def postgres_config(
     request: pytest.FixtureRequest, shared_database_urls: dict[str, str]
 ) -> StorageConfig:
-    rest = shared_database_urls["postgres"].split("://", 1)[1]
-    return config_for("postgres", f"postgresql+{request.param}://{rest}")
+    url = shared_database_urls["postgres"]
+    return config_for("postgres", asyncpg_url(url) if request.param == "asyncpg" else url)
 
 
 async def test_cancel_scope_cancels_a_postgres_query(postgres_config: StorageConfig) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from functools import partial
 
 import pytest
 import sqlalchemy as sa
@@ -88,6 +89,38 @@ async def test_run_locked_keeps_one_identity_unique(database: Database) -> None:
             nursery.start_soon(attempt)
     assert sorted(results) == [False] * 19 + [True]
     assert await database.run(lambda conn: count_email(conn, email)) == 1
+
+
+async def test_run_locked_with_several_keys_keeps_each_identity_unique(
+    database: Database,
+) -> None:
+    """20 concurrent inserts, each of its own email and one shared phone number, each
+    holding both identity locks (named in either order): exactly one gets the number."""
+    phone = f"+1555{uuid.uuid4().int % 10**7:07d}"
+
+    def signup(email: str, conn: sa.Connection) -> bool:
+        taken = conn.execute(
+            sa.select(sa.func.count()).select_from(users).where(users.c.phone_number == phone)
+        ).scalar_one()
+        if taken:
+            return False
+        pause(conn)
+        conn.execute(sa.insert(users).values({**user_row(email), "phone_number": phone}))
+        return True
+
+    results: list[bool] = []
+
+    async def attempt(n: int) -> None:
+        email = f"{uuid.uuid4().hex}@example.com"
+        keys = [f"email:{email}", f"phone:{phone}"]
+        if n % 2:
+            keys.reverse()  # one global order inside: no deadlock either way round
+        results.append(await database.run_locked(keys, partial(signup, email)))
+
+    async with trio.open_nursery() as nursery:
+        for n in range(20):
+            nursery.start_soon(attempt, n)
+    assert sorted(results) == [False] * 19 + [True]
 
 
 async def test_ping_and_dialect(database: Database, database_kind: str) -> None:

@@ -20,7 +20,7 @@ from storage.sql.migrate import VERSION_TABLE, current_revision, head_revision
 from storage.sql.schema import metadata, otps, users
 from tests.dbfixtures import fresh_database_url
 from tests.storage.conftest import DATABASES
-from tests.storage.helpers import config_for
+from tests.storage.helpers import asyncpg_url, config_for
 
 IDENTITY = ("email", "phone_number")
 #: Where ``storage`` is imported from, for the subprocesses.
@@ -29,8 +29,12 @@ SOURCE_ROOT = Path(storage.__file__).resolve().parents[1]
 
 @pytest.fixture(params=DATABASES)
 def fresh_db(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str]:
-    """(kind, URL) of a new, empty database."""
+    """(kind, URL) of a new, empty database ("postgres-asyncpg": PostgreSQL's, reached
+    through asyncpg)."""
     kind: str = request.param
+    if kind == "postgres-asyncpg":
+        url = fresh_database_url("postgres", tmp_path, purpose="migrations")
+        return "postgres", asyncpg_url(url)
     return kind, fresh_database_url(kind, tmp_path, purpose="migrations")
 
 

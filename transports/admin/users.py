@@ -23,6 +23,7 @@ from core.auth.user import (
     SignupMethod,
     User,
     identity_lock_key,
+    identity_lock_keys,
     is_valid_email,
     is_valid_phone_number,
     normalise_email,
@@ -208,11 +209,9 @@ class UserAdmin:
                 )
             return updated, end_sessions
 
-        # The same per-identity lock as signup guards the uniqueness check.
-        lock = identity_lock_key(email=email) if email else (
-            identity_lock_key(phone_number=phone) if phone else f"user:{user_id}"
-        )  # fmt: skip
-        updated, ended = await self._db.run_locked(lock, write)
+        # The same per-identity locks as signup guard the uniqueness checks.
+        locks = identity_lock_keys(email=email, phone_number=phone) or (f"user:{user_id}",)
+        updated, ended = await self._db.run_locked(locks, write)
         if ended:
             await self._end_sessions(updated.id)
         else:

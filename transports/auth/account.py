@@ -21,6 +21,7 @@ from core.auth.passwords import password_problem
 from core.auth.user import (
     SignupMethod,
     User,
+    identity_lock_keys,
     is_valid_email,
     is_valid_phone_number,
     normalise_email,
@@ -273,6 +274,10 @@ class AccountOperations:
             if not is_valid_phone_number(new_phone):
                 raise InvalidArgument("invalid phone number")
             changes["phone_number"] = new_phone.strip()
+            # A new number is proved like one given at signup: by the code of the next phone
+            # login when phone verification is on, else taken as it is.
+            verifiable = self.policy.phone_verification_possible
+            changes["phone_number_verified_at"] = None if verifiable else now
         updated = dataclasses.replace(user, updated_at=now, **changes)
         message = await self._store_profile(updated, email_changed, caller, now, mfa)
         cookies: tuple[Cookie, ...] = ()
@@ -348,8 +353,10 @@ class AccountOperations:
             for entry in entries:
                 record(conn, entry, now=now)
 
-        lock = f"email:{updated.email}" if updated.email else f"user:{updated.id}"
-        await self.storage.db.run_locked(lock, write)
+        # The same per-identity locks as signup guard the uniqueness checks.
+        identities = identity_lock_keys(email=updated.email, phone_number=updated.phone_number)
+        locks = identities or (f"user:{updated.id}",)
+        await self.storage.db.run_locked(locks, write)
         self.sessions.forget_status(updated.id)
         return message
 

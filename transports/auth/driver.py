@@ -22,6 +22,7 @@ import sqlalchemy as sa
 
 from core.auth.claims import verification_token_claims
 from core.auth.mfa import Method
+from core.auth.user import User
 from core.auth.verification import VerificationRequest
 from core.errors import Internal, InvalidArgument, PermissionDenied, Unauthenticated
 from core.state_machines import Machine
@@ -91,7 +92,7 @@ from transports.mfa_challenges import CHALLENGE_EFFECTS
 if TYPE_CHECKING:
     from transports.auth.service import AuthService
 
-__all__ = ["FlowRun"]
+__all__ = ["FlowRun", "load_user"]
 
 SqlOp = Callable[[sa.Connection], None]
 
@@ -202,7 +203,7 @@ class FlowRun:
     async def _answer(self, effect: Effect) -> Event:
         db = self.auth.storage.db
         if isinstance(effect, LoadUser):
-            return UserLoaded(user=await db.read(lambda conn: _load_user(conn, effect)))
+            return UserLoaded(user=await db.read(lambda conn: load_user(conn, effect)))
         if isinstance(effect, VerifyPasswordHash):
             hasher = self.auth.hasher
             if effect.password_hash is None:
@@ -215,7 +216,7 @@ class FlowRun:
         if isinstance(effect, CreateUser):
             user = effect.user
             taken = await db.run_locked(
-                effect.lock_keys[0], lambda conn: user_rows.insert_unique(conn, user)
+                effect.lock_keys, lambda conn: user_rows.insert_unique(conn, user)
             )
             if taken is not None:
                 self.taken = taken
@@ -421,12 +422,18 @@ class FlowRun:
         return _OneInsert(lambda conn: _record(conn, entry, now))
 
 
-def _load_user(conn: sa.Connection, effect: LoadUser) -> Any:
+def load_user(conn: sa.Connection, effect: LoadUser) -> User | None:
+    """The user ``effect`` names (the OAuth flow's driver answers with it too)."""
     if effect.user_id is not None:
-        return user_rows.get_by_id(conn, effect.user_id)
-    if effect.email is not None:
-        return user_rows.get_by_email(conn, effect.email)
-    return user_rows.get_by_phone(conn, effect.phone_number or "")
+        user = user_rows.get_by_id(conn, effect.user_id)
+    elif effect.email is not None:
+        user = user_rows.get_by_email(conn, effect.email)
+    else:
+        user = user_rows.get_by_phone(conn, effect.phone_number or "")
+    if user is None or effect.session_started is None:
+        return user
+    status = user_rows.status(conn, user.id)
+    return user if status is not None and status.accepts(effect.session_started) else None
 
 
 def _enqueue(conn: sa.Connection, kind: str, payload: dict[str, Any], now: int) -> None:

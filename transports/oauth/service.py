@@ -41,6 +41,7 @@ from core.state_machines.oauth_authorize import (
     TakeCode,
 )
 from storage import users as user_rows
+from transports.auth.driver import load_user
 from transports.auth.service import AuthService
 from transports.auth.sessions import ACCESS, REFRESH
 from transports.context import CallerContext, Cookie, Reply
@@ -116,10 +117,7 @@ class OAuthService:
     async def _answer(self, effect: Effect) -> Event:
         auth = self.auth
         if isinstance(effect, LoadUser):
-            user_id = effect.user_id or ""
-            return UserLoaded(
-                user=await auth.storage.db.run(lambda c: user_rows.get_by_id(c, user_id))
-            )
+            return UserLoaded(user=await auth.storage.db.run(lambda c: load_user(c, effect)))
         if isinstance(effect, IssueTokens):
             now = int(auth.clock.now())
             return TokensIssued(tokens=await auth.issuer.mint(effect, sid=effect.nonce, now=now))

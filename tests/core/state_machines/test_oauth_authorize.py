@@ -230,7 +230,9 @@ def test_redemption_with_the_right_verifier_mints_under_a_new_session() -> None:
     m = machine()
     event = CodeRedemptionRequested(code="c-1", redirect_uri=REDIRECT, code_verifier=VERIFIER)
     assert m.handle(event) == [TakeCode(code="c-1")]
-    assert m.handle(CodeTaken(grant=GRANT)) == [LoadUser(user_id="user-1")]
+    assert m.handle(CodeTaken(grant=GRANT)) == [
+        LoadUser(user_id="user-1", session_started=GRANT.auth_time)
+    ]
     (issue,) = m.handle(UserLoaded(user=user()))
     assert issue == IssueTokens(
         user=user(),
@@ -334,7 +336,9 @@ def test_redemption_refusals(
 def test_a_confidential_client_redeems_without_pkce() -> None:
     m = machine()
     m.handle(CodeRedemptionRequested(code="c", redirect_uri=REDIRECT, client_authenticated=True))
-    assert m.handle(CodeTaken(grant=NO_PKCE)) == [LoadUser(user_id="user-1")]
+    assert m.handle(CodeTaken(grant=NO_PKCE)) == [
+        LoadUser(user_id="user-1", session_started=NO_PKCE.auth_time)
+    ]
 
 
 def test_a_login_with_the_state_binds_the_announced_code() -> None:

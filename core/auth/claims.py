@@ -161,8 +161,11 @@ def refresh_token_claims(
     login_method: str,
     nonce: str,
     now: int,
+    auth_time: int | None = None,
 ) -> dict[str, Any]:
-    return _session_token_claims(
+    """Like the access token's, plus ``auth_time``: a refresh keeps the time the user
+    authenticated (OIDC ``max_age`` is measured from it)."""
+    claims = _session_token_claims(
         policy=policy,
         token_type=TokenType.REFRESH,
         ttl=policy.refresh_token_ttl,
@@ -173,6 +176,8 @@ def refresh_token_claims(
         nonce=nonce,
         now=now,
     )
+    claims["auth_time"] = now if auth_time is None else auth_time
+    return claims
 
 
 def id_token_claims(
@@ -248,8 +253,10 @@ def session_claims(
     login_method: str,
     nonce: str,
     now: int,
+    auth_time: int | None = None,
 ) -> dict[str, Any]:
-    """The browser session blob, encrypted into the ``cookie_session`` value."""
+    """The browser session blob, encrypted into the ``cookie_session`` value. ``auth_time``
+    (when the user authenticated) survives rotations; ``iat`` is this blob's own."""
     return {
         "sub": user.id,
         "roles": list(roles),
@@ -258,6 +265,7 @@ def session_claims(
         "iat": now,
         "exp": now + SESSION_TTL,
         "login_method": login_method,
+        "auth_time": now if auth_time is None else auth_time,
     }
 
 

@@ -78,6 +78,8 @@ class AuthorizeRequest:
     code_challenge: str | None = None
     code_challenge_method: str | None = None
     prompt: tuple[str, ...] = ()
+    #: OIDC ``max_age``: seconds since the user authenticated beyond which they log in again
+    max_age: int | None = None
 
     @property
     def wants_code(self) -> bool:
@@ -180,6 +182,9 @@ def parse_authorize(
             return refuse(InvalidRequest, "code_challenge_method must be S256")
         if not rfc7636_pkce.challenge_is_valid(challenge):
             return refuse(InvalidRequest, "invalid code_challenge")
+    raw_max_age = params.get("max_age") or None
+    if raw_max_age is not None and not (raw_max_age.isascii() and raw_max_age.isdigit()):
+        return refuse(InvalidRequest, "max_age must be a whole number of seconds")
     scope = tuple(dict.fromkeys(params.get("scope", "").split())) or DEFAULT_SCOPE
     return AuthorizeRequest(
         client_id=client_id,
@@ -192,4 +197,5 @@ def parse_authorize(
         code_challenge=challenge,
         code_challenge_method=method if challenge else None,
         prompt=tuple(params.get("prompt", "").split()),
+        max_age=int(raw_max_age) if raw_max_age is not None else None,
     )

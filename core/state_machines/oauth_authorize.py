@@ -8,7 +8,9 @@ authorize (``AuthorizeRequested``)
      An unknown client or an untrusted ``redirect_uri`` is refused with a plain error
      (``Fail``: never a redirect); any other problem goes back to the redirect URI
      (``Deliver`` with ``error``, ``error_description`` and ``state``).
-  2. No valid session (none presented, or its user is gone or revoked): ``prompt=none``,
+  2. No valid session (none presented, its user gone or revoked, or ``prompt=login`` /
+     an exceeded ``max_age`` not yet answered by a login after the demand, see
+     :mod:`core.oauth.oidc_reauthentication`): ``prompt=none``,
      or no login page, answers ``login_required`` to the redirect URI; otherwise the
      request is parked under its ``state`` (``StorePending``, with a code announced for
      code flows) and the browser goes to the login page with the original query
@@ -47,6 +49,7 @@ from core.auth.claims import wants_refresh_token
 from core.auth.policy import FlowEnv
 from core.auth.responses import TokenResponse
 from core.auth.user import User
+from core.oauth import oidc_reauthentication as reauth
 from core.oauth import rfc7636_pkce
 from core.oauth.errors import InvalidClient, InvalidGrant, InvalidRequest, LoginRequired
 from core.oauth.rfc6749_authorize import (
@@ -98,6 +101,8 @@ class State(enum.Enum):
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class OAuthPolicy:
     client_id: str
+    #: the MAC key of ``prompt=login`` / ``max_age`` demands (``oidc_reauthentication``)
+    reauth_key: bytes = dataclasses.field(repr=False)
     #: ``--default-authorize-response-type`` (``code`` unless asked otherwise)
     default_response_type: str = "code"
     #: ``--default-authorize-response-mode``
@@ -276,7 +281,7 @@ class OAuthAuthorizeMachine(Machine[State]):
             return [deliver], State.DONE
         self.ctx.request = parsed
         self.ctx.params = tuple(event.params.items())
-        if event.session is None:
+        if event.session is None or self._must_log_in_again(parsed, event.session):
             return self._no_session()
         self.ctx.session = event.session
         return [LoadUser(user_id=event.session.user_id)], State.LOADING_USER
@@ -299,7 +304,11 @@ class OAuthAuthorizeMachine(Machine[State]):
             code_challenge=request.code_challenge,
             code_challenge_method=request.code_challenge_method,
         )
-        query = tuple((k, v) for k, v in self.ctx.params if k != "code")
+        query = tuple((k, v) for k, v in self.ctx.params if k not in ("code", reauth.PARAM))
+        if "login" in request.prompt or request.max_age is not None:
+            # whoever comes back must have logged in after this moment
+            demand = reauth.marker(self.oauth.reauth_key, request.state, self._env.now())
+            query += ((reauth.PARAM, demand),)
         if code is not None:
             query += (("code", code),)
         effects: list[Effect] = [
@@ -307,6 +316,13 @@ class OAuthAuthorizeMachine(Machine[State]):
             RedirectToLogin(params=query, signup=self._param("screen_hint") == "signup"),
         ]
         return effects, State.DONE
+
+    def _must_log_in_again(self, request: AuthorizeRequest, session: SessionGrant) -> bool:
+        """``prompt=login``, or ``max_age`` exceeded, not yet answered by a new login."""
+        if not reauth.demanded(request.prompt, request.max_age, session.auth_time, self._env.now()):
+            return False
+        marker = self._param(reauth.PARAM)
+        return not reauth.answered(self.oauth.reauth_key, request.state, marker, session.auth_time)
 
     def _param(self, name: str) -> str | None:
         return dict(self.ctx.params).get(name)

@@ -115,6 +115,9 @@ class SessionRef:
     user_id: str
     login_method: str
     nonce: str
+    #: when the user authenticated (carried into the new tokens); None in tokens from
+    #: before bastion recorded it
+    auth_time: int | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -189,7 +192,14 @@ def _session_parts(
         return None
     if not _strings(roles) or not _strings(scope):
         return None
-    return SessionRef(user_id=sub, login_method=method, nonce=nonce), tuple(roles), tuple(scope)
+    auth_time = claims.get("auth_time")
+    ref = SessionRef(
+        user_id=sub,
+        login_method=method,
+        nonce=nonce,
+        auth_time=auth_time if type(auth_time) is int else None,
+    )
+    return ref, tuple(roles), tuple(scope)
 
 
 def _strings(value: object) -> bool:
@@ -292,6 +302,7 @@ class SessionMachine(Machine[State]):
             nonce=self._env.ids.new_id(),
             include_refresh_token=wants_refresh_token(self.ctx.scope),
             state=self.ctx.oauth_state,
+            auth_time=old.auth_time,
         )
 
     def _on_tokens(self, event: TokensIssued) -> tuple[list[Effect], State]:

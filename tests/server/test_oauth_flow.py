@@ -440,6 +440,24 @@ def test_prompt_none_without_a_session_is_login_required(
     }
 
 
+def test_a_demanded_login_sends_a_signed_in_browser_back_to_the_login_page(
+    provider: Provider, browser: httpx.Client
+) -> None:
+    """prompt=login, or a max_age the session outlived: the user must log in again (the
+    login page; with prompt=none, login_required); a max_age still met gives the code."""
+    _, session = logged_in(browser)
+    time.sleep(1.1)  # the session is now more than a second old
+    for demand in ({"prompt": "login"}, {"max_age": "0"}):
+        target, query, _ = location(authorize(browser, session, response_type="code", **demand))
+        assert target == f"{provider.url}/app", demand
+        assert query["auth_after"]
+        silent = {**demand, "prompt": "none login"}
+        _, query, _ = location(authorize(browser, session, response_type="code", **silent))
+        assert query["error"] == "login_required", demand
+    _, query, _ = location(authorize(browser, session, response_type="code", max_age="3600"))
+    assert "code" in query
+
+
 def test_form_post_and_web_message_pages_carry_their_own_policy(
     provider: Provider, browser: httpx.Client
 ) -> None:

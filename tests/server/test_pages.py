@@ -10,6 +10,7 @@ links on) and ``off`` (``--enable-login-page=false``).
 from __future__ import annotations
 
 import re
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -440,6 +441,48 @@ def test_an_authorize_query_is_kept_through_the_pages_and_sent_back_to_authorize
         fresh = client.get("/app", params=httpx.QueryParams([*query, ("prompt", "login")]))
         assert fresh.status_code == 200
         assert "<h1>Sign in</h1>" in fresh.text
+
+
+def test_prompt_login_asks_a_signed_in_user_to_log_in_again_then_gives_the_code(
+    site: Site,
+) -> None:
+    email = unique_email("relogin")
+    query = [
+        ("client_id", "test-client"),
+        ("redirect_uri", f"{ALLOWED}/cb"),
+        ("response_type", "code"),
+        ("state", "st-relogin"),
+        ("code_challenge", "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"),
+        ("prompt", "login"),
+    ]
+    with browser(site.main) as client:
+        assert page_signup(client, email).status_code == 303
+        time.sleep(1.1)  # auth_time has one-second resolution: the demand comes later
+        # Signed in, yet /authorize sends the browser to log in again, with its mark ...
+        demanded = client.get("/authorize", params=httpx.QueryParams(query))
+        assert demanded.status_code in (302, 303), demanded.text
+        login_url = urlsplit(demanded.headers["location"])
+        assert login_url.path == "/app"
+        marked = dict(parse_qsl(login_url.query))
+        assert marked["prompt"] == "login"
+        assert marked["auth_after"]
+        # ... which the page honours even though a session exists ...
+        page = client.get(local(demanded.headers["location"]))
+        assert page.status_code == 200
+        assert "<h1>Sign in</h1>" in page.text
+        # ... and the old session, sent back to /authorize with the mark, is still refused.
+        stale = client.get("/authorize", params=httpx.QueryParams(list(marked.items())))
+        assert urlsplit(stale.headers["location"]).path == "/app"
+        # A new login answers it: back at /authorize, the code goes to the client.
+        time.sleep(1.1)  # auth_time has one-second resolution; make "after" unambiguous
+        done = submit(client, page, "/app", identifier=email, password=PASSWORD)
+        target = meta_refresh_target(done)
+        assert dict(parse_qsl(urlsplit(target).query))["auth_after"] == marked["auth_after"]
+        answer = client.get(local(target))
+        assert answer.status_code in (302, 303), answer.text
+        redirect_to = urlsplit(answer.headers["location"])
+        assert f"{redirect_to.scheme}://{redirect_to.netloc}{redirect_to.path}" == f"{ALLOWED}/cb"
+        assert dict(parse_qsl(redirect_to.query)).keys() >= {"code", "state"}
 
 
 # -- the second factor ------------------------------------------------------------------------

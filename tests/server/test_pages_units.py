@@ -75,10 +75,16 @@ def test_after_login_follows_only_an_allowed_redirect_uri() -> None:
     assert PageQuery().after_login(ISSUER, allowed) is None
 
 
-def test_forces_login() -> None:
-    assert PageQuery.parse({"prompt": "consent login"}).forces_login
-    assert PageQuery.parse({"max_age": "0"}).forces_login
-    assert not PageQuery.parse({"prompt": "consent", "max_age": "60"}).forces_login
+def test_asks_login() -> None:
+    then = 1_700_000_000
+    assert PageQuery.parse({"prompt": "consent login"}).asks_login(then)
+    assert PageQuery.parse({"max_age": "0"}).asks_login(then)
+    assert not PageQuery.parse({"prompt": "consent", "max_age": "60"}).asks_login(then)
+    # /authorize's mark decides: a login after it is enough, one in its second is not.
+    marked = PageQuery.parse({"prompt": "login", "auth_after": f"{then}.{'a' * 32}"})
+    assert marked.asks_login(then)
+    assert not marked.asks_login(then + 1)
+    assert dict(marked.params)["auth_after"] == f"{then}.{'a' * 32}"  # kept for /authorize
 
 
 def test_urls_and_hidden_fields() -> None:

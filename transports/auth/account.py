@@ -75,6 +75,8 @@ class Authenticated:
     login_method: str
     issued_at: int
     roles: tuple[str, ...]
+    #: when the user authenticated (a rotated session keeps its login's time)
+    auth_time: int
 
 
 def _same(a: str, b: str) -> bool:
@@ -130,7 +132,7 @@ class AccountOperations:
         iat = claims.get("iat")
         if not await self.sessions.accepts(sub, iat):
             return None
-        roles = claims.get("roles")
+        roles, auth_time = claims.get("roles"), claims.get("auth_time")
         return Authenticated(
             user_id=sub,
             sid=sid,
@@ -138,6 +140,7 @@ class AccountOperations:
             login_method=str(claims.get("login_method", "")),
             issued_at=int(iat),  # type: ignore[arg-type]  # accepts() proved it an int
             roles=tuple(r for r in roles if isinstance(r, str)) if isinstance(roles, list) else (),
+            auth_time=auth_time if type(auth_time) is int else int(iat),  # type: ignore[arg-type]
         )
 
     async def authenticate(self, caller: CallerContext) -> Authenticated | None:

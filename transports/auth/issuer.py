@@ -70,7 +70,11 @@ class TokenIssuer:
         id_claims["sid"] = sid
         refresh_token = None
         if effect.include_refresh_token:
-            refresh_claims = claim_rules.refresh_token_claims(scope=effect.scope, **common)  # type: ignore[arg-type]
+            refresh_claims = claim_rules.refresh_token_claims(
+                scope=effect.scope,
+                auth_time=effect.auth_time,
+                **common,  # type: ignore[arg-type]
+            )
             refresh_claims["sid"] = sid
             refresh_token = self.signer.sign(refresh_claims)
         session = claim_rules.session_claims(
@@ -80,6 +84,7 @@ class TokenIssuer:
             login_method=effect.login_method,
             nonce=effect.nonce,
             now=now,
+            auth_time=effect.auth_time,
         )
         session["sid"] = sid
         return IssuedTokens(

@@ -16,6 +16,7 @@ from typing import Any
 from core.auth.claims import TokenType, claims_are_valid
 from core.auth.links import add_query
 from core.errors import Internal
+from core.oauth import oidc_reauthentication as reauth
 from core.oauth import oidc_userinfo, rfc7662_introspection
 from core.oauth.errors import InvalidClient, InvalidRequest, InvalidToken
 from core.oauth.rfc6749_authorize import ResponseMode
@@ -64,6 +65,7 @@ class LoggedOut:
 def oauth_policy(settings: Settings) -> OAuthPolicy:
     return OAuthPolicy(
         client_id=settings.client_id,
+        reauth_key=reauth.derive_key(settings.client_secret),
         default_response_type=settings.default_authorize_response_type,
         default_response_mode=ResponseMode(settings.default_authorize_response_mode),
         login_page=settings.enable_login_page,
@@ -155,7 +157,7 @@ class OAuthService:
             user_id=who.user_id,
             roles=who.roles,
             login_method=who.login_method,
-            auth_time=who.issued_at,
+            auth_time=who.auth_time,
         )
 
     async def authorize(

@@ -21,6 +21,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from urllib.parse import urlencode
 
+from core.oauth import oidc_reauthentication as reauth
+
 __all__ = ["HIDDEN_PREFIX", "KEPT_PARAMS", "MAX_VALUE_LENGTH", "PageQuery"]
 
 #: The authorize request's parameters (reference §5.5), kept in this order.
@@ -40,6 +42,8 @@ KEPT_PARAMS = (
     "ui_locales",
     "id_token_hint",
     "screen_hint",
+    # /authorize's mark of a demanded login (prompt=login / max_age), carried back to it
+    reauth.PARAM,
 )
 #: Hidden form fields carrying the query are named ``q.<param>``: never an input's name.
 HIDDEN_PREFIX = "q."
@@ -71,9 +75,13 @@ class PageQuery:
         """Opened by ``/authorize``: it has ``response_type`` or ``client_id``, and ``state``."""
         return bool(self.get("state")) and bool(self.get("response_type") or self.get("client_id"))
 
-    @property
-    def forces_login(self) -> bool:
-        """The client asked for a fresh login even if a session exists."""
+    def asks_login(self, auth_time: int) -> bool:
+        """Must a browser whose user authenticated at ``auth_time`` log in again here? When
+        ``/authorize`` demanded a login since then (its mark: checked there, only read
+        here), or the client asks for a fresh one outright."""
+        demanded_at = reauth.marker_time(self.get(reauth.PARAM))
+        if demanded_at is not None:
+            return auth_time <= demanded_at
         return "login" in self.get("prompt").split() or self.get("max_age") == "0"
 
     def encoded(self) -> str:

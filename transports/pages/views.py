@@ -225,7 +225,8 @@ class LoginPages:
         query = PageQuery.parse(request.args)
         if query.refused_redirect(self.auth.redirect_allowed):
             return await self._refused_redirect()
-        if not query.forces_login and await self._signed_in() is not None:
+        who = await self.auth.authenticate(self.caller())
+        if who is not None and not query.asks_login(who.auth_time):
             return self._forward(query)
         # An emailed link that failed lands here with ``error=<why>``. The text is never
         # echoed (anyone can write a query): one fixed message says what to do.

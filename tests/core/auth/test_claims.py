@@ -64,6 +64,9 @@ def test_refresh_token_lives_as_configured() -> None:
     assert claims["token_type"] == "refresh_token"
     assert claims["exp"] == NOW + 2_592_000
     assert claims["roles"] == ["user"]
+    assert claims["auth_time"] == NOW
+    kept = refresh_token_claims(**COMMON, scope=(), nonce="n2", now=NOW + 9, auth_time=NOW)  # type: ignore[arg-type]
+    assert (kept["iat"], kept["auth_time"]) == (NOW + 9, NOW)
 
 
 def test_id_token_embeds_the_profile_and_puts_roles_under_the_role_claim() -> None:
@@ -176,4 +179,11 @@ def test_session_blob_claims() -> None:
         "iat": NOW,
         "exp": NOW + 86_400,
         "login_method": "basic_auth",
+        "auth_time": NOW,
     }
+    # A rotated session keeps the time its user authenticated.
+    rotated = session_claims(
+        user=USER, roles=("user",), scope=("openid",), login_method="basic_auth", nonce="m",
+        now=NOW + 600, auth_time=NOW,
+    )  # fmt: skip
+    assert (rotated["iat"], rotated["auth_time"]) == (NOW + 600, NOW)

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections import deque
 from typing import Any
 
@@ -18,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core.auth.responses import TokenResponse
+from core.oauth import oidc_reauthentication as reauth
 from core.oauth import rfc7636_pkce
 from core.oauth.errors import InvalidClient, InvalidGrant, InvalidRequest
 from core.oauth.rfc6749_authorize import ResponseMode
@@ -51,8 +53,15 @@ CHALLENGE = rfc7636_pkce.s256(VERIFIER)
 SESSION = SessionGrant(
     user_id="user-1", roles=("user",), login_method="basic_auth", auth_time=NOW - 5
 )
-POLICY = OAuthPolicy(client_id=CLIENT_ID)
-POLICIES = (POLICY, OAuthPolicy(client_id=CLIENT_ID, login_page=False))
+KEY = b"k" * 32
+
+
+def session_at(auth_time: int) -> SessionGrant:
+    return dataclasses.replace(SESSION, auth_time=auth_time)
+
+
+POLICY = OAuthPolicy(client_id=CLIENT_ID, reauth_key=KEY)
+POLICIES = (POLICY, OAuthPolicy(client_id=CLIENT_ID, reauth_key=KEY, login_page=False))
 
 
 def params(**overrides: str | None) -> dict[str, str]:
@@ -216,6 +225,76 @@ def test_prompt_none_or_no_login_page_without_a_session_is_login_required(
             ("state", "st-1"),
         ),
     )
+
+
+# -- prompt=login and max_age ---------------------------------------------------------------------
+
+
+def login_again(**p: str | None) -> RedirectToLogin:
+    """What /authorize answers a signed-in browser that must log in again."""
+    effects = authorize(machine(), **p)
+    assert isinstance(effects[0], StorePending)
+    assert isinstance(effects[1], RedirectToLogin)
+    return effects[1]
+
+
+@pytest.mark.parametrize(
+    "demand",
+    [{"prompt": "login"}, {"prompt": "consent login"}, {"max_age": "0"}, {"max_age": "4"}],
+)
+def test_a_demanded_login_sends_a_signed_in_browser_to_log_in_again(
+    demand: dict[str, str],
+) -> None:
+    redirect = login_again(**demand)
+    marker = reauth.marker(KEY, "st-1", NOW)
+    assert redirect.params == (*params(**demand).items(), ("auth_after", marker), ("code", "id-1"))
+    # Coming back with that marker: a login after the demand answers it ...
+    answered = authorize(machine(), **demand, auth_after=marker, session=session_at(NOW + 1))
+    assert answered == [LoadUser(user_id="user-1")]
+    # ... one in the demand's own second does not (it may have come first: prompt=login
+    # still asks), nor the old session; the new demand replaces the old marker.
+    if "prompt" in demand:
+        same_second = authorize(machine(), **demand, auth_after=marker, session=session_at(NOW))
+        assert isinstance(same_second[1], RedirectToLogin)
+    again = login_again(**demand, auth_after=marker)
+    assert dict(again.params)["auth_after"] == marker
+    assert [k for k, _ in again.params].count("auth_after") == 1
+
+
+def test_max_age_not_exceeded_needs_no_new_login() -> None:
+    assert authorize(machine(), max_age="5") == [LoadUser(user_id="user-1")]  # 5 s old
+    assert authorize(machine(), max_age="60") == [LoadUser(user_id="user-1")]
+
+
+@pytest.mark.parametrize(
+    "forged",
+    [
+        reauth.marker(b"x" * 32, "st-1", NOW - 60),  # another key
+        reauth.marker(KEY, "st-other", NOW - 60),  # another request's
+        f"{NOW - 60}.{'0' * 32}",
+        f"{NOW - 60}",
+        "garbage",
+    ],
+)
+def test_a_forged_or_foreign_marker_answers_nothing(forged: str) -> None:
+    redirect = login_again(prompt="login", auth_after=forged)
+    assert dict(redirect.params)["auth_after"] == reauth.marker(KEY, "st-1", NOW)
+
+
+def test_prompt_none_with_a_demanded_login_is_login_required() -> None:
+    (deliver,) = authorize(machine(), prompt="none login")
+    assert isinstance(deliver, Deliver)
+    assert deliver.params[0] == ("error", "login_required")
+    (deliver,) = authorize(machine(), prompt="none", max_age="1")
+    assert isinstance(deliver, Deliver)
+    assert deliver.params[0] == ("error", "login_required")
+
+
+def test_a_demand_without_a_session_is_marked_too() -> None:
+    """So the login that follows answers it: no second trip to the login page."""
+    effects = authorize(machine(), session=None, prompt="login")
+    assert isinstance(effects[1], RedirectToLogin)
+    assert dict(effects[1].params)["auth_after"] == reauth.marker(KEY, "st-1", NOW)
 
 
 def test_a_revoked_user_behind_the_cookie_counts_as_no_session() -> None:
@@ -422,6 +501,8 @@ REDIRECTED_REFUSALS: list[tuple[dict[str, str | None], str, str, ResponseMode]] 
         Q,
     ),
     ({"code_challenge": "short"}, "invalid_request", "invalid code_challenge", Q),
+    ({"max_age": "-1"}, "invalid_request", "max_age must be a whole number of seconds", Q),
+    ({"max_age": "1.5"}, "invalid_request", "max_age must be a whole number of seconds", Q),
 ]
 
 
@@ -443,7 +524,9 @@ def test_default_response_type_is_code_and_token_only_when_asked() -> None:
     (store, deliver) = m.handle(UserLoaded(user=user()))
     assert isinstance(store, StoreCode)
     assert dict(deliver.params).keys() == {"code", "state"}
-    implicit_default = OAuthPolicy(client_id=CLIENT_ID, default_response_type="token")
+    implicit_default = OAuthPolicy(
+        client_id=CLIENT_ID, reauth_key=KEY, default_response_type="token"
+    )
     m = machine(implicit_default)
     authorize(m, response_type=None)
     assert isinstance(m.handle(UserLoaded(user=user()))[0], IssueTokens)

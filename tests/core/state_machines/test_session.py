@@ -75,6 +75,7 @@ def test_rotation_replaces_the_session() -> None:
                 login_method="basic_auth",
                 nonce="id-1",
                 include_refresh_token=True,
+                auth_time=NOW - 10,
             )
         ],
         [

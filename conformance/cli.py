@@ -145,12 +145,12 @@ def main(
         )
         return 2
     try:
-        sink = mailsink.Running(args.mail_sink) if args.mail_sink else None
+        sink = mailsink.start(args.mail_sink) if args.mail_sink else None
     except (OSError, ValueError) as exc:
         out.write(f"cannot start the mail sink on {args.mail_sink}: {exc}\n")
         return 2
     try:
-        sms = smssink.Running(args.sms_sink) if args.sms_sink else None
+        sms = smssink.start(args.sms_sink) if args.sms_sink else None
     except (OSError, ValueError) as exc:
         if sink is not None:
             sink.stop()

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from email.message import EmailMessage
 from urllib.parse import parse_qs, urlsplit
 
+from conformance.sinks import Registry, Running, parse_address
+
 #: Longest a scenario waits for a mail (the deployment sends through its outbox).
 MAIL_TIMEOUT_SECONDS = 30.0
 _URL = re.compile(r"https?://[^\s\"'<>]+")
@@ -182,38 +184,17 @@ class _Session(socketserver.StreamRequestHandler):
         return b"".join(lines)
 
 
-def parse_address(spec: str, option: str = "--mail-sink") -> tuple[str, int]:
-    host, sep, port = spec.rpartition(":")
-    if not sep or not host or not port.isdigit():
-        raise ValueError(f"{option} wants HOST:PORT, got {spec!r}")
-    return host, int(port)
-
-
-_lock = threading.Lock()
-_current: MailSink | None = None
+_sinks: Registry[MailSink] = Registry()
 
 
 def current() -> MailSink | None:
     """The sink this run started (``--mail-sink``), or None: mail rows then skip."""
-    return _current
+    return _sinks.current()
 
 
-class Running:
-    """A started sink; :meth:`stop` shuts it down and forgets it."""
-
-    def __init__(self, spec: str) -> None:
-        global _current
-        address = parse_address(spec)
-        self._server = _Server(address, _Session)
-        self.sink = self._server.sink = MailSink(*address)
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
-        with _lock:
-            _current = self.sink
-
-    def stop(self) -> None:
-        global _current
-        with _lock:
-            if _current is self.sink:
-                _current = None
-        self._server.shutdown()
-        self._server.server_close()
+def start(spec: str) -> Running[MailSink]:
+    """Bind ``--mail-sink HOST:PORT`` and serve it until ``stop``."""
+    address = parse_address(spec, "--mail-sink")
+    server = _Server(address, _Session)
+    server.sink = MailSink(*address)
+    return Running(_sinks, server, server.sink)

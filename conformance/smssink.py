@@ -22,7 +22,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs
 
-from conformance.mailsink import parse_address
+from conformance.sinks import Registry, Running, parse_address
 
 #: Longest a scenario waits for a text (the deployment sends through its outbox).
 SMS_TIMEOUT_SECONDS = 30.0
@@ -140,31 +140,17 @@ def _resource(account_sid: str, form: dict[str, str]) -> dict[str, Any]:
     }
 
 
-_lock = threading.Lock()
-_current: SmsSink | None = None
+_sinks: Registry[SmsSink] = Registry()
 
 
 def current() -> SmsSink | None:
     """The sink this run started (``--sms-sink``), or None: SMS rows then skip."""
-    return _current
+    return _sinks.current()
 
 
-class Running:
-    """A started sink; :meth:`stop` shuts it down and forgets it."""
-
-    def __init__(self, spec: str) -> None:
-        global _current
-        address = parse_address(spec, option="--sms-sink")
-        self._server = _Server(address, _Handler)
-        self.sink = self._server.sink = SmsSink(*address)
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
-        with _lock:
-            _current = self.sink
-
-    def stop(self) -> None:
-        global _current
-        with _lock:
-            if _current is self.sink:
-                _current = None
-        self._server.shutdown()
-        self._server.server_close()
+def start(spec: str) -> Running[SmsSink]:
+    """Bind ``--sms-sink HOST:PORT`` and serve it until ``stop``."""
+    address = parse_address(spec, "--sms-sink")
+    server = _Server(address, _Handler)
+    server.sink = SmsSink(*address)
+    return Running(_sinks, server, server.sink)

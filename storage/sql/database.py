@@ -175,7 +175,17 @@ class Database:
         if self._async_engine is not None:
             await trio_asyncio.aio_as_trio(self._async_engine.dispose, loop=self._loop)()
         if self._engine is not None:
+            await self._threads_finished()
             await trio.to_thread.run_sync(self._engine.dispose)
+
+    async def _threads_finished(self) -> None:
+        """Wait (at most the timeout) for calls whose callers were cancelled: their threads
+        still hold connections, which must be back in the pool before it is disposed, or
+        they are never closed. Each holds a limiter token until it reports back."""
+        assert self._limiter is not None
+        with trio.move_on_after(self._timeout):
+            while self._limiter.borrowed_tokens:
+                await trio.sleep(0.01)
 
     async def _call(
         self,

@@ -18,6 +18,7 @@ from conformance.operations import OPERATIONS, Operation
 from conformance.outcome import Credentials, Outcome, normal_form, parse_set_cookie
 from conformance.runner import FAIL, NA, PASS, SKIP, run_scenario
 from conformance.scenario import Ctx, Scenario
+from conformance.sinks import parse_address
 from conformance.surfaces.base import Surface, Unexpressible
 from conformance.surfaces.graphql import bundled_schema, document
 from conformance.surfaces.grpc import plain, proto_shaped
@@ -185,7 +186,7 @@ def _jwt(claims: dict[str, Any]) -> str:
 
 def test_the_mail_sink_speaks_smtp_and_hands_out_each_link_token_once() -> None:
     reset, signup = _jwt({"token_type": "forgot_password"}), _jwt({"token_type": "x"})
-    running = mailsink.Running(f"127.0.0.1:{free_port()}")
+    running = mailsink.start(f"127.0.0.1:{free_port()}")
     try:
         sink = running.sink
         assert mailsink.current() is sink
@@ -215,9 +216,9 @@ def test_the_mail_sink_reads_links_and_addresses() -> None:
     assert mailsink.link_token(mail) is None
     assert mailsink.token_kind("not-a-jwt") is None
     assert mailsink.token_kind(_jwt({"token_type": "invite_member"})) == "invite_member"
-    assert mailsink.parse_address("mail.internal:2525") == ("mail.internal", 2525)
+    assert parse_address("mail.internal:2525", "--mail-sink") == ("mail.internal", 2525)
     with pytest.raises(ValueError, match="HOST:PORT"):
-        mailsink.parse_address("2525")
+        parse_address("2525", "--mail-sink")
 
 
 def test_the_mail_sink_reads_one_time_codes_but_not_links_or_colours() -> None:

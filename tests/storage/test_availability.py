@@ -6,6 +6,7 @@ import socket
 import uuid
 
 import asyncpg
+import psycopg
 import pytest
 import sqlalchemy as sa
 import trio
@@ -122,3 +123,30 @@ async def test_cancel_scope_cancels_a_postgres_query(postgres_config: StorageCon
         finally:
             await trio_asyncio.aio_as_trio(holder.close)()
             await trio_asyncio.aio_as_trio(observer.close)()
+
+
+@pytest.fixture
+def postgres_url(shared_database_urls: dict[str, str]) -> str:
+    return shared_database_urls["postgres"]
+
+
+async def test_closing_waits_for_cancelled_calls_to_give_back_their_connections(
+    postgres_url: str,
+) -> None:
+    """A cancelled caller's thread still holds its connection; closing the database lets it
+    finish and closes that connection too, instead of leaving it to the garbage collector."""
+    probe = f"close_probe_{uuid.uuid4().hex[:12]}"
+    url = postgres_url
+    async with open_database(config_for("postgres", f"{url}?application_name={probe}")) as db:
+        with trio.move_on_after(0.3):
+            await db.run(lambda conn: conn.exec_driver_sql("SELECT pg_sleep(1)").all())
+
+    def still_connected() -> int:
+        with psycopg.connect("postgresql://" + url.split("://", 1)[1]) as observer:
+            row = observer.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s", (probe,)
+            ).fetchone()
+        return int(row[0]) if row is not None else -1
+
+    assert await trio.to_thread.run_sync(still_connected) == 0
+

@@ -54,8 +54,9 @@ async def _service(org: Organisation) -> FgaService:
     return fga
 
 
-def _requests(org: Organisation, rng: random.Random, checks: int,
-              per_request: int) -> list[dict[str, Any]]:
+def _requests(
+    org: Organisation, rng: random.Random, checks: int, per_request: int
+) -> list[dict[str, Any]]:
     return [
         {
             "user": f"u{rng.randrange(org.users)}",
@@ -91,9 +92,11 @@ async def measure(documents: int, checks: int, seed: int, profile: bool) -> None
         if profiler is not None:
             profiler.disable()
             pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
-        print(f"{per_request:>3} checks/request: {spent / checks * 1e6:7.1f} µs CPU per check, "
-              f"{spent / len(requests) * 1e6:8.1f} µs per request "
-              f"(= {checks / spent:,.0f} checks/s per core)")
+        print(
+            f"{per_request:>3} checks/request: {spent / checks * 1e6:7.1f} µs CPU per check, "
+            f"{spent / len(requests) * 1e6:8.1f} µs per request "
+            f"(= {checks / spent:,.0f} checks/s per core)"
+        )
 
 
 def main() -> None:

@@ -25,8 +25,10 @@ def main(argv: Sequence[str]) -> int:
     if argv and argv[0].startswith("-"):  # the default suite: REST x GraphQL x gRPC
         return _cross_surface(argv)
     if not argv or argv[0] not in SUITES:
-        print(f"usage: python -m conformance [{{{','.join(sorted(SUITES))}}}] ARGS...",
-              file=sys.stderr)
+        print(
+            f"usage: python -m conformance [{{{','.join(sorted(SUITES))}}}] ARGS...",
+            file=sys.stderr,
+        )
         return 2
     return SUITES[argv[0]](argv[1:])
 

@@ -159,8 +159,10 @@ def normal_body(
             if key in masked and not isinstance(item, (dict, list)):
                 result[key] = "<varies>"
                 continue
-            if key in masked and isinstance(item, list) and not any(
-                isinstance(i, (dict, list)) for i in item
+            if (
+                key in masked
+                and isinstance(item, list)
+                and not any(isinstance(i, (dict, list)) for i in item)
             ):
                 result[key] = ["<varies>"] * len(item)  # how many, not which
                 continue

@@ -908,6 +908,7 @@ def _check_graphql_limits(s: Settings) -> None:
 
 _COOKIE_DOMAIN = re.compile(r"\.?[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9-]+)*")
 
+
 # Startup rules in the order they are reported (the spec's numbering first).
 def _check_social(s: Settings) -> None:
     try:

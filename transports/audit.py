@@ -40,5 +40,3 @@ def record_admin_action(
         ),
         now=time.time(),
     )
-
-

@@ -56,7 +56,8 @@ def _normalise(value: Any) -> Any:
 
 def is_transformer_case(path: Path) -> bool:
     return (path / "authorization-model.fga").is_file() and (
-        path / "authorization-model.json").is_file()
+        path / "authorization-model.json"
+    ).is_file()
 
 
 def run_transformer_case(path: Path, report: Report) -> None:
@@ -66,21 +67,25 @@ def run_transformer_case(path: Path, report: Report) -> None:
     try:
         got = model_to_json(parse_dsl(dsl).model)
         same = _normalise(got) == _normalise(expected_json)
-        report.record(f"{path.name} dsl->json",
-                      None if same else "JSON differs from authorization-model.json")
+        report.record(
+            f"{path.name} dsl->json", None if same else "JSON differs from authorization-model.json"
+        )
     except DslSyntaxError as exc:
         report.fail(f"{path.name} dsl->json", str(exc))
     try:
         printed = print_model(model_from_json(expected_json))
-        report.record(f"{path.name} json->dsl", None if printed == dsl else
-                      "printed DSL differs from authorization-model.fga")
+        report.record(
+            f"{path.name} json->dsl",
+            None if printed == dsl else "printed DSL differs from authorization-model.fga",
+        )
     except (UnsupportedDslError, ValueError) as exc:
         report.fail(f"{path.name} json->dsl", str(exc))
 
 
 def is_module_case(path: Path) -> bool:
     return (path / "expected_modules.json").is_file() or (
-        (path / "module").is_dir() and (path / "expected_errors.json").is_file())
+        (path / "module").is_dir() and (path / "expected_errors.json").is_file()
+    )
 
 
 def run_module_case(path: Path, report: Report) -> None:
@@ -92,19 +97,23 @@ def run_module_case(path: Path, report: Report) -> None:
         report.expected += 1
         errors_file = path / "expected_errors.json"
         if errors_file.is_file():
-            want = sorted((e["msg"], e["file"], e["line"]["start"], e["column"]["start"],
-                           e["column"]["end"]) for e in json.loads(errors_file.read_text()))
-            got = sorted((e.message, e.file, e.line, e.column, e.end_column)
-                         for e in combined.errors)
-            report.record(f"{where} errors", None if got == want else
-                          f"expected {want}, got {got}")
+            want = sorted(
+                (e["msg"], e["file"], e["line"]["start"], e["column"]["start"], e["column"]["end"])
+                for e in json.loads(errors_file.read_text())
+            )
+            got = sorted(
+                (e.message, e.file, e.line, e.column, e.end_column) for e in combined.errors
+            )
+            report.record(f"{where} errors", None if got == want else f"expected {want}, got {got}")
         elif combined.errors:
             report.fail(f"{where} combine", f"unexpected errors {combined.errors}")
         else:
             expected = json.loads((path / "authorization-model.json").read_text())
             same = _normalise(model_to_json(combined.model)) == _normalise(expected)
-            report.record(f"{where} combine", None if same else
-                          "combined JSON differs from authorization-model.json")
+            report.record(
+                f"{where} combine",
+                None if same else "combined JSON differs from authorization-model.json",
+            )
     model_file = path / "authorization-model.json"
     if not model_file.is_file():
         return
@@ -113,15 +122,21 @@ def run_module_case(path: Path, report: Report) -> None:
         if (path / name).is_file():
             report.expected += 1
             printed = print_model(model, source_comments=comments)
-            report.record(f"{where} {name}", None if printed == (path / name).read_text()
-                          else f"printed DSL differs from {name}")
+            report.record(
+                f"{where} {name}",
+                None
+                if printed == (path / name).read_text()
+                else f"printed DSL differs from {name}",
+            )
     modules_file = path / "expected_modules.json"
     if modules_file.is_file():
         report.expected += 1
         want_modules = json.loads(modules_file.read_text())
         got_modules = model_modules(model)
-        report.record(f"{where} modules", None if got_modules == want_modules else
-                      f"expected {want_modules}, got {got_modules}")
+        report.record(
+            f"{where} modules",
+            None if got_modules == want_modules else f"expected {want_modules}, got {got_modules}",
+        )
 
 
 def _syntax(cases: list[Mapping[str, Any]], report: Report) -> None:
@@ -140,8 +155,12 @@ def _syntax(cases: list[Mapping[str, Any]], report: Report) -> None:
             report.fail(where, "parsed, but the case is invalid")
         else:
             line = expected[0]["line"]["start"]
-            report.record(where, None if error.line == line else
-                          f"error on line {error.line}, expected line {line}: {error}")
+            report.record(
+                where,
+                None
+                if error.line == line
+                else f"error on line {error.line}, expected line {line}: {error}",
+            )
 
 
 def _semantic(cases: list[Mapping[str, Any]], report: Report) -> None:
@@ -149,28 +168,41 @@ def _semantic(cases: list[Mapping[str, Any]], report: Report) -> None:
     report.expected += len(runnable)
     for case in runnable:
         where = f"semantic {case['name']!r}"
-        want = sorted((e["metadata"].get("errorType", ""), e["msg"], e["line"]["start"],
-                       e["column"]["start"], e["column"]["end"])
-                      for e in case.get("expected_errors") or [])
+        want = sorted(
+            (
+                e["metadata"].get("errorType", ""),
+                e["msg"],
+                e["line"]["start"],
+                e["column"]["start"],
+                e["column"]["end"],
+            )
+            for e in case.get("expected_errors") or []
+        )
         try:
             parsed = parse_dsl(case["dsl"])
         except DslSyntaxError as exc:
             report.fail(where, f"does not parse: {exc}")
             continue
-        got = sorted((e.error_type, e.message, e.line, e.column, e.end_column)
-                     for e in validate_model(parsed.model, parsed))
+        got = sorted(
+            (e.error_type, e.message, e.line, e.column, e.end_column)
+            for e in validate_model(parsed.model, parsed)
+        )
         report.record(where, None if got == want else f"expected {want}, got {got}")
 
 
 def _json_validation(cases: list[Mapping[str, Any]], report: Report) -> None:
     report.expected += len(cases)
     for case in cases:
-        want = sorted((e["metadata"]["errorType"], e["msg"])
-                      for e in case.get("expected_errors") or [])
-        got = sorted((e.error_type, e.message)
-                     for e in validate_model(model_from_json(json.loads(case["json"]))))
-        report.record(f"json {case['name']!r}",
-                      None if got == want else f"expected {want}, got {got}")
+        want = sorted(
+            (e["metadata"]["errorType"], e["msg"]) for e in case.get("expected_errors") or []
+        )
+        got = sorted(
+            (e.error_type, e.message)
+            for e in validate_model(model_from_json(json.loads(case["json"])))
+        )
+        report.record(
+            f"json {case['name']!r}", None if got == want else f"expected {want}, got {got}"
+        )
 
 
 def _json_to_dsl(cases: list[Mapping[str, Any]], report: Report) -> None:
@@ -182,16 +214,20 @@ def _json_to_dsl(cases: list[Mapping[str, Any]], report: Report) -> None:
             got = None
         except UnsupportedDslError as exc:
             got = str(exc)
-        report.record(f"json->dsl {case['name']!r}",
-                      None if got == want else f"expected error {want!r}, got {got!r}")
+        report.record(
+            f"json->dsl {case['name']!r}",
+            None if got == want else f"expected error {want!r}, got {got!r}",
+        )
 
 
 def _object_ids(cases: list[Mapping[str, Any]], report: Report) -> None:
     report.expected += len(cases)
     for case in cases:
         got = is_valid_object_id(str(case["object_id"]))
-        report.record(f"object id {case['name']!r}",
-                      None if got == bool(case["valid"]) else f"judged valid={got}")
+        report.record(
+            f"object id {case['name']!r}",
+            None if got == bool(case["valid"]) else f"judged valid={got}",
+        )
 
 
 _FILES: dict[str, Callable[[list[Mapping[str, Any]], Report], None]] = {

@@ -63,8 +63,10 @@ def run_path(path: Path) -> list[Report]:
     for child in sorted(path.iterdir()):
         if child in cases:
             continue
-        if child.is_dir() or (child.suffix == ".yaml" and (
-                language_tests.handles(child.name) or child.name.endswith("tests.yaml"))):
+        if child.is_dir() or (
+            child.suffix == ".yaml"
+            and (language_tests.handles(child.name) or child.name.endswith("tests.yaml"))
+        ):
             reports.extend(run_path(child))
     return reports
 
@@ -82,8 +84,9 @@ def main(argv: Sequence[str]) -> int:
             print(line)
         if report.ran != report.expected:
             bad_count = True
-            print(f"COUNT {report.source}: ran {report.ran} assertions, "
-                  f"file holds {report.expected}")
+            print(
+                f"COUNT {report.source}: ran {report.ran} assertions, file holds {report.expected}"
+            )
     for report in reports:
         print(f"# {report.source}: {report.passed} passed, {report.failed} failed")
     print(f"{passed} passed, {failed} failed")

@@ -35,8 +35,13 @@ def is_server_test_file(data: Any) -> bool:
 
 def _tuple(raw: Mapping[str, Any]) -> TupleKey:
     condition = raw.get("condition") or {}
-    return TupleKey(str(raw["object"]), str(raw["relation"]), str(raw["user"]),
-                    str(condition.get("name") or ""), condition.get("context"))
+    return TupleKey(
+        str(raw["object"]),
+        str(raw["relation"]),
+        str(raw["user"]),
+        str(condition.get("name") or ""),
+        condition.get("context"),
+    )
 
 
 def _ctx_variant_applies(test: Mapping[str, Any]) -> bool:
@@ -65,8 +70,14 @@ def _expect_error(outcome: Callable[[], Any], code: int) -> str | None:
 
 
 class _StageRunner:
-    def __init__(self, report: Report, label: str, ts: TypeSystem, store: MemoryTupleReader,
-                 extra_contextual: list[TupleKey]) -> None:
+    def __init__(
+        self,
+        report: Report,
+        label: str,
+        ts: TypeSystem,
+        store: MemoryTupleReader,
+        extra_contextual: list[TupleKey],
+    ) -> None:
         self.report = report
         self.label = label
         self.ts = ts
@@ -76,8 +87,9 @@ class _StageRunner:
 
     def options(self, assertion: Mapping[str, Any]) -> RequestOptions:
         own = [_tuple(t) for t in assertion.get("contextualTuples") or []]
-        return RequestOptions(context=assertion.get("context") or {},
-                              contextual_tuples=[*own, *self.extra])
+        return RequestOptions(
+            context=assertion.get("context") or {}, contextual_tuples=[*own, *self.extra]
+        )
 
     def run(self, stage: Mapping[str, Any]) -> None:
         for i, assertion in enumerate(stage.get("checkAssertions") or []):
@@ -98,8 +110,7 @@ class _StageRunner:
         options = self.options(assertion)
 
         def run() -> bool:
-            return check(self.ts, self.store, key["object"], key["relation"], key["user"],
-                         options)
+            return check(self.ts, self.store, key["object"], key["relation"], key["user"], options)
 
         if assertion.get("errorCode"):
             return _expect_error(run, int(assertion["errorCode"]))
@@ -116,8 +127,9 @@ class _StageRunner:
         options = self.options(assertion)
 
         def run() -> tuple[str, ...]:
-            return list_objects(self.ts, self.store, req["type"], req["relation"], req["user"],
-                                options, self.graph).items
+            return list_objects(
+                self.ts, self.store, req["type"], req["relation"], req["user"], options, self.graph
+            ).items
 
         if assertion.get("errorCode"):
             return _expect_error(run, int(assertion["errorCode"]))
@@ -143,8 +155,9 @@ class _StageRunner:
         user_filter = UserFilter.parse(filters[0])
 
         def run() -> tuple[str, ...]:
-            return list_users(self.ts, self.store, req["object"], req["relation"], user_filter,
-                              options).items
+            return list_users(
+                self.ts, self.store, req["object"], req["relation"], user_filter, options
+            ).items
 
         if assertion.get("errorCode"):
             return _expect_error(run, int(assertion["errorCode"]))
@@ -155,8 +168,7 @@ class _StageRunner:
             if got != want:
                 return f"{req}: expected {want}, got {got}"
             for user in got:
-                if not check(self.ts, self.store, req["object"], req["relation"], user,
-                             options):
+                if not check(self.ts, self.store, req["object"], req["relation"], user, options):
                     return f"{req}: returned {user} does not check"
             return None
 

@@ -69,8 +69,9 @@ class CachingResolver:
         self.cache = cache
         self.scope = scope
 
-    def resolve(self, obj: str, relation: str, user: str, depth: int,
-                visited: set[Step]) -> Outcome:
+    def resolve(
+        self, obj: str, relation: str, user: str, depth: int, visited: set[Step]
+    ) -> Outcome:
         key = (self.scope, obj, relation, user)
         cached = self.cache.get(key)
         if cached is not None:

@@ -52,8 +52,9 @@ Step = tuple[str, str, str]
 class Resolver(Protocol):
     """One sub-problem solver; caches and throttles wrap it with a delegate."""
 
-    def resolve(self, obj: str, relation: str, user: str, depth: int,
-                visited: set[Step]) -> Outcome: ...
+    def resolve(
+        self, obj: str, relation: str, user: str, depth: int, visited: set[Step]
+    ) -> Outcome: ...
 
 
 ResolverWrapper = Callable[[Resolver], Resolver]
@@ -95,8 +96,9 @@ class Checker:
             raise outcome.error
         return outcome.allowed
 
-    def resolve(self, obj: str, relation: str, user: str, depth: int,
-                visited: set[Step]) -> Outcome:
+    def resolve(
+        self, obj: str, relation: str, user: str, depth: int, visited: set[Step]
+    ) -> Outcome:
         step = (obj, relation, user)
         cached = self._memo.get(step)
         if cached is not None:
@@ -108,15 +110,19 @@ class Checker:
             outcome = ALLOWED
         else:
             plan = self._plans.get((obj.partition(":")[0], relation))
-            outcome = _relation_not_found(obj, relation) if plan is None else plan(
-                self, obj, user, depth, visited)
+            outcome = (
+                _relation_not_found(obj, relation)
+                if plan is None
+                else plan(self, obj, user, depth, visited)
+            )
         visited.discard(step)
         if outcome.error is None and not outcome.cycle:
             self._memo[step] = outcome
         return outcome
 
-    def dispatch(self, obj: str, relation: str, user: str, depth: int,
-                 visited: set[Step]) -> Outcome:
+    def dispatch(
+        self, obj: str, relation: str, user: str, depth: int, visited: set[Step]
+    ) -> Outcome:
         """A hop through a tuple: one depth more, through the dispatcher."""
         if depth + 1 >= self.max_depth:
             return Outcome.failed(self.request.depth_exceeded())
@@ -145,8 +151,9 @@ class Checker:
 
 def _relation_not_found(obj: str, relation: str) -> Outcome:
     object_type = obj.partition(":")[0]
-    return Outcome.failed(FgaError(ErrorCode.RELATION_NOT_FOUND,
-                                   f"relation '{object_type}#{relation}' not found"))
+    return Outcome.failed(
+        FgaError(ErrorCode.RELATION_NOT_FOUND, f"relation '{object_type}#{relation}' not found")
+    )
 
 
 # ---------------------------------------------------------------- compiled rewrites
@@ -168,34 +175,44 @@ def _compile(ts: TypeSystem, type_name: str, relation: str, rewrite: Rewrite) ->
         case This():
             return _direct_plan(ts.directly_related(type_name, relation), relation)
         case ComputedUserset(computed):
-            def computed_plan(checker: Checker, obj: str, user: str, depth: int,
-                              visited: set[Step]) -> Outcome:
+
+            def computed_plan(
+                checker: Checker, obj: str, user: str, depth: int, visited: set[Step]
+            ) -> Outcome:
                 return checker.resolve(obj, computed, user, depth, visited)
+
             return computed_plan
         case TupleToUserset(tupleset, computed):
             return _tuple_to_userset_plan(ts, tupleset, computed)
         case Union(children):
             steps = tuple(_compile(ts, type_name, relation, c) for c in children)
 
-            def union_plan(checker: Checker, obj: str, user: str, depth: int,
-                           visited: set[Step]) -> Outcome:
+            def union_plan(
+                checker: Checker, obj: str, user: str, depth: int, visited: set[Step]
+            ) -> Outcome:
                 return reducers.union(steps, checker, obj, user, depth, visited)
+
             return union_plan
         case Intersection(children):
             steps = tuple(_compile(ts, type_name, relation, c) for c in children)
 
-            def intersection_plan(checker: Checker, obj: str, user: str, depth: int,
-                                  visited: set[Step]) -> Outcome:
+            def intersection_plan(
+                checker: Checker, obj: str, user: str, depth: int, visited: set[Step]
+            ) -> Outcome:
                 return reducers.intersection(steps, checker, obj, user, depth, visited)
+
             return intersection_plan
         case Difference(base, subtract):
             base_plan = _compile(ts, type_name, relation, base)
             subtract_plan = _compile(ts, type_name, relation, subtract)
 
-            def difference_plan(checker: Checker, obj: str, user: str, depth: int,
-                                visited: set[Step]) -> Outcome:
-                return reducers.difference(base_plan, subtract_plan, checker, obj, user,
-                                           depth, visited)
+            def difference_plan(
+                checker: Checker, obj: str, user: str, depth: int, visited: set[Step]
+            ) -> Outcome:
+                return reducers.difference(
+                    base_plan, subtract_plan, checker, obj, user, depth, visited
+                )
+
             return difference_plan
 
 
@@ -229,8 +246,9 @@ def _user_form(user: str) -> tuple[str, bool, str]:
 def _direct_plan(refs: tuple[RelationRef, ...], relation: str) -> _Plan:
     flags_by_form: dict[tuple[str, bool, str], _DirectFlags] = {}
 
-    def direct_plan(checker: Checker, obj: str, user: str, depth: int,
-                    visited: set[Step]) -> Outcome:
+    def direct_plan(
+        checker: Checker, obj: str, user: str, depth: int, visited: set[Step]
+    ) -> Outcome:
         form = checker.user_form if user is checker.user else _user_form(user)
         flags = flags_by_form.get(form)
         if flags is None:
@@ -270,11 +288,11 @@ def _direct_plan(refs: tuple[RelationRef, ...], relation: str) -> _Plan:
 
 def _tuple_to_userset_plan(ts: TypeSystem, tupleset: str, computed: str) -> _Plan:
     #: the parent types that define ``computed`` (other parents are skipped)
-    parent_types = frozenset(t.name for t in ts.model.type_definitions
-                             if computed in t.relations)
+    parent_types = frozenset(t.name for t in ts.model.type_definitions if computed in t.relations)
 
-    def tuple_to_userset_plan(checker: Checker, obj: str, user: str, depth: int,
-                              visited: set[Step]) -> Outcome:
+    def tuple_to_userset_plan(
+        checker: Checker, obj: str, user: str, depth: int, visited: set[Step]
+    ) -> Outcome:
         parents = checker.reader.read(obj, tupleset)
         if not parents:
             return DENIED
@@ -324,8 +342,16 @@ def validate_check_request(ts: TypeSystem, obj: str, relation: str, user: str) -
     validate_check_user(ts, user)
 
 
-def check(ts: TypeSystem, store: TupleReader, obj: str, relation: str, user: str,
-          options: RequestOptions | None = None, *, wrap: ResolverWrapper | None = None) -> bool:
+def check(
+    ts: TypeSystem,
+    store: TupleReader,
+    obj: str,
+    relation: str,
+    user: str,
+    options: RequestOptions | None = None,
+    *,
+    wrap: ResolverWrapper | None = None,
+) -> bool:
     """Check one tuple against the model and the store (plus contextual tuples).
 
     ``wrap`` decorates the resolver that dispatched sub-problems go through, e.g.

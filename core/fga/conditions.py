@@ -28,8 +28,7 @@ __all__ = ["CompiledCondition", "ConditionError", "IPAddress", "compile_conditio
 _INT64 = (-(2**63), 2**63 - 1)
 _UINT64 = (0, 2**64 - 1)
 _DURATION_PART = re.compile(r"([0-9]*(?:\.[0-9]*)?)(ns|us|µs|ms|s|m|h)")
-_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0,
-                   "h": 3600.0}
+_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
 class ConditionError(ValueError):
@@ -168,8 +167,9 @@ def convert_parameter(param: ConditionParam, value: Any, name: str) -> Any:
         if not isinstance(value, Mapping):
             raise ConditionError(f"parameter {name!r} is not a map")
         element = param.generic[0] if param.generic else "TYPE_NAME_ANY"
-        return celtypes.MapType({celtypes.StringType(str(k)): _scalar(element, v, name)
-                                 for k, v in value.items()})
+        return celtypes.MapType(
+            {celtypes.StringType(str(k)): _scalar(element, v, name) for k, v in value.items()}
+        )
     return _scalar(param.type_name, value, name)
 
 
@@ -185,8 +185,9 @@ class CompiledCondition:
             raise ConditionError(f"condition {condition.name!r} does not compile: {exc}") from exc
         self._program = env.program(ast, functions=_FUNCTIONS)
 
-    def evaluate(self, request_context: Mapping[str, Any] | None,
-                 tuple_context: Mapping[str, Any] | None) -> bool:
+    def evaluate(
+        self, request_context: Mapping[str, Any] | None, tuple_context: Mapping[str, Any] | None
+    ) -> bool:
         merged: dict[str, Any] = dict(request_context or {})
         merged.update(tuple_context or {})
         activation: dict[str, Any] = {}
@@ -197,8 +198,9 @@ class CompiledCondition:
                 continue
             activation[name] = convert_parameter(param, merged[name], name)
         if missing:
-            raise ConditionError(f"condition {self.condition.name!r} is missing parameters "
-                                 f"{sorted(missing)}")
+            raise ConditionError(
+                f"condition {self.condition.name!r} is missing parameters {sorted(missing)}"
+            )
         try:
             result = self._program.evaluate(activation)
         except (CELEvalError, ConditionError, TypeError, ValueError, KeyError) as exc:

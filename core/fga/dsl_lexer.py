@@ -17,8 +17,16 @@ __all__ = ["DslSyntaxError", "Lexer", "Tok", "Token", "strip_comments"]
 class DslSyntaxError(ValueError):
     """A DSL text that does not parse; ``line`` and ``column`` are 0-based."""
 
-    def __init__(self, message: str, line: int, column: int, *, end_column: int | None = None,
-                 error_type: str = "syntax", symbol: str = "") -> None:
+    def __init__(
+        self,
+        message: str,
+        line: int,
+        column: int,
+        *,
+        end_column: int | None = None,
+        error_type: str = "syntax",
+        symbol: str = "",
+    ) -> None:
         super().__init__(f"{error_type} error at line={line}, column={column}: {message}")
         self.msg = message
         self.line = line
@@ -139,7 +147,7 @@ class Lexer:
             elif char == "}":
                 depth -= 1
                 if depth == 0:
-                    body = self.text[start:self.pos]
+                    body = self.text[start : self.pos]
                     self.pos += 1
                     return body, self.line, self.pos - self.line_start
             if char == "\n":

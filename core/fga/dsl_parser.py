@@ -63,8 +63,9 @@ class _Parser:
 
     # -- token helpers
     def error(self, token: Token, message: str) -> DslSyntaxError:
-        return DslSyntaxError(message, token.line, token.column,
-                              end_column=token.column + len(token.text))
+        return DslSyntaxError(
+            message, token.line, token.column, end_column=token.column + len(token.text)
+        )
 
     def _no_viable(self, token: Token) -> DslSyntaxError:
         """ANTLR's wording for a line that starts with an unexpected word."""
@@ -122,8 +123,9 @@ class _Parser:
             self.expect_word("schema")
             version = self.lex.next()
             if version.kind is not Tok.WORD or not _SCHEMA_VERSION.fullmatch(version.text):
-                raise self.error(version,
-                                 f"mismatched input '{version.text}' expecting SCHEMA_VERSION")
+                raise self.error(
+                    version, f"mismatched input '{version.text}' expecting SCHEMA_VERSION"
+                )
             schema = version.text
             schema_position = (version.line, version.column)
         elif first.kind is Tok.WORD and first.text == "module":
@@ -132,11 +134,17 @@ class _Parser:
             module = self.name(_EXTENDED_ID).text
             schema = "1.2"
         else:
-            raise self.error(first, f"extraneous input '{first.text}' expecting "
-                             "{'#', 'module', 'model', NEWLINE}")
+            raise self.error(
+                first,
+                f"extraneous input '{first.text}' expecting {{'#', 'module', 'model', NEWLINE}}",
+            )
         self.expect_newline_or_eof()
-        result = ParsedDsl(AuthorizationModel(schema, ()), self.lines, module=module,
-                           schema_position=schema_position)
+        result = ParsedDsl(
+            AuthorizationModel(schema, ()),
+            self.lines,
+            module=module,
+            schema_position=schema_position,
+        )
         types: list[TypeDefinition] = []
         conditions: dict[str, Condition] = {}
         self.skip_newlines()
@@ -188,8 +196,7 @@ class _Parser:
             self.lex.next()
             rel_name = self.name(_EXTENDED_ID)
             if rel_name.text in relations:
-                raise self.error(rel_name,
-                                 f"'{rel_name.text}' is already defined in '{name.text}'")
+                raise self.error(rel_name, f"'{rel_name.text}' is already defined in '{name.text}'")
             result.relation_lines[(name.text, rel_name.text)] = rel_name.line
             self.expect_punct(":")
             refs: list[RelationRef] = []
@@ -279,8 +286,10 @@ class _Parser:
             if self.at_punct(")") or self.at_punct(","):
                 raise self.error(pname, f"mismatched input '{pname.text}' expecting IDENTIFIER")
             if pname.text in params:
-                raise self.error(pname, f"parameter '{pname.text}' is already defined in the "
-                                 f"condition '{name.text}'")
+                raise self.error(
+                    pname,
+                    f"parameter '{pname.text}' is already defined in the condition '{name.text}'",
+                )
             self.expect_punct(":")
             params[pname.text] = self.param_type()
             self.skip_newlines()
@@ -303,8 +312,9 @@ class _Parser:
             self.expect_punct("<")
             inner = self.lex.next()
             if inner.kind is not Tok.WORD or inner.text not in _SCALARS:
-                raise self.error(inner,
-                                 f"mismatched input '{inner.text}' expecting CONDITION_PARAM_TYPE")
+                raise self.error(
+                    inner, f"mismatched input '{inner.text}' expecting CONDITION_PARAM_TYPE"
+                )
             self.expect_punct(">")
             return ConditionParam(PARAM_TYPE_NAMES[token.text], (PARAM_TYPE_NAMES[inner.text],))
         raise self.error(token, f"mismatched input '{token.text}' expecting CONDITION_PARAM_TYPE")

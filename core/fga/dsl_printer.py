@@ -54,11 +54,15 @@ def _expression(rewrite: Rewrite, relation: Relation, *, direct_ok: bool, nested
             ordered = sorted(children, key=lambda c: not isinstance(c, This))
             text = operator.join(
                 _expression(c, relation, direct_ok=direct_ok and i == 0, nested=True)
-                for i, c in enumerate(ordered))
+                for i, c in enumerate(ordered)
+            )
             return f"({text})" if nested else text
         case Difference(base, subtract):
-            text = (_expression(base, relation, direct_ok=direct_ok, nested=True) + " but not "
-                    + _expression(subtract, relation, direct_ok=False, nested=True))
+            text = (
+                _expression(base, relation, direct_ok=direct_ok, nested=True)
+                + " but not "
+                + _expression(subtract, relation, direct_ok=False, nested=True)
+            )
             return f"({text})" if nested else text
 
 
@@ -68,7 +72,8 @@ def _relation(typedef: TypeDefinition, relation: Relation, comments: bool) -> st
     except _Unsupported:
         raise UnsupportedDslError(
             f"the '{relation.name}' relation definition under the '{typedef.name}' type is not "
-            "supported by the OpenFGA DSL syntax yet") from None
+            "supported by the OpenFGA DSL syntax yet"
+        ) from None
     comment = ""
     if comments and _extended(typedef, relation) and relation.source is not None:
         comment = f" # extended by: {_where(relation.source)}"
@@ -83,8 +88,10 @@ def _param_type(type_name: str, generic: tuple[str, ...]) -> str:
 
 
 def _condition(condition: Condition, comments: bool) -> str:
-    params = ", ".join(f"{name}: {_param_type(p.type_name, p.generic)}"
-                       for name, p in sorted(condition.parameters.items()))
+    params = ", ".join(
+        f"{name}: {_param_type(p.type_name, p.generic)}"
+        for name, p in sorted(condition.parameters.items())
+    )
     comment = f" # {_where(condition.source)}" if comments and condition.source else ""
     return f"condition {condition.name}({params}) {{\n  {condition.expression}\n}}{comment}\n"
 

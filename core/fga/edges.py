@@ -23,8 +23,9 @@ from core.fga.typesystem import TypeSystem
 __all__ = ["has_possible_edges"]
 
 
-def has_possible_edges(ts: TypeSystem, source_type: str, source_relation: str,
-                       target_type: str, target_relation: str) -> bool:
+def has_possible_edges(
+    ts: TypeSystem, source_type: str, source_relation: str, target_type: str, target_relation: str
+) -> bool:
     """Whether ``source_type[#source_relation]`` has a pruned path to the target relation."""
     return _EdgeSearch(ts, source_type, source_relation).relation(target_type, target_relation)
 
@@ -59,15 +60,20 @@ class _EdgeSearch:
                 refs = self.ts.directly_related(type_name, relation)
                 if any(self._admits_source(ref) for ref in refs):
                     return True
-                return any(self.relation(ref.type, ref.relation)
-                           for ref in refs if ref.relation is not None)
+                return any(
+                    self.relation(ref.type, ref.relation)
+                    for ref in refs
+                    if ref.relation is not None
+                )
             case ComputedUserset(computed):
                 if type_name == self.source_type and computed == self.source_relation:
                     return True
                 return self.relation(type_name, computed)
             case TupleToUserset(tupleset, computed):
-                return any(self._through_parent(ref.type, computed)
-                           for ref in self.ts.directly_related(type_name, tupleset))
+                return any(
+                    self._through_parent(ref.type, computed)
+                    for ref in self.ts.directly_related(type_name, tupleset)
+                )
             case Union(children):
                 return any(self._rewrite(type_name, relation, c) for c in children)
             case Intersection(children):

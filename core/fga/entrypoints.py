@@ -47,8 +47,9 @@ class _Search:
     def __init__(self, relations: Mapping[str, Mapping[str, Relation]]) -> None:
         self.relations = relations
 
-    def entry(self, type_name: str, relation: str, rewrite: Rewrite,
-              outer: _Visited) -> tuple[bool, bool]:
+    def entry(
+        self, type_name: str, relation: str, rewrite: Rewrite, outer: _Visited
+    ) -> tuple[bool, bool]:
         """(has an entry point, the search came back to a computed relation)."""
         visited = dict(outer)
         if type_name in visited:
@@ -61,8 +62,9 @@ class _Search:
             case ComputedUserset(target):
                 if target in visited[type_name]:
                     return visited[type_name][target], True
-                return self.entry(type_name, target,
-                                  self.relations[type_name][target].rewrite, visited)
+                return self.entry(
+                    type_name, target, self.relations[type_name][target].rewrite, visited
+                )
             case TupleToUserset(tupleset, computed):
                 return self._tupleset(type_name, tupleset, computed, visited), False
             case Union(children):
@@ -78,8 +80,9 @@ class _Search:
             case Difference(base, subtract):
                 return self._all(type_name, relation, (base, subtract), outer)
 
-    def _all(self, type_name: str, relation: str, operands: tuple[Rewrite, ...],
-             outer: _Visited) -> tuple[bool, bool]:
+    def _all(
+        self, type_name: str, relation: str, operands: tuple[Rewrite, ...], outer: _Visited
+    ) -> tuple[bool, bool]:
         for operand in operands:
             ok, loop = self.entry(type_name, relation, operand, outer)
             if not ok:
@@ -98,8 +101,7 @@ class _Search:
                 return True
         return False
 
-    def _tupleset(self, type_name: str, tupleset: str, computed: str,
-                  visited: _Visited) -> bool:
+    def _tupleset(self, type_name: str, tupleset: str, computed: str, visited: _Visited) -> bool:
         for ref in self.relations[type_name][tupleset].directly_related:
             target = self.relations.get(ref.type, {}).get(computed)
             if target is None:
@@ -127,6 +129,8 @@ def first_entrypoint_error(model: AuthorizationModel) -> str | None:
             ok, loop = search.entry(type_name, name, relations[type_name][name].rewrite, {})
             if not ok:
                 cause = "potential loop" if loop else "no entrypoints defined"
-                return (f"the definition of relation '{name}' in object type '{type_name}' "
-                        f"is invalid: {cause}")
+                return (
+                    f"the definition of relation '{name}' in object type '{type_name}' "
+                    f"is invalid: {cause}"
+                )
     return None

@@ -38,26 +38,48 @@ def _node(request: RequestContext, rewrite: Rewrite, obj: str, relation: str) ->
             targets: list[str] = []
             for key in request.reader.read(obj, tupleset):
                 target = f"{key.user}#{computed}"
-                if request.valid(key) and target not in targets and request.ts.has_relation(
-                        split_object(key.user)[0], computed):
+                if (
+                    request.valid(key)
+                    and target not in targets
+                    and request.ts.has_relation(split_object(key.user)[0], computed)
+                ):
                     targets.append(target)
-            return {"name": name, "leaf": {"tupleToUserset": {
-                "tupleset": f"{obj}#{tupleset}",
-                "computed": [{"userset": t} for t in targets]}}}
+            return {
+                "name": name,
+                "leaf": {
+                    "tupleToUserset": {
+                        "tupleset": f"{obj}#{tupleset}",
+                        "computed": [{"userset": t} for t in targets],
+                    }
+                },
+            }
         case Union(children):
-            return {"name": name, "union": {"nodes": [
-                _node(request, c, obj, relation) for c in children]}}
+            return {
+                "name": name,
+                "union": {"nodes": [_node(request, c, obj, relation) for c in children]},
+            }
         case Intersection(children):
-            return {"name": name, "intersection": {"nodes": [
-                _node(request, c, obj, relation) for c in children]}}
+            return {
+                "name": name,
+                "intersection": {"nodes": [_node(request, c, obj, relation) for c in children]},
+            }
         case Difference(base, subtract):
-            return {"name": name, "difference": {
-                "base": _node(request, base, obj, relation),
-                "subtract": _node(request, subtract, obj, relation)}}
+            return {
+                "name": name,
+                "difference": {
+                    "base": _node(request, base, obj, relation),
+                    "subtract": _node(request, subtract, obj, relation),
+                },
+            }
 
 
-def expand(ts: TypeSystem, store: TupleReader, obj: str, relation: str,
-           options: RequestOptions | None = None) -> dict[str, Any]:
+def expand(
+    ts: TypeSystem,
+    store: TupleReader,
+    obj: str,
+    relation: str,
+    options: RequestOptions | None = None,
+) -> dict[str, Any]:
     """OpenFGA's Expand response for ``obj#relation``."""
     if not obj or not relation:
         raise FgaError(ErrorCode.INVALID_EXPAND_INPUT, "object and relation are required")

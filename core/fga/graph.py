@@ -31,7 +31,8 @@ class ReverseGraph:
                 for tupleset, computed in _ttus(relation.rewrite):
                     for ref in ts.directly_related(typedef.name, tupleset):
                         graph.ttu.setdefault((ref.type, computed), set()).add(
-                            (typedef.name, name, tupleset))
+                            (typedef.name, name, tupleset)
+                        )
         return graph
 
 

@@ -31,15 +31,17 @@ def _validate(ts: TypeSystem, object_type: str, relation: str, user: str) -> Non
     if object_type not in ts.types:
         raise FgaError(ErrorCode.TYPE_NOT_FOUND, f"type '{object_type}' not found")
     if not ts.has_relation(object_type, relation):
-        raise FgaError(ErrorCode.RELATION_NOT_FOUND,
-                       f"relation '{object_type}#{relation}' not found")
+        raise FgaError(
+            ErrorCode.RELATION_NOT_FOUND, f"relation '{object_type}#{relation}' not found"
+        )
     problem = ts.user_problem(user)
     if problem is not None:
         raise FgaError(ErrorCode.VALIDATION_ERROR, problem)
 
 
-def candidates(request: RequestContext, graph: ReverseGraph, object_type: str,
-               relation: str, user: str) -> list[str]:
+def candidates(
+    request: RequestContext, graph: ReverseGraph, object_type: str, relation: str, user: str
+) -> list[str]:
     """Objects of ``object_type`` that may have ``relation`` for ``user`` (a superset)."""
     ts, reader = request.ts, request.reader
     facts: set[tuple[str, str]] = set()
@@ -81,9 +83,15 @@ def candidates(request: RequestContext, graph: ReverseGraph, object_type: str,
     return sorted(set(found))
 
 
-def list_objects(ts: TypeSystem, store: TupleReader, object_type: str, relation: str,
-                 user: str, options: RequestOptions | None = None,
-                 graph: ReverseGraph | None = None) -> ListResult:
+def list_objects(
+    ts: TypeSystem,
+    store: TupleReader,
+    object_type: str,
+    relation: str,
+    user: str,
+    options: RequestOptions | None = None,
+    graph: ReverseGraph | None = None,
+) -> ListResult:
     options = options or RequestOptions()
     _validate(ts, object_type, relation, user)
     request = RequestContext(ts, store, options)

@@ -111,14 +111,18 @@ class _Expander:
         visited = visited | {step}
         object_type = split_object(obj)[0]
         definition = self.ts.relation(object_type, relation)
-        result = _Expansion() if definition is None else self._rewrite(
-            definition.rewrite, obj, relation, depth + 1, visited)
+        result = (
+            _Expansion()
+            if definition is None
+            else self._rewrite(definition.rewrite, obj, relation, depth + 1, visited)
+        )
         if object_type == self.filter.type and relation == self.filter.relation:
             result.found.append(_Found(step))
         return result
 
-    def _rewrite(self, rewrite: Rewrite, obj: str, relation: str, depth: int,
-                 visited: frozenset[str]) -> _Expansion:
+    def _rewrite(
+        self, rewrite: Rewrite, obj: str, relation: str, depth: int, visited: frozenset[str]
+    ) -> _Expansion:
         match rewrite:
             case This():
                 return self._direct(obj, relation, depth, visited)
@@ -132,18 +136,21 @@ class _Expander:
                     out.absorb(self.expand(key.user, computed, depth, visited))
                 return out
             case Union(children):
-                return self._union([self._rewrite(c, obj, relation, depth, visited)
-                                    for c in children])
+                return self._union(
+                    [self._rewrite(c, obj, relation, depth, visited) for c in children]
+                )
             case Intersection(children):
-                return self._intersection([self._rewrite(c, obj, relation, depth, visited)
-                                           for c in children])
+                return self._intersection(
+                    [self._rewrite(c, obj, relation, depth, visited) for c in children]
+                )
             case Difference(base, subtract):
                 base_part = self._rewrite(base, obj, relation, depth, visited)
                 subtract_part = self._rewrite(subtract, obj, relation, depth, visited)
                 if subtract_part.cycle:  # OpenFGA gives up on the exclusion, errors too
                     return _Expansion()
-                out = _Expansion(found=self._exclude(base_part.statuses(),
-                                                     subtract_part.statuses()))
+                out = _Expansion(
+                    found=self._exclude(base_part.statuses(), subtract_part.statuses())
+                )
                 out.fail(base_part.error)
                 out.fail(subtract_part.error)
                 return out
@@ -162,8 +169,7 @@ class _Expander:
                 error = error or exc
         return passing, error
 
-    def _direct(self, obj: str, relation: str, depth: int,
-                visited: frozenset[str]) -> _Expansion:
+    def _direct(self, obj: str, relation: str, depth: int, visited: frozenset[str]) -> _Expansion:
         out = _Expansion()
         keys, error = self._passing(obj, relation)
         out.fail(error)
@@ -208,8 +214,11 @@ class _Expander:
         for part in parts:
             out.fail(part.error)
         for user in sorted(set.union(*sets) - excluded):
-            if all(with_wildcard) if user == self.wildcard else all(
-                    user in s or w for s, w in zip(sets, with_wildcard, strict=True)):
+            if (
+                all(with_wildcard)
+                if user == self.wildcard
+                else all(user in s or w for s, w in zip(sets, with_wildcard, strict=True))
+            ):
                 out.found.append(_Found(user, True, excluded))
         return out
 
@@ -229,8 +238,9 @@ class _Expander:
                     out.append(_Found(user, has and not subtract_wildcard))
                 for other, has in subtract.items():
                     if split_user(other)[1] != "*":
-                        out.append(_Found(other, not has, frozenset({other}) if has
-                                          else frozenset()))
+                        out.append(
+                            _Found(other, not has, frozenset({other}) if has else frozenset())
+                        )
             return out
         for user, has in base.items():
             if user in subtract:
@@ -247,29 +257,39 @@ def _validate(ts: TypeSystem, obj: str, relation: str, user_filter: UserFilter) 
     if object_type not in ts.types:
         raise FgaError(ErrorCode.TYPE_NOT_FOUND, f"type '{object_type}' not found")
     if not ts.has_relation(object_type, relation):
-        raise FgaError(ErrorCode.RELATION_NOT_FOUND,
-                       f"relation '{object_type}#{relation}' not found")
+        raise FgaError(
+            ErrorCode.RELATION_NOT_FOUND, f"relation '{object_type}#{relation}' not found"
+        )
     if user_filter.type not in ts.types:
         raise FgaError(ErrorCode.TYPE_NOT_FOUND, f"type '{user_filter.type}' not found")
     if user_filter.relation and not ts.has_relation(user_filter.type, user_filter.relation):
-        raise FgaError(ErrorCode.RELATION_NOT_FOUND,
-                       f"relation '{user_filter.type}#{user_filter.relation}' not found")
+        raise FgaError(
+            ErrorCode.RELATION_NOT_FOUND,
+            f"relation '{user_filter.type}#{user_filter.relation}' not found",
+        )
 
 
-def list_users(ts: TypeSystem, store: TupleReader, obj: str, relation: str,
-               user_filter: UserFilter, options: RequestOptions | None = None) -> ListResult:
+def list_users(
+    ts: TypeSystem,
+    store: TupleReader,
+    obj: str,
+    relation: str,
+    user_filter: UserFilter,
+    options: RequestOptions | None = None,
+) -> ListResult:
     options = options or RequestOptions()
     _validate(ts, obj, relation, user_filter)
     request = RequestContext(ts, store, options)
     object_type = split_object(obj)[0]
     is_filter_itself = (object_type, relation) == (user_filter.type, user_filter.relation)
     if not is_filter_itself and not has_possible_edges(
-            ts, user_filter.type, user_filter.relation, object_type, relation):
+        ts, user_filter.type, user_filter.relation, object_type, relation
+    ):
         return ListResult(())
     expansion = _Expander(request, user_filter).expand(obj, relation, 0, frozenset())
     if expansion.error is not None:
         raise expansion.error
     users = sorted(expansion.listed())
     if len(users) > options.max_results:
-        return ListResult(tuple(users[:options.max_results]), truncated=True)
+        return ListResult(tuple(users[: options.max_results]), truncated=True)
     return ListResult(tuple(users))

@@ -197,8 +197,10 @@ def rewrite_from_json(obj: Any) -> Rewrite:
             rewrite_from_json(_get(difference, "base") or {}),
             rewrite_from_json(_get(difference, "subtract") or {}),
         )
-    raise ModelFormatError("a userset rewrite must set one of this, computedUserset, "
-                     "tupleToUserset, union, intersection, difference")
+    raise ModelFormatError(
+        "a userset rewrite must set one of this, computedUserset, "
+        "tupleToUserset, union, intersection, difference"
+    )
 
 
 def _source_from_json(meta: Any) -> SourceInfo | None:
@@ -247,8 +249,9 @@ def _param_from_json(obj: Mapping[str, Any]) -> ConditionParam:
 
 def model_from_json(obj: Mapping[str, Any]) -> AuthorizationModel:
     """Build a model from its protojson dict; :class:`ModelFormatError` if malformed."""
-    types = tuple(_type_from_json(t) for t in (_get(obj, "type_definitions",
-                                                    "typeDefinitions") or []))
+    types = tuple(
+        _type_from_json(t) for t in (_get(obj, "type_definitions", "typeDefinitions") or [])
+    )
     conditions: dict[str, Condition] = {}
     for key, cond in (obj.get("conditions") or {}).items():
         params = {name: _param_from_json(p) for name, p in (cond.get("parameters") or {}).items()}
@@ -276,15 +279,20 @@ def rewrite_to_json(rewrite: Rewrite) -> dict[str, Any]:
         case ComputedUserset(relation):
             return {"computedUserset": {"relation": relation}}
         case TupleToUserset(tupleset, computed):
-            return {"tupleToUserset": {"computedUserset": {"relation": computed},
-                                       "tupleset": {"relation": tupleset}}}
+            return {
+                "tupleToUserset": {
+                    "computedUserset": {"relation": computed},
+                    "tupleset": {"relation": tupleset},
+                }
+            }
         case Union(children):
             return {"union": {"child": [rewrite_to_json(c) for c in children]}}
         case Intersection(children):
             return {"intersection": {"child": [rewrite_to_json(c) for c in children]}}
         case Difference(base, subtract):
-            return {"difference": {"base": rewrite_to_json(base),
-                                   "subtract": rewrite_to_json(subtract)}}
+            return {
+                "difference": {"base": rewrite_to_json(base), "subtract": rewrite_to_json(subtract)}
+            }
 
 
 def _ref_to_json(ref: RelationRef) -> dict[str, Any]:
@@ -305,14 +313,21 @@ def _source_to_json(source: SourceInfo) -> dict[str, Any]:
 def model_to_json(model: AuthorizationModel) -> dict[str, Any]:
     types: list[dict[str, Any]] = []
     for typedef in model.type_definitions:
-        out: dict[str, Any] = {"type": typedef.name, "relations": {
-            name: rewrite_to_json(rel.rewrite) for name, rel in typedef.relations.items()}}
+        out: dict[str, Any] = {
+            "type": typedef.name,
+            "relations": {
+                name: rewrite_to_json(rel.rewrite) for name, rel in typedef.relations.items()
+            },
+        }
         metadata: dict[str, Any] | None = None
         if typedef.relations:
             relation_meta: dict[str, Any] = {}
             for name, rel in typedef.relations.items():
-                entry: dict[str, Any] = {"directly_related_user_types": [
-                    _ref_to_json(ref) for ref in rel.directly_related]}
+                entry: dict[str, Any] = {
+                    "directly_related_user_types": [
+                        _ref_to_json(ref) for ref in rel.directly_related
+                    ]
+                }
                 if rel.source is not None:
                     entry.update(_source_to_json(rel.source))
                 relation_meta[name] = entry

@@ -71,8 +71,9 @@ def combine_modules(files: Mapping[str, str]) -> CombinedModel:
         try:
             result = parse_dsl(text)
         except DslSyntaxError as exc:
-            errors.append(ModuleError(exc.msg, name, exc.line, exc.column, exc.end_column,
-                                      "syntax"))
+            errors.append(
+                ModuleError(exc.msg, name, exc.line, exc.column, exc.end_column, "syntax")
+            )
             continue
         if result.module is None:
             errors.append(ModuleError("file is not a module", name, 0, 0, 0))
@@ -93,16 +94,26 @@ def combine_modules(files: Mapping[str, str]) -> CombinedModel:
             source.types.setdefault(typedef.name, (name, result.type_lines[typedef.name]))
             for rel_name in typedef.relations:
                 source.relations[(typedef.name, rel_name)] = (
-                    name, result.relation_lines[(typedef.name, rel_name)])
+                    name,
+                    result.relation_lines[(typedef.name, rel_name)],
+                )
         for cond_name, condition in result.model.conditions.items():
             line = result.condition_lines[cond_name]
             if cond_name in conditions:
                 column = _word_at(source, name, line, cond_name, len("condition"))
-                errors.append(ModuleError(f"duplicate condition {cond_name}", name, line,
-                                          column, column + len(cond_name)))
+                errors.append(
+                    ModuleError(
+                        f"duplicate condition {cond_name}",
+                        name,
+                        line,
+                        column,
+                        column + len(cond_name),
+                    )
+                )
                 continue
-            conditions[cond_name] = Condition(condition.name, condition.expression,
-                                              condition.parameters, SourceInfo(module, name))
+            conditions[cond_name] = Condition(
+                condition.name, condition.expression, condition.parameters, SourceInfo(module, name)
+            )
             source.conditions[cond_name] = (name, line)
 
     for name, result in parsed.items():
@@ -113,29 +124,52 @@ def combine_modules(files: Mapping[str, str]) -> CombinedModel:
             line = result.type_lines[typedef.name]
             if typedef.name not in types:
                 column = _word_at(source, name, line, typedef.name, len("extend type"))
-                errors.append(ModuleError(f"extended type {typedef.name} does not exist", name,
-                                          line, column, column + len(typedef.name)))
+                errors.append(
+                    ModuleError(
+                        f"extended type {typedef.name} does not exist",
+                        name,
+                        line,
+                        column,
+                        column + len(typedef.name),
+                    )
+                )
                 continue
             for rel_name, relation in typedef.relations.items():
                 rel_line = result.relation_lines[(typedef.name, rel_name)]
                 if rel_name in types[typedef.name]:
                     column = _word_at(source, name, rel_line, rel_name, len("    define"))
-                    errors.append(ModuleError(
-                        f"relation {rel_name} already exists on type {typedef.name}", name,
-                        rel_line, column, column + len(rel_name)))
+                    errors.append(
+                        ModuleError(
+                            f"relation {rel_name} already exists on type {typedef.name}",
+                            name,
+                            rel_line,
+                            column,
+                            column + len(rel_name),
+                        )
+                    )
                     continue
                 types[typedef.name][rel_name] = Relation(
-                    rel_name, relation.rewrite, relation.directly_related,
-                    SourceInfo(module, name))
+                    rel_name, relation.rewrite, relation.directly_related, SourceInfo(module, name)
+                )
                 source.relations[(typedef.name, rel_name)] = (name, rel_line)
 
-    model = AuthorizationModel("1.2", tuple(
-        TypeDefinition(t, relations, type_sources[t]) for t, relations in types.items()),
-        conditions)
+    model = AuthorizationModel(
+        "1.2",
+        tuple(TypeDefinition(t, relations, type_sources[t]) for t, relations in types.items()),
+        conditions,
+    )
     for error in validate_model(model, source):
         if error.line is not None and error.column is not None:
-            errors.append(ModuleError(error.message, error.file, error.line, error.column,
-                                      error.end_column or error.column, error.error_type))
+            errors.append(
+                ModuleError(
+                    error.message,
+                    error.file,
+                    error.line,
+                    error.column,
+                    error.end_column or error.column,
+                    error.error_type,
+                )
+            )
         else:
             errors.append(ModuleError(error.message, "", 0, 0, 0, error.error_type))
     return CombinedModel(model, errors)

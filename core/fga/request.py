@@ -38,8 +38,7 @@ class RequestOptions:
 class RequestContext:
     """One request: validated contextual tuples over the store, filtered reads."""
 
-    def __init__(self, typesystem: TypeSystem, store: TupleReader,
-                 options: RequestOptions) -> None:
+    def __init__(self, typesystem: TypeSystem, store: TupleReader, options: RequestOptions) -> None:
         self.ts = typesystem
         self.options = options
         self.context = options.context
@@ -47,7 +46,8 @@ class RequestContext:
         if options.contextual_tuples:
             typesystem.validate_contextual(list(options.contextual_tuples))
             self.reader: TupleReader = CombinedReader(
-                MemoryTupleReader(options.contextual_tuples), store)
+                MemoryTupleReader(options.contextual_tuples), store
+            )
         else:
             self.reader = store
 
@@ -64,5 +64,7 @@ class RequestContext:
             raise FgaError(ErrorCode.VALIDATION_ERROR, str(exc)) from exc
 
     def depth_exceeded(self) -> FgaError:
-        return FgaError(ErrorCode.RESOLUTION_TOO_COMPLEX,
-                        "authorization model resolution too complex: depth exceeded")
+        return FgaError(
+            ErrorCode.RESOLUTION_TOO_COMPLEX,
+            "authorization model resolution too complex: depth exceeded",
+        )

@@ -133,16 +133,22 @@ class CombinedReader:
         return [*self._contextual.read(obj, relation), *self._store.read(obj, relation)]
 
     def read_exact(self, obj: str, relation: str, user: str) -> Sequence[TupleKey]:
-        return [*self._contextual.read_exact(obj, relation, user),
-                *self._store.read_exact(obj, relation, user)]
+        return [
+            *self._contextual.read_exact(obj, relation, user),
+            *self._store.read_exact(obj, relation, user),
+        ]
 
     def read_usersets(self, obj: str, relation: str) -> Sequence[TupleKey]:
-        return [*self._contextual.read_usersets(obj, relation),
-                *self._store.read_usersets(obj, relation)]
+        return [
+            *self._contextual.read_usersets(obj, relation),
+            *self._store.read_usersets(obj, relation),
+        ]
 
     def read_by_user(self, user: str, object_type: str) -> Sequence[TupleKey]:
-        return [*self._contextual.read_by_user(user, object_type),
-                *self._store.read_by_user(user, object_type)]
+        return [
+            *self._contextual.read_by_user(user, object_type),
+            *self._store.read_by_user(user, object_type),
+        ]
 
 
 _OBJECT_ID = re.compile(r"[^#:\s*][a-zA-Z0-9_|*@.+/-]*")

@@ -111,8 +111,13 @@ class TypeSystem:
     def object_problem(self, obj: str, relation: str) -> tuple[ErrorCode, str] | None:
         """Loose validation of ``obj#relation`` (Check's request tuple)."""
         object_type, object_id = split_object(obj)
-        if obj.count(":") != 1 or not object_type or not object_id or object_id == "*" \
-                or any(c in obj for c in "# \t\n"):
+        if (
+            obj.count(":") != 1
+            or not object_type
+            or not object_id
+            or object_id == "*"
+            or any(c in obj for c in "# \t\n")
+        ):
             return ErrorCode.VALIDATION_ERROR, f"invalid object '{obj}'"
         if object_type not in self.types:
             return ErrorCode.TYPE_NOT_FOUND, f"type '{object_type}' not found"
@@ -162,8 +167,9 @@ class TypeSystem:
             if problem is None and key.condition and key.context is not None:
                 problem = self._context_problem(key.condition, key.context)
             if problem is not None:
-                raise FgaError(ErrorCode.INVALID_TUPLE, f"invalid contextual tuple {key}: "
-                               f"{problem}")
+                raise FgaError(
+                    ErrorCode.INVALID_TUPLE, f"invalid contextual tuple {key}: {problem}"
+                )
 
     def _context_problem(self, condition: str, context: Mapping[str, object]) -> str | None:
         params = self.model.conditions[condition].parameters

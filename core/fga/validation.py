@@ -54,8 +54,9 @@ class ModelError:
 
 
 class _Validator:
-    def __init__(self, model: AuthorizationModel, source: SourceMap | None,
-                 *, server: bool = False) -> None:
+    def __init__(
+        self, model: AuthorizationModel, source: SourceMap | None, *, server: bool = False
+    ) -> None:
         self.model = model
         self.source = source
         self.server = server
@@ -75,20 +76,36 @@ class _Validator:
             return None, None
         return match.start(), match.end()
 
-    def _error(self, error_type: str, message: str, symbol: str, loc: Loc | None,
-               start: int | None, end: int | None) -> None:
+    def _error(
+        self,
+        error_type: str,
+        message: str,
+        symbol: str,
+        loc: Loc | None,
+        start: int | None,
+        end: int | None,
+    ) -> None:
         if loc is None or start is None:
             self.errors.append(ModelError(error_type, message, symbol))
         else:
             self.errors.append(ModelError(error_type, message, symbol, loc[1], start, end, loc[0]))
 
-    def add(self, error_type: str, message: str, symbol: str, loc: Loc | None,
-            *, search: str | None = None, after: int = 0) -> None:
+    def add(
+        self,
+        error_type: str,
+        message: str,
+        symbol: str,
+        loc: Loc | None,
+        *,
+        search: str | None = None,
+        after: int = 0,
+    ) -> None:
         start, end = self._find(loc, search if search is not None else symbol, after)
         self._error(error_type, message, symbol, loc, start, end)
 
-    def add_relation_name(self, error_type: str, message: str, type_name: str,
-                          relation: str) -> None:
+    def add_relation_name(
+        self, error_type: str, message: str, type_name: str, relation: str
+    ) -> None:
         """An error pointing at the name after ``define``."""
         loc = self.relation_line(type_name, relation)
         found = self._text(loc).find("define ")
@@ -113,8 +130,12 @@ class _Validator:
         seen: set[str] = set()
         for typedef in self.model.type_definitions:
             if typedef.name in seen:
-                self.add("duplicated-error", f"the type `{typedef.name}` is a duplicate.",
-                         typedef.name, self.type_line(typedef.name))
+                self.add(
+                    "duplicated-error",
+                    f"the type `{typedef.name}` is a duplicate.",
+                    typedef.name,
+                    self.type_line(typedef.name),
+                )
                 continue
             seen.add(typedef.name)
             self._type(typedef)
@@ -130,8 +151,9 @@ class _Validator:
 
     def _schema(self) -> bool:
         if self.source is not None and self.source.module_file:
-            self.errors.append(ModelError("schema-version-required", "schema version required",
-                                          "", 0, 0, 0))
+            self.errors.append(
+                ModelError("schema-version-required", "schema version required", "", 0, 0, 0)
+            )
             return False
         version = self.model.schema_version
         if not version:
@@ -148,89 +170,157 @@ class _Validator:
     def _type(self, typedef: TypeDefinition) -> None:
         line = self.type_line(typedef.name)
         if typedef.name in _RESERVED:
-            self.add("reserved-type-keywords", "a type cannot be named 'self' or 'this'.",
-                     typedef.name, line)
+            self.add(
+                "reserved-type-keywords",
+                "a type cannot be named 'self' or 'this'.",
+                typedef.name,
+                line,
+            )
         elif not _TYPE_NAME.fullmatch(typedef.name):
-            self.add("invalid-name", f"type '{typedef.name}' does not match naming rule: "
-                     "'^[^:#@\\*\\s]{1,254}$'.", typedef.name, line)
+            self.add(
+                "invalid-name",
+                f"type '{typedef.name}' does not match naming rule: '^[^:#@\\*\\s]{{1,254}}$'.",
+                typedef.name,
+                line,
+            )
         for relation in typedef.relations.values():
             self._relation(typedef, relation)
 
     def _relation(self, typedef: TypeDefinition, relation: Relation) -> None:
         line = self.relation_line(typedef.name, relation.name)
         if relation.name in _RESERVED:
-            self.add_relation_name("reserved-relation-keywords",
-                                   "a relation cannot be named 'self' or 'this'.",
-                                   typedef.name, relation.name)
+            self.add_relation_name(
+                "reserved-relation-keywords",
+                "a relation cannot be named 'self' or 'this'.",
+                typedef.name,
+                relation.name,
+            )
         elif not _RELATION_NAME.fullmatch(relation.name):
-            self.add_relation_name("invalid-name", f"relation '{relation.name}' of type "
-                                   f"'{typedef.name}' does not match naming rule: "
-                                   "'^[^:#@\\*\\s]{1,50}$'.", typedef.name, relation.name)
+            self.add_relation_name(
+                "invalid-name",
+                f"relation '{relation.name}' of type "
+                f"'{typedef.name}' does not match naming rule: "
+                "'^[^:#@\\*\\s]{1,50}$'.",
+                typedef.name,
+                relation.name,
+            )
         after = self._define_end(line)
         seen_refs: set[str] = set()
         for ref in relation.directly_related:
             symbol = str(ref).split(" with ")[0]
             if symbol in seen_refs and not ref.condition:
-                self.add("duplicated-error", f"the type restriction `{symbol}` is a duplicate "
-                         f"in the relation `{relation.name}`.", symbol, line, after=after)
+                self.add(
+                    "duplicated-error",
+                    f"the type restriction `{symbol}` is a duplicate "
+                    f"in the relation `{relation.name}`.",
+                    symbol,
+                    line,
+                    after=after,
+                )
             seen_refs.add(symbol)
             if ref.type not in self.types:
-                self.add("invalid-type", f"`{ref.type}` is not a valid type.", ref.type, line,
-                         after=after)
+                self.add(
+                    "invalid-type",
+                    f"`{ref.type}` is not a valid type.",
+                    ref.type,
+                    line,
+                    after=after,
+                )
             elif ref.relation is not None and ref.relation not in self.types[ref.type].relations:
-                self.add("invalid-relation-type", f"`{ref.relation}` is not a valid relation "
-                         f"for `{ref.type}`.", symbol, line, after=after)
+                self.add(
+                    "invalid-relation-type",
+                    f"`{ref.relation}` is not a valid relation for `{ref.type}`.",
+                    symbol,
+                    line,
+                    after=after,
+                )
         self._rewrite(typedef, relation, relation.rewrite, line, after)
         self._duplicates(relation, relation.rewrite, line, after)
 
-    def _rewrite(self, typedef: TypeDefinition, relation: Relation, rewrite: Rewrite,
-                 line: Loc | None, after: int) -> None:
+    def _rewrite(
+        self,
+        typedef: TypeDefinition,
+        relation: Relation,
+        rewrite: Rewrite,
+        line: Loc | None,
+        after: int,
+    ) -> None:
         match rewrite:
             case ComputedUserset(target):
                 if target not in typedef.relations:
-                    self.add("missing-definition", f"the relation `{target}` does not exist.",
-                             target, line, after=after)
+                    self.add(
+                        "missing-definition",
+                        f"the relation `{target}` does not exist.",
+                        target,
+                        line,
+                        after=after,
+                    )
             case TupleToUserset(tupleset, computed):
                 self._ttu(typedef, tupleset, computed, line, after)
             case _:
                 for child in rewrite_children(rewrite):
                     self._rewrite(typedef, relation, child, line, after)
 
-    def _ttu(self, typedef: TypeDefinition, tupleset: str, computed: str, line: Loc | None,
-             after: int) -> None:
+    def _ttu(
+        self, typedef: TypeDefinition, tupleset: str, computed: str, line: Loc | None, after: int
+    ) -> None:
         text = f"{computed} from {tupleset}"
         definition = typedef.relations.get(tupleset)
         if definition is None:
-            self.add("invalid-relation-type", f"`{tupleset}` is not a valid relation for "
-                     f"`{typedef.name}`.", text, line, after=after)
+            self.add(
+                "invalid-relation-type",
+                f"`{tupleset}` is not a valid relation for `{typedef.name}`.",
+                text,
+                line,
+                after=after,
+            )
             return
         if not isinstance(definition.rewrite, This) or any(
-                ref.relation is not None or ref.wildcard for ref in definition.directly_related):
+            ref.relation is not None or ref.wildcard for ref in definition.directly_related
+        ):
             start, end = self._find(line, text, after)
             if start is not None and end is not None:
                 start = end - len(tupleset)
-            self._error("tupleuserset-not-direct", f"`{tupleset}` relation used inside from "
-                        "allows only direct relation.", tupleset, line, start, end)
+            self._error(
+                "tupleuserset-not-direct",
+                f"`{tupleset}` relation used inside from allows only direct relation.",
+                tupleset,
+                line,
+                start,
+                end,
+            )
             return
         parent_types = [ref.type for ref in definition.directly_related]
         if any(t in self.types and computed in self.types[t].relations for t in parent_types):
             return
         for parent in parent_types:
-            self.add("invalid-relation-on-tupleset", f"the `{computed}` relation definition on "
-                     f"type `{typedef.name}` is not valid: `{computed}` does not exist on "
-                     f"`{tupleset}`, which is of type `{parent}`.", text, line, after=after)
+            self.add(
+                "invalid-relation-on-tupleset",
+                f"the `{computed}` relation definition on "
+                f"type `{typedef.name}` is not valid: `{computed}` does not exist on "
+                f"`{tupleset}`, which is of type `{parent}`.",
+                text,
+                line,
+                after=after,
+            )
 
-    def _duplicates(self, relation: Relation, rewrite: Rewrite, line: Loc | None,
-                    after: int) -> None:
+    def _duplicates(
+        self, relation: Relation, rewrite: Rewrite, line: Loc | None, after: int
+    ) -> None:
         children = rewrite_children(rewrite)
         seen: set[str] = set()
         for child in children:
             symbol = _partial(child)
             if symbol is not None:
                 if symbol in seen:
-                    self.add("duplicated-error", f"the partial relation definition `{symbol}` "
-                             f"is a duplicate in the relation `{relation.name}`.", symbol, line,
-                             after=after)
+                    self.add(
+                        "duplicated-error",
+                        f"the partial relation definition `{symbol}` "
+                        f"is a duplicate in the relation `{relation.name}`.",
+                        symbol,
+                        line,
+                        after=after,
+                    )
                 seen.add(symbol)
             self._duplicates(relation, child, line, after)
 
@@ -240,23 +330,40 @@ class _Validator:
                 line = self.relation_line(typedef.name, relation.name)
                 for ref in relation.directly_related:
                     if ref.condition and ref.condition not in self.model.conditions:
-                        self.add("condition-not-defined", f"`{ref.condition}` is not a defined "
-                                 "condition in the model.", ref.condition, line,
-                                 after=self._define_end(line))
+                        self.add(
+                            "condition-not-defined",
+                            f"`{ref.condition}` is not a defined condition in the model.",
+                            ref.condition,
+                            line,
+                            after=self._define_end(line),
+                        )
         for key, condition in self.model.conditions.items():
             if condition.name and key != condition.name:
-                self.errors.append(ModelError(
-                    "different-nested-condition-name", f"condition key is `{key}` but nested "
-                    f"name property is {condition.name}", condition.name))
+                self.errors.append(
+                    ModelError(
+                        "different-nested-condition-name",
+                        f"condition key is `{key}` but nested name property is {condition.name}",
+                        condition.name,
+                    )
+                )
 
     def _conditions_used(self) -> None:
-        used = {ref.condition for t in self.model.type_definitions
-                for r in t.relations.values() for ref in r.directly_related}
+        used = {
+            ref.condition
+            for t in self.model.type_definitions
+            for r in t.relations.values()
+            for ref in r.directly_related
+        }
         for name in self.model.conditions:
             line = None if self.source is None else self.source.conditions.get(name)
             if name not in used:
-                self.add("condition-not-used", f"`{name}` condition is not used in the model.",
-                         name, line, after=len("condition"))
+                self.add(
+                    "condition-not-used",
+                    f"`{name}` condition is not used in the model.",
+                    name,
+                    line,
+                    after=len("condition"),
+                )
 
     def _one_module_per_file(self) -> None:
         """Schema 1.2: each source file must map back to a single module."""
@@ -273,24 +380,38 @@ class _Validator:
                     found.append(source.module)
         for file, names in modules.items():
             if len(names) > 1:
-                self.errors.append(ModelError(
-                    "multiple-modules-in-file", f"file {file} would contain multiple module "
-                    f"definitions ({', '.join(names)}) when transforming to DSL. Only one module "
-                    "can be defined per file.", file))
+                self.errors.append(
+                    ModelError(
+                        "multiple-modules-in-file",
+                        f"file {file} would contain multiple module "
+                        f"definitions ({', '.join(names)}) when transforming to DSL. "
+                        "Only one module can be defined per file.",
+                        file,
+                    )
+                )
 
     def _entry_points(self) -> None:
         for typedef in self.types.values():
             for relation in typedef.relations.values():
-                ok, loop = self._entry(typedef.name, relation.name, relation.rewrite,
-                                       frozenset({(typedef.name, relation.name)}))
+                ok, loop = self._entry(
+                    typedef.name,
+                    relation.name,
+                    relation.rewrite,
+                    frozenset({(typedef.name, relation.name)}),
+                )
                 if not ok:
                     reason = "potential loop" if loop else "no entrypoint"
                     self.add_relation_name(
-                        "relation-no-entry-point", f"`{relation.name}` is an impossible "
-                        f"relation for `{typedef.name}` ({reason}).", typedef.name, relation.name)
+                        "relation-no-entry-point",
+                        f"`{relation.name}` is an impossible "
+                        f"relation for `{typedef.name}` ({reason}).",
+                        typedef.name,
+                        relation.name,
+                    )
 
-    def _entry(self, type_name: str, relation: str, rewrite: Rewrite,
-               visited: frozenset[tuple[str, str]]) -> tuple[bool, bool]:
+    def _entry(
+        self, type_name: str, relation: str, rewrite: Rewrite, visited: frozenset[tuple[str, str]]
+    ) -> tuple[bool, bool]:
         """(has an entry point, the search met a computed-relation loop)."""
         typedef = self.types[type_name]
         match rewrite:
@@ -299,15 +420,22 @@ class _Validator:
             case ComputedUserset(target):
                 if (type_name, target) in visited:
                     return False, True
-                return self._entry(type_name, target, typedef.relations[target].rewrite,
-                                   visited | {(type_name, target)})
+                return self._entry(
+                    type_name,
+                    target,
+                    typedef.relations[target].rewrite,
+                    visited | {(type_name, target)},
+                )
             case TupleToUserset(tupleset, computed):
                 for ref in typedef.relations[tupleset].directly_related:
                     parent = self.types[ref.type]
                     if computed in parent.relations and (ref.type, computed) not in visited:
-                        ok, _ = self._entry(ref.type, computed,
-                                            parent.relations[computed].rewrite,
-                                            visited | {(ref.type, computed)})
+                        ok, _ = self._entry(
+                            ref.type,
+                            computed,
+                            parent.relations[computed].rewrite,
+                            visited | {(ref.type, computed)},
+                        )
                         if ok:
                             return True, False
                 return False, False
@@ -343,8 +471,9 @@ def _partial(rewrite: Rewrite) -> str | None:
             return None
 
 
-def validate_model(model: AuthorizationModel, source: ParsedDsl | SourceMap | None = None
-                   ) -> list[ModelError]:
+def validate_model(
+    model: AuthorizationModel, source: ParsedDsl | SourceMap | None = None
+) -> list[ModelError]:
     """Every semantic error of ``model`` (empty when valid), located via ``source``."""
     if isinstance(source, ParsedDsl):
         source = SourceMap.of(source)

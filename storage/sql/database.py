@@ -181,11 +181,12 @@ class Database:
     async def _threads_finished(self) -> None:
         """Wait (at most the timeout) for calls whose callers were cancelled: their threads
         still hold connections, which must be back in the pool before it is disposed, or
-        they are never closed. Each holds a limiter token until it reports back."""
+        they are never closed. Each holds a limiter token until it reports back, so taking
+        every token waits for them all (and keeps any new call from starting)."""
         assert self._limiter is not None
         with trio.move_on_after(self._timeout):
-            while self._limiter.borrowed_tokens:
-                await trio.sleep(0.01)
+            for _ in range(int(self._limiter.total_tokens)):
+                await self._limiter.acquire_on_behalf_of(object())
 
     async def _call(
         self,

@@ -186,6 +186,8 @@ def test_otp_rows_for_emailed_codes_and_authenticator_apps(tmp_path: Path) -> No
     assert code == 0, output
     assert row(output, "mfa.totp_enrol_and_verify") == ["pass", "pass", "pass"], output
     assert f"mfa.email_otp_verify_and_resend: skip: {NO_SINK}" in output
+
+
 SMS_ROWS = (
     "sms.phone_signup_verify_otp",
     "sms.forgot_reset_password_by_phone",

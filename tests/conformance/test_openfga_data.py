@@ -81,7 +81,11 @@ def test_cli_reports_failures_through_the_module_entry_point(tmp_path: Path) -> 
     data.write_text(FAILING_TESTS)
     result = subprocess.run(
         [sys.executable, "-m", "conformance", "openfga", str(data)],
-        cwd=REPO, capture_output=True, text=True, check=False)
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     lines = result.stdout.strip().splitlines()
     assert result.returncode == 1
     # Two assertions, each also run in the contextual-tuples variant.
@@ -91,14 +95,20 @@ def test_cli_reports_failures_through_the_module_entry_point(tmp_path: Path) -> 
 
 
 def test_unknown_suite_is_a_usage_error() -> None:
-    result = subprocess.run([sys.executable, "-m", "conformance", "nope"], cwd=REPO,
-                            capture_output=True, text=True, check=False)
+    result = subprocess.run(
+        [sys.executable, "-m", "conformance", "nope"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert result.returncode == 2
     assert "usage" in result.stderr
 
 
-def test_unknown_yaml_counts_as_a_failure(tmp_path: Path,
-                                          capsys: pytest.CaptureFixture[str]) -> None:
+def test_unknown_yaml_counts_as_a_failure(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     data = tmp_path / "other.yaml"
     data.write_text("just: data\n")
     assert main([str(data)]) == 1

@@ -278,8 +278,7 @@ def test_a_not_implemented_flag_is_refused_even_with_its_default(name: str) -> N
         ),
         (
             ["--apple-client-secret=just-a-password"],
-            "--apple-client-secret: expected <team id>:<key id>:<PEM private key> or a signed "
-            "JWT",
+            "--apple-client-secret: expected <team id>:<key id>:<PEM private key> or a signed JWT",
         ),
         (
             ["--apple-client-secret=TEAM::-----BEGIN PRIVATE KEY-----"],
@@ -833,9 +832,7 @@ def test_flag_file_errors_name_the_line(tmp_path: Path) -> None:
         f"--admin-secret is given more than once (on {flag_file} line 1 and on the command line)"
     )
     flag_file.write_text("--grpc-insecure=false\n")
-    assert refusal(f"@{flag_file}", *BASE) == (
-        "--grpc-insecure is not implemented in this build"
-    )
+    assert refusal(f"@{flag_file}", *BASE) == ("--grpc-insecure is not implemented in this build")
     flag_file.write_text("--http-port\n")
     assert refusal(f"@{flag_file}", *BASE) == f"{flag_file} line 1: --http-port needs a value"
     missing = tmp_path / "absent.flags"

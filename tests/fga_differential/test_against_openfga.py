@@ -122,9 +122,7 @@ def _answers(world: World) -> tuple[dict[str, Any], int]:
             "context": {"x": 3},
             "assertions": {
                 relation: {
-                    "users": list(
-                        list_users(ts, reader, obj, relation, user_filter, options).items
-                    )
+                    "users": list(list_users(ts, reader, obj, relation, user_filter, options).items)
                 }
                 for relation in world.relations[obj.split(":")[0]]
             },
@@ -176,8 +174,13 @@ def test_core_fga_accepts_the_models_openfga_accepts(tmp_path: Path) -> None:
     for n, (dsl, ours) in enumerate(drafts):
         path = tmp_path / f"model-{n}.fga"
         path.write_text(dsl)
-        run = subprocess.run([FGA, "model", "validate", "--file", str(path)],
-                             capture_output=True, text=True, timeout=60, check=False)
+        run = subprocess.run(
+            [FGA, "model", "validate", "--file", str(path)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
         theirs = json.loads(run.stdout.splitlines()[0])
         assert ours == theirs["is_valid"], f"seed={SEED} draft {n}: {theirs}\n{dsl}"
         verdicts[ours] += 1

@@ -149,4 +149,3 @@ async def test_closing_waits_for_cancelled_calls_to_give_back_their_connections(
         return int(row[0]) if row is not None else -1
 
     assert await trio.to_thread.run_sync(still_connected) == 0
-

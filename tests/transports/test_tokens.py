@@ -101,6 +101,7 @@ def test_alg_none_refused(rsa_pem: tuple[str, str]) -> None:
 
 def test_hs_rs_confusion_refused(rsa_pem: tuple[str, str]) -> None:
     signer = _signer("RS256", rsa_pem)
+
     # The attacker signs HS256 with the server's public key as the HMAC secret.
     def b64(raw: bytes) -> str:
         return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()

@@ -382,9 +382,7 @@ class FlowRun:
             self.cookies.extend(auth.cookies.clear_mfa())
         elif isinstance(effect, RecordMfaOutcome):
             auth.record_mfa_outcome(effect.method, effect.outcome)
-            if await auth.storage.webhook_listeners.listening(
-                MFA_WEBHOOK_EVENTS[effect.outcome]
-            ):
+            if await auth.storage.webhook_listeners.listening(MFA_WEBHOOK_EVENTS[effect.outcome]):
                 self._sql.append(
                     outcome_webhook(effect.user_id, effect.method, effect.outcome, self._now)
                 )

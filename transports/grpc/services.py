@@ -134,9 +134,7 @@ _RPCS: dict[str, dict[str, _Rpc]] = {
             lambda r: r.fga.write_model, admin_pb2.FgaWriteModelResponse, wrap_in="model"
         ),
         "FgaWriteTuples": _Rpc(lambda r: r.fga.write_tuples, admin_pb2.FgaWriteTuplesResponse),
-        "FgaDeleteTuples": _Rpc(
-            lambda r: r.fga.delete_tuples, admin_pb2.FgaDeleteTuplesResponse
-        ),
+        "FgaDeleteTuples": _Rpc(lambda r: r.fga.delete_tuples, admin_pb2.FgaDeleteTuplesResponse),
         "FgaReadTuples": _Rpc(lambda r: r.fga.read_tuples, admin_pb2.FgaReadTuplesResponse),
         "FgaListUsers": _Rpc(lambda r: r.fga.list_users, admin_pb2.FgaListUsersResponse),
         "FgaExpand": _Rpc(lambda r: r.fga.expand, admin_pb2.FgaExpandResponse),

@@ -333,9 +333,7 @@ def create_app(runtime: Runtime) -> QuartTrio:
     if settings.enable_playground:
         register_playground(app)
     if settings.enable_login_page:
-        register_login_pages(
-            app, settings, runtime.auth, runtime.service.meta, caller_context
-        )
+        register_login_pages(app, settings, runtime.auth, runtime.service.meta, caller_context)
 
     security = edge.security_headers(csp=not settings.disable_csp, hsts=settings.enable_hsts)
 
@@ -452,5 +450,3 @@ def _constant_view(route: Route) -> Callable[[], Awaitable[Response]]:
         return Response(encoded[0], content_type="application/json")
 
     return view
-
-

@@ -120,9 +120,7 @@ class ProviderClient:
         else:
             fields["client_id"] = config.client_id
             fields["client_secret"] = secret
-        body = prepare_token_request(
-            "authorization_code", redirect_uri=self.callback_url, **fields
-        )
+        body = prepare_token_request("authorization_code", redirect_uri=self.callback_url, **fields)
         url = config.url("token")
         try:
             if config.spec.token_method == "GET":

@@ -173,5 +173,3 @@ class SocialLogin:
 
 def _split(value: str) -> tuple[str, ...]:
     return tuple(part for part in value.replace(",", " ").split() if part)
-
-

@@ -38,8 +38,10 @@ def test_cached_answers_are_reused_until_the_revision_changes() -> None:
 def test_requests_with_context_or_contextual_tuples_bypass() -> None:
     cache = CheckCache()
     assert cache.wrapper("s", RequestOptions(context={"x": 1})) is None
-    assert cache.wrapper("s", RequestOptions(
-        contextual_tuples=[key("doc:1#viewer@group:a#member")])) is None
+    assert (
+        cache.wrapper("s", RequestOptions(contextual_tuples=[key("doc:1#viewer@group:a#member")]))
+        is None
+    )
     assert cache.wrapper("s", RequestOptions()) is not None
 
 
@@ -48,6 +50,7 @@ def test_least_recently_used_entries_are_evicted() -> None:
     cache = CheckCache(max_entries=2)
     options = RequestOptions()
     for i in range(5):
-        check(ts, store, f"group:{i}", "member", "user:anne", options,
-              wrap=cache.wrapper(0, options))
+        check(
+            ts, store, f"group:{i}", "member", "user:anne", options, wrap=cache.wrapper(0, options)
+        )
     assert cache.statistics().entries == 2

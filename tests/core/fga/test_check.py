@@ -34,35 +34,48 @@ def allowed(ts, store, tuple_text: str, **options) -> bool:  # type: ignore[no-u
     return check(ts, store, k.object, k.relation, k.user, RequestOptions(**options))
 
 
-@pytest.mark.parametrize(("tuples", "question", "expected"), [
-    # direct
-    (["doc:1#viewer@user:anne"], "doc:1#viewer@user:anne", True),
-    (["doc:1#viewer@user:anne"], "doc:1#viewer@user:bob", False),
-    # public wildcard admits any user, but user:* only matches itself
-    (["doc:1#viewer@user:*"], "doc:1#viewer@user:bob", True),
-    (["doc:1#viewer@user:*"], "doc:1#viewer@user:*", True),
-    (["doc:1#viewer@user:anne"], "doc:1#viewer@user:*", False),
-    # userset, nested userset
-    (["doc:1#viewer@group:eng#member", "group:eng#member@user:anne"],
-     "doc:1#viewer@user:anne", True),
-    (["doc:1#viewer@group:eng#member", "group:eng#member@group:ops#member",
-      "group:ops#member@user:anne"], "doc:1#viewer@user:anne", True),
-    (["doc:1#viewer@group:eng#member"], "doc:1#viewer@group:eng#member", True),
-    # computed userset
-    (["doc:1#owner@user:anne"], "doc:1#editor@user:anne", True),
-    (["doc:1#owner@user:anne"], "doc:1#viewer@user:anne", True),
-    # tuple to userset
-    (["doc:1#parent@folder:x", "folder:x#viewer@user:anne"], "doc:1#viewer@user:anne", True),
-    (["doc:1#parent@folder:x", "folder:y#viewer@user:anne"], "doc:1#viewer@user:anne", False),
-    # intersection
-    (["doc:1#both@user:anne", "doc:1#owner@user:anne"], "doc:1#both@user:anne", True),
-    (["doc:1#both@user:anne"], "doc:1#both@user:anne", False),
-    # exclusion
-    (["doc:1#viewer@user:anne"], "doc:1#can_view@user:anne", True),
-    (["doc:1#viewer@user:anne", "doc:1#blocked@user:anne"], "doc:1#can_view@user:anne", False),
-    # the userset itself
-    ([], "group:eng#member@group:eng#member", True),
-])
+@pytest.mark.parametrize(
+    ("tuples", "question", "expected"),
+    [
+        # direct
+        (["doc:1#viewer@user:anne"], "doc:1#viewer@user:anne", True),
+        (["doc:1#viewer@user:anne"], "doc:1#viewer@user:bob", False),
+        # public wildcard admits any user, but user:* only matches itself
+        (["doc:1#viewer@user:*"], "doc:1#viewer@user:bob", True),
+        (["doc:1#viewer@user:*"], "doc:1#viewer@user:*", True),
+        (["doc:1#viewer@user:anne"], "doc:1#viewer@user:*", False),
+        # userset, nested userset
+        (
+            ["doc:1#viewer@group:eng#member", "group:eng#member@user:anne"],
+            "doc:1#viewer@user:anne",
+            True,
+        ),
+        (
+            [
+                "doc:1#viewer@group:eng#member",
+                "group:eng#member@group:ops#member",
+                "group:ops#member@user:anne",
+            ],
+            "doc:1#viewer@user:anne",
+            True,
+        ),
+        (["doc:1#viewer@group:eng#member"], "doc:1#viewer@group:eng#member", True),
+        # computed userset
+        (["doc:1#owner@user:anne"], "doc:1#editor@user:anne", True),
+        (["doc:1#owner@user:anne"], "doc:1#viewer@user:anne", True),
+        # tuple to userset
+        (["doc:1#parent@folder:x", "folder:x#viewer@user:anne"], "doc:1#viewer@user:anne", True),
+        (["doc:1#parent@folder:x", "folder:y#viewer@user:anne"], "doc:1#viewer@user:anne", False),
+        # intersection
+        (["doc:1#both@user:anne", "doc:1#owner@user:anne"], "doc:1#both@user:anne", True),
+        (["doc:1#both@user:anne"], "doc:1#both@user:anne", False),
+        # exclusion
+        (["doc:1#viewer@user:anne"], "doc:1#can_view@user:anne", True),
+        (["doc:1#viewer@user:anne", "doc:1#blocked@user:anne"], "doc:1#can_view@user:anne", False),
+        # the userset itself
+        ([], "group:eng#member@group:eng#member", True),
+    ],
+)
 def test_rewrite_kinds(tuples: list[str], question: str, expected: bool) -> None:
     ts, store = world(DOCS, *tuples)
     assert allowed(ts, store, question) is expected
@@ -71,9 +84,12 @@ def test_rewrite_kinds(tuples: list[str], question: str, expected: bool) -> None
 def test_cycles_through_tuples_evaluate_false() -> None:
     ts, store = world(DOCS, "group:a#member@group:b#member", "group:b#member@group:a#member")
     assert allowed(ts, store, "group:a#member@user:anne") is False
-    ts, store = world("type user\ntype doc\n  relations\n    define blocked: [user, doc#viewer]\n"
-                      "    define viewer: [user] but not blocked\n",
-                      "doc:1#viewer@user:anne", "doc:1#blocked@doc:1#viewer")
+    ts, store = world(
+        "type user\ntype doc\n  relations\n    define blocked: [user, doc#viewer]\n"
+        "    define viewer: [user] but not blocked\n",
+        "doc:1#viewer@user:anne",
+        "doc:1#blocked@doc:1#viewer",
+    )
     # The subtract side cycles back to viewer: a cycle there makes the whole thing false.
     assert allowed(ts, store, "doc:1#viewer@user:anne") is False
 
@@ -109,17 +125,28 @@ def test_contextual_tuples_apply_to_one_request_only() -> None:
 
 def test_invalid_contextual_tuple_is_2027() -> None:
     ts, store = world(DOCS)
-    for bad in ("doc:1#owner@user:*", "doc:1#nope@user:anne", "doc:1#parent@folder:x#viewer",
-                "doc:1#owner@ghost:anne"):
+    for bad in (
+        "doc:1#owner@user:*",
+        "doc:1#nope@user:anne",
+        "doc:1#parent@folder:x#viewer",
+        "doc:1#owner@ghost:anne",
+    ):
         with pytest.raises(FgaError) as info:
             allowed(ts, store, "doc:1#viewer@user:anne", contextual_tuples=[key(bad)])
         assert info.value.fga_code == ErrorCode.INVALID_TUPLE, bad
 
 
-@pytest.mark.parametrize("question", [
-    "doc:1#nope@user:anne", "ghost:1#viewer@user:anne", "doc:1#viewer@ghost:anne",
-    "doc:1#viewer@user:a:b", "doc:1#viewer@group:eng#nope", "doc:*#viewer@user:anne",
-])
+@pytest.mark.parametrize(
+    "question",
+    [
+        "doc:1#nope@user:anne",
+        "ghost:1#viewer@user:anne",
+        "doc:1#viewer@ghost:anne",
+        "doc:1#viewer@user:a:b",
+        "doc:1#viewer@group:eng#nope",
+        "doc:*#viewer@user:anne",
+    ],
+)
 def test_bad_request_tuple_is_2000(question: str) -> None:
     ts, store = world(DOCS)
     with pytest.raises(FgaError) as info:
@@ -128,10 +155,12 @@ def test_bad_request_tuple_is_2000(question: str) -> None:
 
 
 def test_stored_tuples_the_current_model_rejects_are_ignored() -> None:
-    ts, store = world("type user\ntype employee\ntype doc\n  relations\n"
-                      "    define viewer: [user]\n",
-                      "doc:1#viewer@employee:anne", "doc:1#viewer@user:*",
-                      "doc:1#gone@user:bob")
+    ts, store = world(
+        "type user\ntype employee\ntype doc\n  relations\n    define viewer: [user]\n",
+        "doc:1#viewer@employee:anne",
+        "doc:1#viewer@user:*",
+        "doc:1#gone@user:bob",
+    )
     assert allowed(ts, store, "doc:1#viewer@employee:anne") is False
     assert allowed(ts, store, "doc:1#viewer@user:bob") is False
 
@@ -148,8 +177,11 @@ condition small(x: int) {
 
 
 def test_conditions_request_context_tuple_context_and_missing_parameters() -> None:
-    ts, store = world(CONDITIONAL, key("doc:1#editor@user:anne", "small"),
-                      key("doc:1#editor@user:bob", "small", {"x": 3}))
+    ts, store = world(
+        CONDITIONAL,
+        key("doc:1#editor@user:anne", "small"),
+        key("doc:1#editor@user:bob", "small", {"x": 3}),
+    )
     assert allowed(ts, store, "doc:1#editor@user:anne", context={"x": 1}) is True
     assert allowed(ts, store, "doc:1#editor@user:anne", context={"x": 11}) is False
     # the stored context wins over the request's
@@ -163,14 +195,20 @@ def test_condition_error_is_swallowed_when_another_path_grants() -> None:
     ts, store = world(CONDITIONAL + "", key("doc:1#viewer@user:anne", "small"))
     with pytest.raises(FgaError):
         allowed(ts, store, "doc:1#viewer@user:anne")
-    ts, store = world(CONDITIONAL.replace("define editor: [user with small]",
-                                          "define editor: [user with small]\n"
-                                          "    define any: editor or viewer"),
-                      key("doc:1#editor@user:anne", "small"), "doc:1#viewer@user:anne")
+    ts, store = world(
+        CONDITIONAL.replace(
+            "define editor: [user with small]",
+            "define editor: [user with small]\n    define any: editor or viewer",
+        ),
+        key("doc:1#editor@user:anne", "small"),
+        "doc:1#viewer@user:anne",
+    )
     assert allowed(ts, store, "doc:1#any@user:anne") is True
 
 
 def test_tuple_with_a_condition_the_model_no_longer_binds_is_ignored() -> None:
-    ts, store = world("type user\ntype doc\n  relations\n    define viewer: [user]\n",
-                      key("doc:1#viewer@user:anne", "small"))
+    ts, store = world(
+        "type user\ntype doc\n  relations\n    define viewer: [user]\n",
+        key("doc:1#viewer@user:anne", "small"),
+    )
     assert allowed(ts, store, "doc:1#viewer@user:anne") is False

@@ -14,46 +14,58 @@ def condition(expression: str, **params: str) -> CompiledCondition:
     parsed = {}
     for name, type_name in params.items():
         base, _, generic = type_name.partition("<")
-        parsed[name] = ConditionParam(f"TYPE_NAME_{base.upper()}",
-                                      (f"TYPE_NAME_{generic[:-1].upper()}",) if generic else ())
+        parsed[name] = ConditionParam(
+            f"TYPE_NAME_{base.upper()}", (f"TYPE_NAME_{generic[:-1].upper()}",) if generic else ()
+        )
     return CompiledCondition(Condition("c", expression, parsed))
 
 
-@pytest.mark.parametrize(("expression", "params", "context", "expected"), [
-    ("x < 10", {"x": "int"}, {"x": 3}, True),
-    ("x < 10", {"x": "int"}, {"x": "3"}, True),
-    ("x < 10", {"x": "int"}, {"x": 3.0}, True),
-    ("x > 1u", {"x": "uint"}, {"x": 2}, True),
-    ("x > 1.5", {"x": "double"}, {"x": "2.5"}, True),
-    ("s.startsWith('ab')", {"s": "string"}, {"s": "abc"}, True),
-    ("t < timestamp('2023-10-11T10:00:00Z')", {"t": "timestamp"},
-     {"t": "2023-10-11T09:00:00.000Z"}, True),
-    ("d > duration('1h')", {"d": "duration"}, {"d": "1h30m"}, True),
-    ("ip.in_cidr('192.168.0.0/24')", {"ip": "ipaddress"}, {"ip": "192.168.0.7"}, True),
-    ("ip.in_cidr('192.168.0.0/24')", {"ip": "ipaddress"}, {"ip": "10.0.0.1"}, False),
-    ("ip != ipaddress('10.0.0.1')", {"ip": "ipaddress"}, {"ip": "10.0.0.1"}, False),
-    ("'a' in l", {"l": "list<string>"}, {"l": ["a", "b"]}, True),
-    ("m['k'] == 2", {"m": "map<int>"}, {"m": {"k": "2"}}, True),
-])
-def test_typed_parameters(expression: str, params: dict[str, str], context: dict[str, Any],
-                          expected: bool) -> None:
+@pytest.mark.parametrize(
+    ("expression", "params", "context", "expected"),
+    [
+        ("x < 10", {"x": "int"}, {"x": 3}, True),
+        ("x < 10", {"x": "int"}, {"x": "3"}, True),
+        ("x < 10", {"x": "int"}, {"x": 3.0}, True),
+        ("x > 1u", {"x": "uint"}, {"x": 2}, True),
+        ("x > 1.5", {"x": "double"}, {"x": "2.5"}, True),
+        ("s.startsWith('ab')", {"s": "string"}, {"s": "abc"}, True),
+        (
+            "t < timestamp('2023-10-11T10:00:00Z')",
+            {"t": "timestamp"},
+            {"t": "2023-10-11T09:00:00.000Z"},
+            True,
+        ),
+        ("d > duration('1h')", {"d": "duration"}, {"d": "1h30m"}, True),
+        ("ip.in_cidr('192.168.0.0/24')", {"ip": "ipaddress"}, {"ip": "192.168.0.7"}, True),
+        ("ip.in_cidr('192.168.0.0/24')", {"ip": "ipaddress"}, {"ip": "10.0.0.1"}, False),
+        ("ip != ipaddress('10.0.0.1')", {"ip": "ipaddress"}, {"ip": "10.0.0.1"}, False),
+        ("'a' in l", {"l": "list<string>"}, {"l": ["a", "b"]}, True),
+        ("m['k'] == 2", {"m": "map<int>"}, {"m": {"k": "2"}}, True),
+    ],
+)
+def test_typed_parameters(
+    expression: str, params: dict[str, str], context: dict[str, Any], expected: bool
+) -> None:
     assert condition(expression, **params).evaluate(context, None) is expected
 
 
-@pytest.mark.parametrize(("params", "context"), [
-    ({"x": "int"}, {"x": 1.5}),
-    ({"x": "int"}, {"x": "ten"}),
-    ({"x": "int"}, {"x": True}),
-    ({"x": "uint"}, {"x": -1}),
-    ({"x": "double"}, {"x": float("inf")}),
-    ({"x": "double"}, {"x": "1.797693134862315708145274237317043567981e+309"}),
-    ({"x": "timestamp"}, {"x": "2023-10-11T11:00.000Z"}),
-    ({"x": "duration"}, {"x": "soon"}),
-    ({"x": "ipaddress"}, {"x": "300.1.1.1"}),
-    ({"x": "string"}, {"x": 5}),
-    ({"x": "list<int>"}, {"x": "1"}),
-    ({"x": "int"}, {}),
-])
+@pytest.mark.parametrize(
+    ("params", "context"),
+    [
+        ({"x": "int"}, {"x": 1.5}),
+        ({"x": "int"}, {"x": "ten"}),
+        ({"x": "int"}, {"x": True}),
+        ({"x": "uint"}, {"x": -1}),
+        ({"x": "double"}, {"x": float("inf")}),
+        ({"x": "double"}, {"x": "1.797693134862315708145274237317043567981e+309"}),
+        ({"x": "timestamp"}, {"x": "2023-10-11T11:00.000Z"}),
+        ({"x": "duration"}, {"x": "soon"}),
+        ({"x": "ipaddress"}, {"x": "300.1.1.1"}),
+        ({"x": "string"}, {"x": 5}),
+        ({"x": "list<int>"}, {"x": "1"}),
+        ({"x": "int"}, {}),
+    ],
+)
 def test_bad_or_missing_parameters_fail(params: dict[str, str], context: dict[str, Any]) -> None:
     with pytest.raises(ConditionError):
         condition("true", **params).evaluate(context, None)

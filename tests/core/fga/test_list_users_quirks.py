@@ -59,8 +59,13 @@ type doc
     define viewer: member and viewer from parent
 """
 
-_BASE = ("document:1#banned@user:eve", "document:1#direct@user:eve",
-         "document:1#active@user:eve", "document:1#active@user:u1", "document:1#org@user:*")
+_BASE = (
+    "document:1#banned@user:eve",
+    "document:1#direct@user:eve",
+    "document:1#active@user:eve",
+    "document:1#active@user:u1",
+    "document:1#org@user:*",
+)
 
 
 def _keys(tuples: tuple[str, ...]) -> list[TupleKey]:
@@ -74,21 +79,29 @@ def _keys(tuples: tuple[str, ...]) -> list[TupleKey]:
 
 def _listed(dsl: str, tuples: tuple[str, ...], obj: str, relation: str) -> list[str]:
     ts = TypeSystem(parse_model(dsl))
-    return list(list_users(ts, MemoryTupleReader(_keys(tuples)), obj, relation,
-                           UserFilter("user")).items)
+    return list(
+        list_users(ts, MemoryTupleReader(_keys(tuples)), obj, relation, UserFilter("user")).items
+    )
 
 
-@pytest.mark.parametrize(("extra", "left", "viewer"), [
-    # one base user: one "eve excluded" message, two union operands: not excluded
-    ((), ["user:*", "user:eve"], ["user:eve", "user:u1"]),
-    # two base users: two messages == two operands: eve excluded, the intersection drops her
-    (("document:1#org@user:u1",), ["user:*", "user:eve", "user:u1"], ["user:u1"]),
-    # three base users: three messages != two operands: not excluded again
-    (("document:1#org@user:u1", "document:1#org@user:u2"),
-     ["user:*", "user:eve", "user:u1", "user:u2"], ["user:eve", "user:u1"]),
-])
-def test_a_union_counts_exclusion_messages(extra: tuple[str, ...], left: list[str],
-                                           viewer: list[str]) -> None:
+@pytest.mark.parametrize(
+    ("extra", "left", "viewer"),
+    [
+        # one base user: one "eve excluded" message, two union operands: not excluded
+        ((), ["user:*", "user:eve"], ["user:eve", "user:u1"]),
+        # two base users: two messages == two operands: eve excluded, the intersection drops her
+        (("document:1#org@user:u1",), ["user:*", "user:eve", "user:u1"], ["user:u1"]),
+        # three base users: three messages != two operands: not excluded again
+        (
+            ("document:1#org@user:u1", "document:1#org@user:u2"),
+            ["user:*", "user:eve", "user:u1", "user:u2"],
+            ["user:eve", "user:u1"],
+        ),
+    ],
+)
+def test_a_union_counts_exclusion_messages(
+    extra: tuple[str, ...], left: list[str], viewer: list[str]
+) -> None:
     tuples = (*_BASE, *extra)
     assert _listed(EXCLUDED_IN_UNION, tuples, "document:1", "left") == left
     assert _listed(EXCLUDED_IN_UNION, tuples, "document:1", "viewer") == viewer
@@ -104,18 +117,29 @@ def test_an_intersection_drops_excluded_users_even_listed_ones() -> None:
 def test_an_exclusion_ignores_what_its_base_excluded() -> None:
     tuples = (*_BASE, "document:1#org@user:u1", "document:1#u@user:eve", "document:1#u@user:u1")
     assert _listed(EXCLUDED_IN_UNION, tuples, "document:1", "w") == [
-        "user:*", "user:eve", "user:u1"]
+        "user:*",
+        "user:eve",
+        "user:u1",
+    ]
     assert _listed(EXCLUDED_IN_UNION, tuples, "document:1", "u") == []
     assert _listed(EXCLUDED_IN_UNION, tuples, "document:1", "uu") == []
 
 
 def test_an_exclusion_lost_in_a_union_lists_a_user_check_denies() -> None:
-    tuples = ("folder:f0#allowed@user:*", "folder:f0#blocked@user:bob",
-              "doc:d#parent@folder:f0", "doc:d#member@user:*", "doc:d#member@user:bob",
-              "doc:d#member@user:ann")
+    tuples = (
+        "folder:f0#allowed@user:*",
+        "folder:f0#blocked@user:bob",
+        "doc:d#parent@folder:f0",
+        "doc:d#member@user:*",
+        "doc:d#member@user:bob",
+        "doc:d#member@user:ann",
+    )
     assert _listed(INHERITED_EXCLUSION, tuples, "folder:f0", "viewer") == ["user:*"]
     assert _listed(INHERITED_EXCLUSION, tuples, "doc:d", "viewer") == [
-        "user:*", "user:ann", "user:bob"]
+        "user:*",
+        "user:ann",
+        "user:bob",
+    ]
     ts = TypeSystem(parse_model(INHERITED_EXCLUSION))
     assert not check(ts, MemoryTupleReader(_keys(tuples)), "doc:d", "viewer", "user:bob")
 
@@ -138,7 +162,8 @@ type doc
     # A direct `group` restriction is no edge for a `group#member` filter.
     assert list_users(ts, reader, "doc:1", "owner", UserFilter("group", "member")).items == ()
     assert list_users(ts, reader, "doc:1", "viewer", UserFilter("group", "member")).items == (
-        "group:g#member",)
+        "group:g#member",
+    )
 
 
 def test_a_userset_filter_also_lists_plain_objects_of_its_type() -> None:
@@ -156,7 +181,9 @@ type doc
     ts = TypeSystem(parse_model(dsl))
     reader = MemoryTupleReader(_keys(tuples))
     assert list_users(ts, reader, "doc:1", "viewer", UserFilter("group", "member")).items == (
-        "group:g", "group:h#member")
+        "group:g",
+        "group:h#member",
+    )
 
 
 def test_an_exclusion_keeps_what_its_base_excluded_next_to_a_wildcard() -> None:
@@ -195,8 +222,9 @@ condition cond(x: int) {
 }
 """
     ts = TypeSystem(parse_model(dsl))
-    reader = MemoryTupleReader([TupleKey("doc:1", "a", "group:g"),
-                                TupleKey("doc:1", "b", "user:x", "cond")])
+    reader = MemoryTupleReader(
+        [TupleKey("doc:1", "a", "group:g"), TupleKey("doc:1", "b", "user:x", "cond")]
+    )
     # No path from `user` through `a`: empty, without evaluating b's condition...
     assert list_users(ts, reader, "doc:1", "viewer", UserFilter("user")).items == ()
     # ...while through `b` the missing parameter fails the request (2000).

@@ -28,14 +28,23 @@ type doc
 
 
 def test_list_objects_follows_usersets_ttu_and_wildcards() -> None:
-    ts, store = world(MODEL, "group:eng#member@user:anne", "doc:1#viewer@group:eng#member",
-                      "folder:f#viewer@user:*", "doc:2#parent@folder:f", "doc:3#viewer@user:bob",
-                      "doc:4#blocked@user:anne", "doc:4#viewer@user:anne")
+    ts, store = world(
+        MODEL,
+        "group:eng#member@user:anne",
+        "doc:1#viewer@group:eng#member",
+        "folder:f#viewer@user:*",
+        "doc:2#parent@folder:f",
+        "doc:3#viewer@user:bob",
+        "doc:4#blocked@user:anne",
+        "doc:4#viewer@user:anne",
+    )
     result = list_objects(ts, store, "doc", "viewer", "user:anne")
     assert sorted(result.items) == ["doc:1", "doc:2", "doc:4"]
     assert result.truncated is False
     assert sorted(list_objects(ts, store, "doc", "can_view", "user:anne").items) == [
-        "doc:1", "doc:2"]
+        "doc:1",
+        "doc:2",
+    ]
     assert list_objects(ts, store, "doc", "viewer", "group:eng#member").items == ("doc:1",)
 
 
@@ -49,13 +58,17 @@ def test_list_objects_reports_truncation_instead_of_cutting_silently() -> None:
     assert exact.truncated is False
 
 
-@pytest.mark.parametrize(("object_type", "relation", "user", "code"), [
-    ("ghost", "viewer", "user:anne", ErrorCode.TYPE_NOT_FOUND),
-    ("doc", "ghost", "user:anne", ErrorCode.RELATION_NOT_FOUND),
-    ("doc", "viewer", "ghost:anne", ErrorCode.VALIDATION_ERROR),
-])
-def test_list_objects_validation_codes(object_type: str, relation: str, user: str,
-                                       code: ErrorCode) -> None:
+@pytest.mark.parametrize(
+    ("object_type", "relation", "user", "code"),
+    [
+        ("ghost", "viewer", "user:anne", ErrorCode.TYPE_NOT_FOUND),
+        ("doc", "ghost", "user:anne", ErrorCode.RELATION_NOT_FOUND),
+        ("doc", "viewer", "ghost:anne", ErrorCode.VALIDATION_ERROR),
+    ],
+)
+def test_list_objects_validation_codes(
+    object_type: str, relation: str, user: str, code: ErrorCode
+) -> None:
     ts, store = world(MODEL)
     with pytest.raises(FgaError) as info:
         list_objects(ts, store, object_type, relation, user)
@@ -69,9 +82,14 @@ def test_list_objects_includes_contextual_objects() -> None:
 
 
 def test_list_users_wildcard_exclusion_and_usersets() -> None:
-    ts, store = world(MODEL, "doc:1#viewer@user:*", "doc:1#blocked@user:bob",
-                      "doc:1#viewer@group:eng#member", "group:eng#member@user:anne",
-                      "group:eng#member@group:ops#member")
+    ts, store = world(
+        MODEL,
+        "doc:1#viewer@user:*",
+        "doc:1#blocked@user:bob",
+        "doc:1#viewer@group:eng#member",
+        "group:eng#member@user:anne",
+        "group:eng#member@group:ops#member",
+    )
     users = list_users(ts, store, "doc:1", "can_view", UserFilter.parse("user"))
     assert users.items == ("user:*", "user:anne")
     groups = list_users(ts, store, "doc:1", "viewer", UserFilter.parse("group#member"))
@@ -82,33 +100,62 @@ def test_list_users_wildcard_exclusion_and_usersets() -> None:
 
 def test_list_users_truncates_and_validates() -> None:
     ts, store = world(MODEL, *(f"doc:1#viewer@user:u{i}" for i in range(4)))
-    limited = list_users(ts, store, "doc:1", "viewer", UserFilter("user"),
-                         RequestOptions(max_results=2))
+    limited = list_users(
+        ts, store, "doc:1", "viewer", UserFilter("user"), RequestOptions(max_results=2)
+    )
     assert (len(limited.items), limited.truncated) == (2, True)
     for obj, relation, user_filter, code in [
-            ("ghost:1", "viewer", UserFilter("user"), ErrorCode.TYPE_NOT_FOUND),
-            ("doc:1", "ghost", UserFilter("user"), ErrorCode.RELATION_NOT_FOUND),
-            ("doc:1", "viewer", UserFilter("ghost"), ErrorCode.TYPE_NOT_FOUND),
-            ("doc:1", "viewer", UserFilter("group", "ghost"), ErrorCode.RELATION_NOT_FOUND)]:
+        ("ghost:1", "viewer", UserFilter("user"), ErrorCode.TYPE_NOT_FOUND),
+        ("doc:1", "ghost", UserFilter("user"), ErrorCode.RELATION_NOT_FOUND),
+        ("doc:1", "viewer", UserFilter("ghost"), ErrorCode.TYPE_NOT_FOUND),
+        ("doc:1", "viewer", UserFilter("group", "ghost"), ErrorCode.RELATION_NOT_FOUND),
+    ]:
         with pytest.raises(FgaError) as info:
             list_users(ts, store, obj, relation, user_filter)
         assert info.value.fga_code == code
 
 
 def test_expand_returns_one_level_usersettree() -> None:
-    ts, store = world(MODEL, "doc:1#viewer@user:bob", "doc:1#viewer@user:anne",
-                      "doc:1#viewer@group:eng#member", "doc:1#parent@folder:f",
-                      "doc:1#parent@folder:f")
+    ts, store = world(
+        MODEL,
+        "doc:1#viewer@user:bob",
+        "doc:1#viewer@user:anne",
+        "doc:1#viewer@group:eng#member",
+        "doc:1#parent@folder:f",
+        "doc:1#parent@folder:f",
+    )
     tree = expand(ts, store, "doc:1", "viewer")
-    assert tree == {"tree": {"root": {"name": "doc:1#viewer", "union": {"nodes": [
-        {"name": "doc:1#viewer", "leaf": {"users": {"users": [
-            "group:eng#member", "user:anne", "user:bob"]}}},
-        {"name": "doc:1#viewer", "leaf": {"tupleToUserset": {
-            "tupleset": "doc:1#parent", "computed": [{"userset": "folder:f#viewer"}]}}},
-    ]}}}}
+    assert tree == {
+        "tree": {
+            "root": {
+                "name": "doc:1#viewer",
+                "union": {
+                    "nodes": [
+                        {
+                            "name": "doc:1#viewer",
+                            "leaf": {
+                                "users": {"users": ["group:eng#member", "user:anne", "user:bob"]}
+                            },
+                        },
+                        {
+                            "name": "doc:1#viewer",
+                            "leaf": {
+                                "tupleToUserset": {
+                                    "tupleset": "doc:1#parent",
+                                    "computed": [{"userset": "folder:f#viewer"}],
+                                }
+                            },
+                        },
+                    ]
+                },
+            }
+        }
+    }
     difference = expand(ts, store, "doc:1", "can_view")["tree"]["root"]["difference"]
-    assert difference["base"] == {"name": "doc:1#can_view",
-                                  "leaf": {"computed": {"userset": "doc:1#viewer"}}}
+    assert difference["base"] == {
+        "name": "doc:1#can_view",
+        "leaf": {"computed": {"userset": "doc:1#viewer"}},
+    }
     with pytest.raises(FgaError) as info:
         expand(ts, store, "doc:1", "")
     assert info.value.fga_code == ErrorCode.INVALID_EXPAND_INPUT
@@ -142,11 +189,12 @@ def test_list_users_subtracted_wildcard_drops_every_base_user() -> None:
 
 def test_list_users_wildcard_on_both_sides_leaves_only_the_wildcard() -> None:
     ts, store = world(ALGEBRA, "doc:1#r0@user:*", "doc:1#either@user:carl")
-    assert list_users(ts, store, "doc:1", "base_cut_or_r0", UserFilter("user")).items == (
-        "user:*",)
+    assert list_users(ts, store, "doc:1", "base_cut_or_r0", UserFilter("user")).items == ("user:*",)
 
 
 def test_list_users_exclusion_of_an_exclusion_lists_the_doubly_subtracted() -> None:
     ts, store = world(ALGEBRA, "doc:1#r0@user:*", "doc:1#either@user:bob")
     assert list_users(ts, store, "doc:1", "twice", UserFilter("user")).items == (
-        "user:*", "user:bob")
+        "user:*",
+        "user:bob",
+    )

@@ -7,9 +7,11 @@ from core.fga.model import SourceInfo
 from core.fga.modules import ModuleError, combine_modules
 
 CORE = "module core\n\ntype user\n\ntype doc\n  relations\n    define owner: [user]\n"
-SHARING = ("module sharing\n\nextend type doc\n  relations\n"
-           "    define viewer: [user with ok] or owner\n"
-           "\ncondition ok(n: int) {\n  n < 3\n}\n")
+SHARING = (
+    "module sharing\n\nextend type doc\n  relations\n"
+    "    define viewer: [user with ok] or owner\n"
+    "\ncondition ok(n: int) {\n  n < 3\n}\n"
+)
 
 
 def test_extend_adds_relations_tagged_with_their_module() -> None:
@@ -24,22 +26,27 @@ def test_extend_adds_relations_tagged_with_their_module() -> None:
     assert combined.modules == ["core", "sharing"]
     text = print_model(combined.model, source_comments=True)
     assert "type doc # module: core, file: core.fga\n" in text
-    assert ("    define viewer: [user with ok] or owner # extended by: module: sharing, "
-            "file: sharing.fga\n") in text
+    assert (
+        "    define viewer: [user with ok] or owner # extended by: module: sharing, "
+        "file: sharing.fga\n"
+    ) in text
 
 
 def test_errors_name_the_file_line_and_column() -> None:
-    combined = combine_modules({
-        "core.fga": CORE,
-        "plain.fga": "model\n  schema 1.1\ntype x\n",
-        "bad.fga": "module bad\n\nextend type ghost\n\nextend type doc\n  relations\n"
-                   "    define owner: [user]\n    define sees: missing\n",
-    })
+    combined = combine_modules(
+        {
+            "core.fga": CORE,
+            "plain.fga": "model\n  schema 1.1\ntype x\n",
+            "bad.fga": "module bad\n\nextend type ghost\n\nextend type doc\n  relations\n"
+            "    define owner: [user]\n    define sees: missing\n",
+        }
+    )
     assert sorted(combined.errors, key=lambda e: (e.file, e.line)) == [
         ModuleError("extended type ghost does not exist", "bad.fga", 2, 12, 17),
         ModuleError("relation owner already exists on type doc", "bad.fga", 6, 11, 16),
-        ModuleError("the relation `missing` does not exist.", "bad.fga", 7, 17, 24,
-                    "missing-definition"),
+        ModuleError(
+            "the relation `missing` does not exist.", "bad.fga", 7, 17, 24, "missing-definition"
+        ),
         ModuleError("file is not a module", "plain.fga", 0, 0, 0),
     ]
 

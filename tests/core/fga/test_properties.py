@@ -47,8 +47,9 @@ class World:
 
 
 @st.composite
-def rewrites(draw: st.DrawFn, layer: int, index: int, depth: int = 0,
-             algebra: bool = True) -> Rewrite:
+def rewrites(
+    draw: st.DrawFn, layer: int, index: int, depth: int = 0, algebra: bool = True
+) -> Rewrite:
     options = ["this"]
     if index > 0:
         options.append("computed")
@@ -102,8 +103,9 @@ def worlds(draw: st.DrawFn, algebra: bool = True) -> World:
                 refs = [RelationRef("user"), RelationRef("user", wildcard=True)]
                 if layer > 0:
                     refs.append(RelationRef(LAYERS[layer - 1], draw(st.sampled_from(RELATIONS))))
-                users = [*USERS, "user:*"] + [f"{r.type}:{i}#{r.relation}" for r in refs
-                                               if r.relation for i in IDS]
+                users = [*USERS, "user:*"] + [
+                    f"{r.type}:{i}#{r.relation}" for r in refs if r.relation for i in IDS
+                ]
                 for obj in IDS:
                     for user in draw(st.lists(st.sampled_from(users), max_size=3, unique=True)):
                         tuples.append(TupleKey(f"{name}:{obj}", rel, user))
@@ -150,12 +152,12 @@ class Naive:
             sets = [self.rewrite(obj, c, relation) for c in rewrite.children]
             return set.intersection(*sets)
         assert isinstance(rewrite, Difference)
-        return (self.rewrite(obj, rewrite.base, relation)
-                - self.rewrite(obj, rewrite.subtract, relation))
+        return self.rewrite(obj, rewrite.base, relation) - self.rewrite(
+            obj, rewrite.subtract, relation
+        )
 
 
-SETTINGS = settings(max_examples=60, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @SETTINGS

@@ -16,36 +16,45 @@ def thunks(*outcomes: Outcome) -> list[reducers.Thunk]:
     return [lambda o=o: o for o in outcomes]  # type: ignore[misc]
 
 
-@pytest.mark.parametrize(("children", "expected"), [
-    ((DENIED, ALLOWED), ALLOWED),
-    ((ERROR, ALLOWED), ALLOWED),
-    ((ERROR, DENIED), Outcome(False, False, ERROR.error)),
-    ((CYCLE, DENIED), CYCLE),
-    ((DENIED, DENIED), DENIED),
-])
+@pytest.mark.parametrize(
+    ("children", "expected"),
+    [
+        ((DENIED, ALLOWED), ALLOWED),
+        ((ERROR, ALLOWED), ALLOWED),
+        ((ERROR, DENIED), Outcome(False, False, ERROR.error)),
+        ((CYCLE, DENIED), CYCLE),
+        ((DENIED, DENIED), DENIED),
+    ],
+)
 def test_union(children: tuple[Outcome, ...], expected: Outcome) -> None:
     assert reducers.union(thunks(*children)) == expected
 
 
-@pytest.mark.parametrize(("children", "expected"), [
-    ((ALLOWED, ALLOWED), ALLOWED),
-    ((ERROR, DENIED), DENIED),
-    ((ALLOWED, CYCLE), CYCLE),
-    ((ALLOWED, ERROR), ERROR),
-])
+@pytest.mark.parametrize(
+    ("children", "expected"),
+    [
+        ((ALLOWED, ALLOWED), ALLOWED),
+        ((ERROR, DENIED), DENIED),
+        ((ALLOWED, CYCLE), CYCLE),
+        ((ALLOWED, ERROR), ERROR),
+    ],
+)
 def test_intersection(children: tuple[Outcome, ...], expected: Outcome) -> None:
     assert reducers.intersection(thunks(*children)) == expected
 
 
-@pytest.mark.parametrize(("base", "subtract", "allowed", "error"), [
-    (ALLOWED, DENIED, True, False),
-    (ALLOWED, ALLOWED, False, False),
-    (ALLOWED, CYCLE, False, False),
-    (CYCLE, DENIED, False, False),
-    (ERROR, ALLOWED, False, False),
-    (ERROR, DENIED, False, True),
-    (ALLOWED, ERROR, False, True),
-])
+@pytest.mark.parametrize(
+    ("base", "subtract", "allowed", "error"),
+    [
+        (ALLOWED, DENIED, True, False),
+        (ALLOWED, ALLOWED, False, False),
+        (ALLOWED, CYCLE, False, False),
+        (CYCLE, DENIED, False, False),
+        (ERROR, ALLOWED, False, False),
+        (ERROR, DENIED, False, True),
+        (ALLOWED, ERROR, False, True),
+    ],
+)
 def test_difference(base: Outcome, subtract: Outcome, allowed: bool, error: bool) -> None:
     outcome = reducers.difference(lambda: base, lambda: subtract)
     assert outcome.allowed is allowed
@@ -65,9 +74,13 @@ def test_short_circuit_skips_remaining_children() -> None:
 
 
 def test_memory_reader_indexes_and_delete() -> None:
-    store = MemoryTupleReader([TupleKey("doc:1", "viewer", "user:anne"),
-                               TupleKey("doc:1", "viewer", "group:x#member"),
-                               TupleKey("folder:1", "viewer", "user:anne")])
+    store = MemoryTupleReader(
+        [
+            TupleKey("doc:1", "viewer", "user:anne"),
+            TupleKey("doc:1", "viewer", "group:x#member"),
+            TupleKey("folder:1", "viewer", "user:anne"),
+        ]
+    )
     assert len(store) == 3
     assert [k.user for k in store.read_usersets("doc:1", "viewer")] == ["group:x#member"]
     assert {k.object for k in store.read_by_user("user:anne", "doc")} == {"doc:1"}
@@ -84,13 +97,24 @@ def test_combined_reader_reads_both_sources() -> None:
     store = MemoryTupleReader([TupleKey("doc:1", "viewer", "user:anne")])
     combined = CombinedReader(contextual, store)
     assert [k.condition for k in combined.read_exact("doc:1", "viewer", "user:anne")] == [
-        "cond", ""]
+        "cond",
+        "",
+    ]
     assert len(combined.read("doc:1", "viewer")) == 2
 
 
-@pytest.mark.parametrize(("object_id", "valid"), [
-    ("doc1", True), ("a|b@c.d+e/f-g_h", True), ("x*", True),
-    ("*x", False), ("a#b", False), ("a:b", False), ("a b", False), ("", False),
-])
+@pytest.mark.parametrize(
+    ("object_id", "valid"),
+    [
+        ("doc1", True),
+        ("a|b@c.d+e/f-g_h", True),
+        ("x*", True),
+        ("*x", False),
+        ("a#b", False),
+        ("a:b", False),
+        ("a b", False),
+        ("", False),
+    ],
+)
 def test_object_id_rule(object_id: str, valid: bool) -> None:
     assert is_valid_object_id(object_id) is valid

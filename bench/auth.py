@@ -144,11 +144,30 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _service_cpu_seconds() -> dict[str, float]:
+    """CPU seconds so far of every PostgreSQL and Redis server process, by service."""
+    totals = {"postgres": 0.0, "redis": 0.0}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            comm = (entry / "comm").read_text().strip()
+            seconds = _cpu_seconds(int(entry.name))
+        except (OSError, ValueError):
+            continue  # gone meanwhile
+        for service in totals:
+            if comm.startswith(service):
+                totals[service] += seconds
+    return totals
+
+
 def _measured(pid: int, url: str, seconds: int, script: Path | None) -> dict[str, float]:
-    before = _cpu_seconds(pid)
+    before, services_before = _cpu_seconds(pid), _service_cpu_seconds()
     result = _wrk(url, seconds, script)
-    requests = result["rps"] * seconds
-    result["server_cpu_ms"] = (_cpu_seconds(pid) - before) * 1000 / max(requests, 1)
+    requests = max(result["rps"] * seconds, 1)
+    result["server_cpu_ms"] = (_cpu_seconds(pid) - before) * 1000 / requests
+    for service, spent in _service_cpu_seconds().items():
+        result[f"{service}_cpu_ms"] = (spent - services_before[service]) * 1000 / requests
     return result
 
 
@@ -248,6 +267,11 @@ def main() -> None:
     print(
         f"CPU view: one verify {verify_cpu:.1f} ms, one login {login_cpu:.1f} ms of server CPU"
         f" -> {verify_cpu / login_cpu:.0%}"
+    )
+    login = results["POST /v1/login"]
+    print(
+        f"per login, besides the server: PostgreSQL {login['postgres_cpu_ms']:.2f} ms,"
+        f" Redis {login['redis_cpu_ms']:.2f} ms of CPU"
     )
     print(f"validate_jwt_token vs /healthz: {validates['rps'] / ceiling:.0%} (target >= 70%)")
 

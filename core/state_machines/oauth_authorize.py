@@ -20,7 +20,8 @@ authorize (``AuthorizeRequested``)
   3. With a session: code flows store a fresh code bound to the session's user, roles and
      login method (``StoreCode``); flows that return tokens mint them (``IssueTokens``,
      with the request's ``nonce`` and the code's ``c_hash``) and keep them
-     (``PersistSession``). ``Deliver`` answers through the response mode.
+     (``PersistSession``, with a ``session.created`` audit row). ``Deliver`` answers
+     through the response mode.
 redeem (``CodeRedemptionRequested``)
   4. The code is taken (``TakeCode``: get-and-delete). Unknown, expired or already used:
      ``invalid_grant``, and the tokens a first redemption got are revoked
@@ -32,7 +33,7 @@ redeem (``CodeRedemptionRequested``)
      the session that got the code began (``LoadUser`` with ``session_started``: a
      password reset or an admin's revoke voids codes too); then tokens are minted under a new
      session (refresh token only with ``offline_access``), kept, remembered as this code's
-     (``RememberCodeTokens``), and returned (``Respond``).
+     (``RememberCodeTokens``), audited (``session.created``), and returned (``Respond``).
 bind (``LoginWithState``)
   7. A login carrying the ``state`` of a parked request stores that request's announced
      code, bound to the login (Authorizer's login app redirects with it itself).
@@ -61,7 +62,14 @@ from core.oauth.rfc6749_authorize import (
 )
 from core.oauth.rfc6749_code import CodeGrant, PendingAuthorize
 from core.state_machines._machine import Effect, Event, Machine, Table, edge
-from core.state_machines.effects import IssueTokens, LoadUser, PersistSession, Respond
+from core.state_machines.effects import (
+    AuditAction,
+    AuditRecord,
+    IssueTokens,
+    LoadUser,
+    PersistSession,
+    Respond,
+)
 from core.state_machines.events import TokensIssued, UserLoaded
 
 __all__ = [
@@ -238,6 +246,8 @@ class OAuthContext:
     code: str | None = None
     grant: CodeGrant | None = None
     redeem: CodeRedemptionRequested | None = None
+    #: the user tokens are minted for (their audit row names them)
+    user: User | None = None
     #: the original query, for the login page
     params: tuple[tuple[str, str], ...] = ()
 
@@ -332,6 +342,7 @@ class OAuthAuthorizeMachine(Machine[State]):
             return self._no_session()
         user, request = self._require(event.user), self._require(self.ctx.request)
         session = self._require(self.ctx.session)
+        self.ctx.user = user
         effects: list[Effect] = []
         if request.wants_code:
             self.ctx.code = self._env.ids.new_id()
@@ -386,10 +397,23 @@ class OAuthAuthorizeMachine(Machine[State]):
         persist = PersistSession(
             user_id=session.user_id, login_method=session.login_method, tokens=tokens
         )
+        response_type = " ".join(sorted(request.response_type))
+        audit = self._session_created({"response_type": response_type})
         deliver = Deliver(
             redirect_uri=request.redirect_uri, mode=request.response_mode, params=tuple(params)
         )
-        return [persist, deliver], State.DONE
+        return [persist, audit, deliver], State.DONE
+
+    def _session_created(self, how: dict[str, str]) -> AuditRecord:
+        """The audit row of a session the provider created (from /authorize or a code)."""
+        user = self._require(self.ctx.user)
+        return AuditRecord(
+            action=AuditAction.SESSION_CREATED,
+            actor_id=user.id,
+            actor_email=user.email,
+            resource_id=user.id,
+            metadata={"client_id": self.oauth.client_id, **how},
+        )
 
     # -- redeem -----------------------------------------------------------------------------
 
@@ -434,8 +458,9 @@ class OAuthAuthorizeMachine(Machine[State]):
         grant = self._require(self.ctx.grant)
         if not _usable(event.user):
             return self._fail(InvalidGrant, "The authorization code is invalid or has expired")
+        self.ctx.user = self._require(event.user)
         issue = IssueTokens(
-            user=self._require(event.user),
+            user=self.ctx.user,
             roles=grant.roles,
             scope=grant.scope,
             login_method=grant.login_method,
@@ -462,6 +487,7 @@ class OAuthAuthorizeMachine(Machine[State]):
             RememberCodeTokens(
                 code=self._require(self.ctx.redeem).code, user_id=grant.user_id, nonce=tokens.nonce
             ),
+            self._session_created({"grant_type": "authorization_code"}),
             Respond(result=result),
         ], State.DONE
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import secrets
 import threading
 import time
@@ -32,7 +33,14 @@ from joserfc import jwt
 from joserfc.jwk import KeySet
 
 from tests.dbfixtures import fresh_sqlite_url
-from tests.server.harness import CLIENT_ID, CLIENT_SECRET, ServerProcess, base_flags, running
+from tests.server.harness import (
+    ADMIN_SECRET,
+    CLIENT_ID,
+    CLIENT_SECRET,
+    ServerProcess,
+    base_flags,
+    running,
+)
 from tests.server.test_auth_flows import client_for, login, session_cookie, signup, unique_email
 from tests.webhook_receiver import Receiver, receiver
 
@@ -292,6 +300,28 @@ def test_a_reused_code_is_refused_and_revokes_the_tokens_it_gave(
     assert gone.status_code == 401
     assert gone.json()["error"] == "invalid_token"
     assert 'error="invalid_token"' in gone.headers["www-authenticate"]
+
+
+def test_a_redeemed_code_leaves_a_session_created_audit_row(
+    provider: Provider, browser: httpx.Client
+) -> None:
+    email, session = logged_in(browser)
+    verifier, challenge = pkce()
+    code = code_for(provider, browser, session, code_challenge=challenge)
+    assert redeem(provider, code, code_verifier=verifier).status_code == 200
+    listed = httpx.post(
+        f"{provider.url}/v1/admin/audit_logs",
+        json={"action": "session.created"},
+        headers={"x-service-admin-secret": ADMIN_SECRET, "origin": provider.url},
+    )
+    assert listed.status_code == 200, listed.text
+    mine = [row for row in listed.json()["audit_logs"] if row["actor_email"] == email]
+    assert len(mine) == 1
+    assert json.loads(mine[0]["metadata"]) == {
+        "client_id": CLIENT_ID,
+        "grant_type": "authorization_code",
+        "protocol": "rest",
+    }
 
 
 def test_a_code_dies_with_the_sessions_ended_after_it_was_given(

@@ -92,7 +92,7 @@ from transports.mfa_challenges import CHALLENGE_EFFECTS
 if TYPE_CHECKING:
     from transports.auth.service import AuthService
 
-__all__ = ["FlowRun", "load_user"]
+__all__ = ["FlowRun", "audit_entry", "load_user"]
 
 SqlOp = Callable[[sa.Connection], None]
 
@@ -224,7 +224,7 @@ class FlowRun:
             return UserCreated(user=user)
         if isinstance(effect, IssueTokens):
             if effect.state is not None and self.auth.state_binder is not None:
-                effect = await self.auth.state_binder(effect)
+                effect = await self.auth.state_binder(effect, self.caller)
             sid = self.sid or effect.nonce
             self.sid = sid
             return TokensIssued(tokens=await self.auth.issuer.mint(effect, sid=sid, now=self._now))
@@ -405,19 +405,24 @@ class FlowRun:
         await self.auth.sessions.end_memory_sessions(user_id)
 
     def _audit_op(self, effect: AuditRecord) -> SqlOp:
-        caller, now = self.caller, self._now
-        entry = AuditEntry(
-            action=effect.action.value,
-            actor_id=effect.actor_id,
-            actor_email=effect.actor_email,
-            resource_type=effect.resource_type,
-            resource_id=effect.resource_id,
-            ip_address=caller.client_ip,
-            user_agent=caller.user_agent,
-            protocol=caller.protocol.value,
-            metadata=dict(effect.metadata),
-        )
+        entry, now = audit_entry(effect, self.caller), self._now
         return _OneInsert(lambda conn: _record(conn, entry, now))
+
+
+def audit_entry(effect: AuditRecord, caller: CallerContext) -> AuditEntry:
+    """The row ``effect`` asks for, with where the call came from (the OAuth flow's driver
+    writes them too)."""
+    return AuditEntry(
+        action=effect.action.value,
+        actor_id=effect.actor_id,
+        actor_email=effect.actor_email,
+        resource_type=effect.resource_type,
+        resource_id=effect.resource_id,
+        ip_address=caller.client_ip,
+        user_agent=caller.user_agent,
+        protocol=caller.protocol.value,
+        metadata=dict(effect.metadata),
+    )
 
 
 def load_user(conn: sa.Connection, effect: LoadUser) -> User | None:

@@ -166,7 +166,9 @@ class AuthService(AccountOperations):
         )
         #: binds a login carrying an authorize ``state`` to that request (the OAuth
         #: provider's ``bind_state``), attached by the Runtime
-        self.state_binder: Callable[[IssueTokens], Awaitable[IssueTokens]] | None = None
+        self.state_binder: Callable[[IssueTokens, CallerContext], Awaitable[IssueTokens]] | None = (
+            None
+        )
         #: the server's metrics (MFA challenges issued, passed, failed), attached by the Runtime
         self.metrics: Metrics | None = None
 

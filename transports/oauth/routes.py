@@ -185,7 +185,7 @@ def register_provider_views(app: QuartTrio, oauth: OAuthService, caller_context:
             if not client_id:
                 raise InvalidRequest("client_id is required")
             reply = await oauth.redeem(
-                form, client_authenticated=oauth.check_client(client_id, secret)
+                form, caller_context(), client_authenticated=oauth.check_client(client_id, secret)
             )
         except OAuthError as error:
             return _error(error)

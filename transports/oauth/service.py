@@ -22,7 +22,13 @@ from core.oauth.errors import InvalidClient, InvalidRequest, InvalidToken
 from core.oauth.rfc6749_authorize import ResponseMode
 from core.settings import Settings
 from core.state_machines._machine import Effect, Event, Fail
-from core.state_machines.effects import IssueTokens, LoadUser, PersistSession, Respond
+from core.state_machines.effects import (
+    AuditRecord,
+    IssueTokens,
+    LoadUser,
+    PersistSession,
+    Respond,
+)
 from core.state_machines.events import TokensIssued, UserLoaded
 from core.state_machines.oauth_authorize import (
     AuthorizeRequested,
@@ -42,7 +48,8 @@ from core.state_machines.oauth_authorize import (
     TakeCode,
 )
 from storage import users as user_rows
-from transports.auth.driver import load_user
+from storage.audit import record
+from transports.auth.driver import audit_entry, load_user
 from transports.auth.service import AuthService
 from transports.auth.sessions import ACCESS, REFRESH
 from transports.context import CallerContext, Cookie, Reply
@@ -97,7 +104,9 @@ class OAuthService:
     def _machine(self) -> OAuthAuthorizeMachine:
         return OAuthAuthorizeMachine(self.auth.env, self.policy)
 
-    async def _run(self, machine: OAuthAuthorizeMachine, event: Event) -> Terminal | None:
+    async def _run(
+        self, machine: OAuthAuthorizeMachine, event: Event, caller: CallerContext
+    ) -> Terminal | None:
         effects = machine.handle(event)
         while True:
             reply: Event | None = None
@@ -109,7 +118,7 @@ class OAuthService:
                 if effect.replies:
                     reply = await self._answer(effect)
                 else:
-                    await self._do(effect)
+                    await self._do(effect, caller)
             if reply is None:
                 if machine.state is State.DONE:
                     return None
@@ -127,8 +136,11 @@ class OAuthService:
             return CodeTaken(grant=await self.store.take_code(effect.code))
         raise Internal(f"no answer for {type(effect).__name__}")
 
-    async def _do(self, effect: Effect) -> None:
-        if isinstance(effect, StoreCode):
+    async def _do(self, effect: Effect, caller: CallerContext) -> None:
+        if isinstance(effect, AuditRecord):
+            entry, now = audit_entry(effect, caller), int(self.auth.clock.now())
+            await self.auth.storage.db.write_one(lambda conn: record(conn, entry, now=now))
+        elif isinstance(effect, StoreCode):
             await self.store.store_code(effect.code, effect.grant)
         elif isinstance(effect, StorePending):
             await self.store.park(effect.state, effect.pending)
@@ -168,7 +180,7 @@ class OAuthService:
             redirect_allowed=self.redirect_allowed(params.get("redirect_uri", "")),
             session=await self._session(caller),
         )
-        answer = await self._run(self._machine(), event)
+        answer = await self._run(self._machine(), event, caller)
         if not isinstance(answer, Deliver | RedirectToLogin):
             raise Internal("authorize ended without an answer")
         return answer
@@ -176,6 +188,7 @@ class OAuthService:
     async def redeem(
         self,
         form: Mapping[str, Any],
+        caller: CallerContext,
         *,
         client_authenticated: bool | None,
     ) -> Reply:
@@ -186,12 +199,12 @@ class OAuthService:
             code_verifier=_text(form, "code_verifier") or None,
             client_authenticated=client_authenticated,
         )
-        answer = await self._run(self._machine(), event)
+        answer = await self._run(self._machine(), event, caller)
         if not isinstance(answer, Respond):
             raise Internal("redemption ended without tokens")
         return Reply(answer.result.to_api_dict())
 
-    async def bind_state(self, effect: IssueTokens) -> IssueTokens:
+    async def bind_state(self, effect: IssueTokens, caller: CallerContext) -> IssueTokens:
         """A login carrying the ``state`` of a parked authorize request: bind the request's
         announced code to it and give the ID token the request's ``nonce``."""
         if effect.state is None:
@@ -206,7 +219,7 @@ class OAuthService:
             login_method=effect.login_method,
             auth_time=int(self.auth.clock.now()),
         )
-        await self._run(self._machine(), event)
+        await self._run(self._machine(), event, caller)
         return dataclasses.replace(effect, oidc_nonce=pending.nonce or effect.oidc_nonce)
 
     async def _live_claims(self, token: str) -> dict[str, Any] | None:

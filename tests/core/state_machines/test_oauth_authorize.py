@@ -25,7 +25,15 @@ from core.oauth.errors import InvalidClient, InvalidGrant, InvalidRequest
 from core.oauth.rfc6749_authorize import ResponseMode
 from core.oauth.rfc6749_code import CodeGrant, PendingAuthorize
 from core.state_machines._machine import Event, LocalFlowError
-from core.state_machines.effects import Fail, IssueTokens, LoadUser, PersistSession, Respond
+from core.state_machines.effects import (
+    AuditAction,
+    AuditRecord,
+    Fail,
+    IssueTokens,
+    LoadUser,
+    PersistSession,
+    Respond,
+)
 from core.state_machines.events import TokensIssued, UserLoaded
 from core.state_machines.oauth_authorize import (
     TABLE,
@@ -54,6 +62,16 @@ SESSION = SessionGrant(
     user_id="user-1", roles=("user",), login_method="basic_auth", auth_time=NOW - 5
 )
 KEY = b"k" * 32
+
+
+def session_created(**how: str) -> AuditRecord:
+    return AuditRecord(
+        action=AuditAction.SESSION_CREATED,
+        actor_id="user-1",
+        actor_email="ann@example.com",
+        resource_id="user-1",
+        metadata={"client_id": CLIENT_ID, **how},
+    )
 
 
 def session_at(auth_time: int) -> SessionGrant:
@@ -157,6 +175,7 @@ def test_implicit_token_flow_mints_persists_and_answers_in_the_fragment() -> Non
     effects = m.handle(TokensIssued(tokens=minted))
     assert effects == [
         PersistSession(user_id="user-1", login_method="basic_auth", tokens=minted),
+        session_created(response_type="id_token token"),
         Deliver(
             redirect_uri=REDIRECT,
             mode=ResponseMode.FRAGMENT,
@@ -178,7 +197,8 @@ def test_hybrid_flow_returns_code_and_id_token_with_c_hash_input() -> None:
     assert isinstance(store, StoreCode)
     assert isinstance(issue, IssueTokens)
     assert issue.code == "id-1" == store.code
-    _, deliver = m.handle(TokensIssued(tokens=tokens(nonce="id-2")))
+    _, audit, deliver = m.handle(TokensIssued(tokens=tokens(nonce="id-2")))
+    assert audit == session_created(response_type="code id_token")
     assert deliver == Deliver(
         redirect_uri=REDIRECT,
         mode=ResponseMode.FORM_POST,
@@ -328,6 +348,7 @@ def test_redemption_with_the_right_verifier_mints_under_a_new_session() -> None:
     assert effects == [
         PersistSession(user_id="user-1", login_method="basic_auth", tokens=minted),
         RememberCodeTokens(code="c-1", user_id="user-1", nonce="id-1"),
+        session_created(grant_type="authorization_code"),
         Respond(
             result=TokenResponse(
                 access_token="access.jwt",

@@ -154,6 +154,23 @@ def verified_id_token(provider: Provider, id_token: str) -> dict[str, Any]:
     return dict(token.claims)
 
 
+@dataclass
+class PkceCode:
+    """A code a new, logged-in user's browser got with a PKCE challenge."""
+
+    email: str
+    session: str
+    code: str
+    verifier: str
+
+
+def pkce_code(provider: Provider, browser: httpx.Client) -> PkceCode:
+    email, session = logged_in(browser)
+    verifier, challenge = pkce()
+    code = code_for(provider, browser, session, code_challenge=challenge)
+    return PkceCode(email, session, code, verifier)
+
+
 def code_for(provider: Provider, browser: httpx.Client, session: str, **params: str) -> str:
     response = authorize(browser, session, response_type="code", **params)
     target, query, _ = location(response)
@@ -282,15 +299,13 @@ def redeem(provider: Provider, code: str, **extra: str) -> httpx.Response:
 def test_a_reused_code_is_refused_and_revokes_the_tokens_it_gave(
     provider: Provider, browser: httpx.Client
 ) -> None:
-    _, session = logged_in(browser)
-    verifier, challenge = pkce()
-    code = code_for(provider, browser, session, code_challenge=challenge)
-    first = redeem(provider, code, code_verifier=verifier)
+    got = pkce_code(provider, browser)
+    first = redeem(provider, got.code, code_verifier=got.verifier)
     assert first.status_code == 200
     access = first.json()["access_token"]
     userinfo = f"{provider.url}/userinfo"
     assert httpx.get(userinfo, headers={"authorization": f"Bearer {access}"}).status_code == 200
-    second = redeem(provider, code, code_verifier=verifier)
+    second = redeem(provider, got.code, code_verifier=got.verifier)
     assert second.status_code == 400
     assert second.json() == {
         "error": "invalid_grant",
@@ -305,17 +320,15 @@ def test_a_reused_code_is_refused_and_revokes_the_tokens_it_gave(
 def test_a_redeemed_code_leaves_a_session_created_audit_row(
     provider: Provider, browser: httpx.Client
 ) -> None:
-    email, session = logged_in(browser)
-    verifier, challenge = pkce()
-    code = code_for(provider, browser, session, code_challenge=challenge)
-    assert redeem(provider, code, code_verifier=verifier).status_code == 200
+    got = pkce_code(provider, browser)
+    assert redeem(provider, got.code, code_verifier=got.verifier).status_code == 200
     listed = httpx.post(
         f"{provider.url}/v1/admin/audit_logs",
         json={"action": "session.created"},
         headers={"x-service-admin-secret": ADMIN_SECRET, "origin": provider.url},
     )
     assert listed.status_code == 200, listed.text
-    mine = [row for row in listed.json()["audit_logs"] if row["actor_email"] == email]
+    mine = [row for row in listed.json()["audit_logs"] if row["actor_email"] == got.email]
     assert len(mine) == 1
     assert json.loads(mine[0]["metadata"]) == {
         "client_id": CLIENT_ID,
@@ -329,16 +342,16 @@ def test_a_code_dies_with_the_sessions_ended_after_it_was_given(
 ) -> None:
     """An email change ends the user's sessions (the SQL marker): a code its session got
     before is refused, as the session's own tokens are."""
-    _, session = logged_in(browser)
-    verifier, challenge = pkce()
-    code = code_for(provider, browser, session, code_challenge=challenge)
+    got = pkce_code(provider, browser)
     # The marker has one-second resolution and a session begun in its second stands.
     time.sleep(1.1)
     changed = browser.post(
-        "/v1/update_profile", json={"email": unique_email("oauth-moved")}, headers=cookie(session)
+        "/v1/update_profile",
+        json={"email": unique_email("oauth-moved")},
+        headers=cookie(got.session),
     )
     assert changed.status_code == 200, changed.text
-    refused = redeem(provider, code, code_verifier=verifier)
+    refused = redeem(provider, got.code, code_verifier=got.verifier)
     assert refused.status_code == 400
     assert refused.json()["error"] == "invalid_grant"
 
@@ -346,15 +359,13 @@ def test_a_code_dies_with_the_sessions_ended_after_it_was_given(
 def test_of_concurrent_redemptions_of_one_code_exactly_one_succeeds(
     provider: Provider, browser: httpx.Client
 ) -> None:
-    _, session = logged_in(browser)
-    verifier, challenge = pkce()
-    code = code_for(provider, browser, session, code_challenge=challenge)
+    got = pkce_code(provider, browser)
     start = threading.Barrier(6)
     statuses: list[int] = []
 
     def attempt() -> None:
         start.wait()
-        statuses.append(redeem(provider, code, code_verifier=verifier).status_code)
+        statuses.append(redeem(provider, got.code, code_verifier=got.verifier).status_code)
 
     threads = [threading.Thread(target=attempt) for _ in range(6)]
     for thread in threads:
@@ -582,10 +593,8 @@ def test_introspection_needs_client_authentication(provider: Provider) -> None:
 def test_rp_initiated_logout_ends_the_session_and_notifies_the_back_channel(
     provider: Provider, browser: httpx.Client
 ) -> None:
-    _, session = logged_in(browser)
-    verifier, challenge = pkce()
-    code = code_for(provider, browser, session, code_challenge=challenge)
-    id_token = redeem(provider, code, code_verifier=verifier).json()["id_token"]
+    got = pkce_code(provider, browser)
+    id_token = redeem(provider, got.code, code_verifier=got.verifier).json()["id_token"]
     sub = verified_id_token(provider, id_token)["sub"]
     before = len(provider.hook.received)
     response = browser.get(
@@ -595,14 +604,14 @@ def test_rp_initiated_logout_ends_the_session_and_notifies_the_back_channel(
             "post_logout_redirect_uri": f"{RP}/bye",
             "state": "s-9",
         },
-        headers=cookie(session),
+        headers=cookie(got.session),
     )
     assert response.status_code == 302
     assert response.headers["location"] == f"{RP}/bye?state=s-9"
     cleared = [h for h in response.headers.get_list("set-cookie") if "cookie_session=" in h]
     assert cleared
     assert all("Max-Age=0" in h for h in cleared)
-    profile = browser.get("/v1/profile", headers=cookie(session))
+    profile = browser.get("/v1/profile", headers=cookie(got.session))
     assert profile.status_code == 401
     (notice,) = provider.hook.wait_for(before + 1)[before:]
     logout_token = parse_qs(notice.body.decode())["logout_token"][0]

@@ -11,11 +11,12 @@ import base64
 import enum
 import hashlib
 import hmac
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from core.auth.policy import AuthPolicy
 from core.auth.user import SignupMethod, User
+from core.auth.verification import VerificationRequest
 
 __all__ = [
     "DEFAULT_SCOPE",
@@ -28,6 +29,7 @@ __all__ = [
     "expires_in",
     "id_token_claims",
     "left_half_hash",
+    "link_request",
     "login_method_for",
     "merge_custom_claims",
     "refresh_token_claims",
@@ -303,6 +305,30 @@ def claims_are_valid(
     if nonce is not None:
         checks.append((claims.get("nonce"), nonce))
     return all(isinstance(got, str) and _same(got, want) for got, want in checks)
+
+
+def link_request(
+    request: VerificationRequest | None,
+    claims: Mapping[str, Any] | None,
+    *,
+    purposes: Collection[str],
+    policy: AuthPolicy,
+    now: int,
+) -> VerificationRequest | None:
+    """The stored request behind an emailed link, if the link is one of ``purposes`` and
+    its token (``claims``, signature already checked) matches the request: issuer,
+    audience, type, expiry, subject and nonce. Else None."""
+    if request is None or claims is None or request.identifier not in purposes:
+        return None
+    valid = claims_are_valid(
+        claims,
+        policy=policy,
+        token_type=request.identifier,
+        now=now,
+        subject=request.email,
+        nonce=request.nonce,
+    )
+    return request if valid else None
 
 
 def _same(a: str, b: str) -> bool:

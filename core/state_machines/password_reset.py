@@ -38,7 +38,7 @@ import dataclasses
 import enum
 
 from core.auth import otp
-from core.auth.claims import claims_are_valid
+from core.auth.claims import link_request
 from core.auth.emails import EmailEvent
 from core.auth.links import emailed_link, reset_password_redirect
 from core.auth.mfa import Challenge, Purpose
@@ -401,21 +401,14 @@ class PasswordResetMachine(Machine[State]):
         return self._code
 
     def _on_request(self, event: VerificationRequestLoaded) -> tuple[list[Effect], State]:
-        request, claims = event.request, event.claims
-        valid = (
-            request is not None
-            and claims is not None
-            and request.identifier in SETS_PASSWORD
-            and claims_are_valid(
-                claims,
-                policy=self.policy,
-                token_type=request.identifier,
-                now=self._env.now(),
-                subject=request.email,
-                nonce=request.nonce,
-            )
+        request = link_request(
+            event.request,
+            event.claims,
+            purposes=SETS_PASSWORD,
+            policy=self.policy,
+            now=self._env.now(),
         )
-        if not valid or request is None:
+        if request is None:
             return self._fail(InvalidArgument, INVALID_TOKEN)
         if self.ctx.password_problem is not None:
             return self._fail(InvalidArgument, self.ctx.password_problem)

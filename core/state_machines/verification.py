@@ -27,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 
-from core.auth.claims import DEFAULT_SCOPE, claims_are_valid, wants_refresh_token
+from core.auth.claims import DEFAULT_SCOPE, link_request, wants_refresh_token
 from core.auth.emails import EmailEvent
 from core.auth.links import emailed_link
 from core.auth.responses import AuthResponse, MessageResponse
@@ -167,21 +167,14 @@ class VerificationMachine(Machine[State]):
         return [LoadVerificationRequest(token=event.token)], State.LOADING_REQUEST
 
     def _on_request_loaded(self, event: VerificationRequestLoaded) -> tuple[list[Effect], State]:
-        request, claims = event.request, event.claims
-        valid = (
-            request is not None
-            and claims is not None
-            and request.identifier in PROVES_EMAIL
-            and claims_are_valid(
-                claims,
-                policy=self.policy,
-                token_type=request.identifier,
-                now=self._env.now(),
-                subject=request.email,
-                nonce=request.nonce,
-            )
+        request = link_request(
+            event.request,
+            event.claims,
+            purposes=PROVES_EMAIL,
+            policy=self.policy,
+            now=self._env.now(),
         )
-        if not valid or request is None:
+        if request is None:
             return self._fail(InvalidArgument, INVALID_TOKEN)
         self.ctx.request = request
         if request.identifier == EmailEvent.MAGIC_LINK_LOGIN:

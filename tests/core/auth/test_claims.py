@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
+from typing import Any
 
 import pytest
 
@@ -15,6 +17,7 @@ from core.auth.claims import (
     expires_in,
     id_token_claims,
     left_half_hash,
+    link_request,
     login_method_for,
     merge_custom_claims,
     refresh_token_claims,
@@ -24,6 +27,7 @@ from core.auth.claims import (
 )
 from core.auth.policy import AuthPolicy
 from core.auth.user import SignupMethod, User
+from core.auth.verification import VerificationRequest
 
 NOW = 1_700_000_000
 POLICY = AuthPolicy(url="https://auth.example.com/", client_id="cid", jwt_role_claim="role")
@@ -121,6 +125,32 @@ def test_verification_token_has_the_email_as_subject() -> None:
         claims, policy=POLICY, token_type="forgot_password", now=NOW + 1,
         subject="ann@example.com", nonce="vn",
     )  # fmt: skip
+
+
+def test_link_request_matches_the_stored_request_to_its_token() -> None:
+    request = VerificationRequest(
+        id="r1", identifier="forgot_password", email="ann@example.com", nonce="vn",
+        redirect_uri="https://app/x", expires_at=NOW + 1800,
+    )  # fmt: skip
+    claims = verification_token_claims(
+        policy=POLICY, email="ann@example.com", identifier="forgot_password", nonce="vn",
+        redirect_uri="https://app/x", now=NOW,
+    )  # fmt: skip
+
+    def found(**changes: Any) -> VerificationRequest | None:
+        args: dict[str, Any] = {
+            "request": request, "claims": claims, "purposes": {"forgot_password"},
+            "policy": POLICY, "now": NOW + 1, **changes,
+        }  # fmt: skip
+        return link_request(**args)
+
+    assert found() is request
+    assert found(purposes={"basic_auth_signup"}) is None  # a link for another purpose
+    assert found(claims=None) is None  # forged or unreadable token
+    assert found(request=None) is None  # used or replaced already
+    assert found(request=dataclasses.replace(request, nonce="other")) is None
+    assert found(request=dataclasses.replace(request, email="eve@example.com")) is None
+    assert found(now=claims["exp"]) is None  # expired
 
 
 @pytest.mark.parametrize(

@@ -25,6 +25,8 @@ _TUPLE: dict[str, Any] = {
     },
 }
 _TUPLES = {"type": "array", "items": _TUPLE, "minItems": 1, "maxItems": 100}
+#: the body of a tuple write or delete
+_TUPLES_BODY = {"type": "object", "required": ["tuples"], "properties": {"tuples": _TUPLES}}
 _MESSAGE = {"type": "object", "properties": {"message": {"type": _S}}}
 _MODEL = {"type": "object", "properties": {"id": {"type": _S}, "dsl": {"type": _S}}}
 
@@ -122,11 +124,7 @@ def fga_routes(fga: FgaService) -> list[Route]:
             path="/v1/admin/fga/tuples",
             operation=fga.write_tuples,
             summary="Write relationship tuples (all or none)",
-            request_schema={
-                "type": "object",
-                "required": ["tuples"],
-                "properties": {"tuples": _TUPLES},
-            },
+            request_schema=_TUPLES_BODY,
             response_schema=_MESSAGE,
             **admin,
         ),
@@ -135,11 +133,7 @@ def fga_routes(fga: FgaService) -> list[Route]:
             path="/v1/admin/fga/tuples/delete",
             operation=fga.delete_tuples,
             summary="Delete relationship tuples (all or none)",
-            request_schema={
-                "type": "object",
-                "required": ["tuples"],
-                "properties": {"tuples": _TUPLES},
-            },
+            request_schema=_TUPLES_BODY,
             response_schema=_MESSAGE,
             **admin,
         ),

@@ -8,13 +8,13 @@ installs them).
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.node_project import node_for
 from tests.server.harness import CLIENT_ID, ServerProcess, base_flags, running
 
 PROJECT = Path(__file__).resolve().parents[1] / "authorizer_js"
@@ -31,27 +31,11 @@ STEPS = [
 ]
 
 
-def _tool(name: str) -> str:
-    path = shutil.which(name)
-    if path is None:
-        pytest.fail(f"`{name}` is not installed: the authorizer-js test needs Node.js and npm")
-    return path
-
-
 @pytest.fixture(scope="session")
 def node() -> str:
     """``node``, with the pinned client installed from package-lock.json (``npm ci``)."""
-    node = _tool("node")
     client = PROJECT / "node_modules" / "@authorizerdev" / "authorizer-js" / "package.json"
-    if not client.exists():
-        subprocess.run(
-            [_tool("npm"), "ci", "--no-audit", "--no-fund"],
-            cwd=PROJECT,
-            check=True,
-            capture_output=True,
-            timeout=300,
-        )
-    return node
+    return node_for(PROJECT, client, "the authorizer-js test needs Node.js and npm")
 
 
 @pytest.fixture(scope="module")

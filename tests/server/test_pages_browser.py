@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 import uuid
 from collections.abc import Iterator
@@ -27,6 +26,7 @@ import pytest
 
 from tests.dbfixtures import fresh_sqlite_url
 from tests.mailsink import SpooledMailSink
+from tests.node_project import node_for
 from tests.server.harness import ServerProcess, base_flags, free_port, running
 from tests.server.test_auth_flows import mail_flags, mails_to
 
@@ -51,28 +51,13 @@ STEPS = [
 ]
 
 
-def _tool(name: str) -> str:
-    path = shutil.which(name)
-    if path is None:
-        pytest.fail(f"`{name}` is not installed: the login page browser test needs it")
-    return path
-
-
 @pytest.fixture(scope="module")
 def node() -> str:
     """``node``, with playwright-core and axe-core installed from package-lock.json."""
     if not CHROMIUM.exists():
         pytest.fail("/usr/bin/chromium is not installed (apt-get install chromium)")
-    node = _tool("node")
-    if not (PROJECT / "node_modules" / "playwright-core" / "package.json").exists():
-        subprocess.run(
-            [_tool("npm"), "ci", "--no-audit", "--no-fund"],
-            cwd=PROJECT,
-            check=True,
-            capture_output=True,
-            timeout=300,
-        )
-    return node
+    installed = PROJECT / "node_modules" / "playwright-core" / "package.json"
+    return node_for(PROJECT, installed, "the login page browser test needs it")
 
 
 @pytest.fixture(scope="module")

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Final, TypeVar
 from urllib.parse import urlsplit
 
+from core.redis_url import parse_redis_url
 from core.social.apple import parse_apple_secret
 from core.social.providers import parse_provider_urls
 
@@ -257,7 +258,9 @@ class Settings:
     memory_store_url: str = _flag(
         "",
         _D,
-        "Sessions/challenges/counters store: redis://, rediss:// or memory:// (one process).",
+        "Sessions/challenges/counters store: redis://, rediss://, "
+        "redis+sentinel://h:p[,h:p]/service[/db], redis+cluster://h:p[,h:p] "
+        "(rediss+ for TLS), or memory:// (one process).",
         shown_default="the main database",
     )
 
@@ -700,17 +703,18 @@ def _check_database_url(s: Settings) -> None:
         )
 
 
-_MEMORY_STORE_SCHEMES: Final[frozenset[str]] = frozenset({"redis", "rediss", "memory"})
-
-
 def _check_memory_store(s: Settings) -> None:
-    if s.memory_store_url and urlsplit(s.memory_store_url).scheme.lower() not in (
-        _MEMORY_STORE_SCHEMES
-    ):
+    if not s.memory_store_url or s.memory_store_kind == "memory":
+        return
+    try:
+        parse_redis_url(s.memory_store_url)
+    except ValueError as exc:
         raise ConfigError(
-            "--memory-store-url must be a redis://, rediss:// or memory:// URL "
-            "(leave it out to keep sessions in the main database)"
-        )
+            "--memory-store-url must be memory://, redis://, rediss://, "
+            "redis+sentinel://host:port[,host:port...]/service[/db] or "
+            "redis+cluster://host:port[,host:port...] (or their rediss+ forms; leave it "
+            f"out to keep sessions in the main database): {exc}"
+        ) from None
 
 
 def _require_jwt(s: Settings) -> None:

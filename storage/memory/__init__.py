@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from core.redis_url import MEMORY_STORE_SCHEMES
 from storage.memory.base import MemoryStore
 from storage.memory.inprocess import InProcessMemoryStore
 from storage.memory.redis import RedisMemoryStore
@@ -18,13 +19,15 @@ __all__ = [
 
 
 def memory_store_for(url: str, db: Database, *, pool_size: int, timeout: float) -> MemoryStore:
-    """The store that ``--memory-store-url`` names: "" = SQL, memory://, redis(s)://."""
+    """The store that ``--memory-store-url`` names: "" = SQL, memory://, Redis (one server,
+    Sentinel or Cluster: :data:`MEMORY_STORE_SCHEMES`)."""
     if url == "":
         return SqlMemoryStore(db)
     if url.lower() == "memory://":
         return InProcessMemoryStore()
-    if url.partition("://")[0].lower() in ("redis", "rediss"):
+    if url.partition("://")[0].lower() in MEMORY_STORE_SCHEMES:
         return RedisMemoryStore(url, pool_size=pool_size, timeout=timeout)
     raise ValueError(
-        "unsupported memory store URL: expected memory://, redis://, rediss:// or none"
+        "unsupported memory store URL: expected memory://, redis://, rediss://, "
+        "redis+sentinel://, redis+cluster:// (or their rediss+ forms) or none"
     )

@@ -1,9 +1,14 @@
-"""The memory store in Redis (``--memory-store-url redis://...`` or ``rediss://...``).
+"""The memory store in Redis: one server, a Sentinel-watched master, or a Cluster
+(``--memory-store-url``; see :mod:`storage.memory.redis_topology` for the URL forms).
 
 redis-py's sync client, called from worker threads behind a ``trio.CapacityLimiter`` as
 large as its connection pool. Operations that read and write run as one command
-(``GETDEL``, ``SET NX PX``) or one Lua script (counter with TTL, token bucket), so they
-are atomic; the token bucket uses the Redis server's clock, shared by every instance.
+(``GETDEL``, ``SET NX PX``) or one Lua script (counter with TTL, token bucket) on ONE key,
+so they are atomic on every topology; the token bucket uses the Redis server's clock,
+shared by every instance. The only multi-key commands are reads and deletes of keys that
+need not be read or deleted together (``get_many``, ``delete``, ``set_many``): on a
+Cluster, redis-py splits them by slot (``mget_nonatomic``, per-slot ``DEL``), so no key
+needs a hash tag.
 """
 
 from __future__ import annotations
@@ -17,8 +22,10 @@ import trio
 from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
 
+from core.redis_url import parse_redis_url
 from storage.errors import StorageUnavailable
 from storage.memory.base import BUCKET_GRACE, Entry, check_bucket_args, check_ttl
+from storage.memory.redis_topology import redis_client
 
 __all__ = ["RedisMemoryStore"]
 
@@ -60,11 +67,11 @@ _GRACE_MS = math.ceil(BUCKET_GRACE * 1000)
 class RedisMemoryStore:
     def __init__(self, url: str, *, pool_size: int = 10, timeout: float = 10.0) -> None:
         self._timeout = timeout
-        self._client = redis.Redis.from_url(
+        self._cluster = parse_redis_url(url).kind == "cluster"
+        self._client = redis_client(
             url,
-            max_connections=pool_size,
-            socket_timeout=timeout,
-            socket_connect_timeout=timeout,
+            pool_size=pool_size,
+            timeout=timeout,
             retry=Retry(ExponentialBackoff(cap=0.5, base=0.05), 2),
         )
         self._limiter = trio.CapacityLimiter(pool_size)
@@ -79,7 +86,9 @@ class RedisMemoryStore:
         if not keys:
             await trio.lowlevel.checkpoint()
             return []
-        values: list[bytes | None] = await self._call(lambda: self._client.mget(keys))
+        # A cluster reads slot by slot: these keys never need one atomic read.
+        read = self._client.mget_nonatomic if self._cluster else self._client.mget  # type: ignore[attr-defined]
+        values: list[bytes | None] = await self._call(lambda: read(keys))
         return values
 
     async def set(self, key: str, value: bytes, ttl: float | None = None) -> None:

@@ -7,7 +7,8 @@ a fresh, empty database instead (``fresh_database_url``).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import contextlib
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -17,11 +18,20 @@ from storage import StorageConfig, open_storage
 from storage.memory import InProcessMemoryStore, MemoryStore, RedisMemoryStore, SqlMemoryStore
 from storage.sql import Database, open_database
 from tests.dbfixtures import fresh_database_url, fresh_redis_url
+from tests.redis_topologies import redis_cluster, sentinel_set
 from tests.storage.helpers import asyncpg_url, config_for
 
 #: "postgres" runs the default driver (psycopg); "postgres-asyncpg" the other one.
 DATABASES = ["sqlite", "postgres", "postgres-asyncpg", "mariadb"]
-MEMORY_STORES = ["inprocess", "redis", "sql-sqlite", "sql-postgres", "sql-mariadb"]
+MEMORY_STORES = [
+    "inprocess",
+    "redis",
+    "redis-sentinel",
+    "redis-cluster",
+    "sql-sqlite",
+    "sql-postgres",
+    "sql-mariadb",
+]
 
 
 async def _migrate(config: StorageConfig) -> None:
@@ -43,6 +53,30 @@ class _LazyDatabases(dict[str, str]):
     def __missing__(self, kind: str) -> str:
         url = fresh_database_url(kind, self._directory, purpose="storage")
         trio.run(_migrate, config_for(kind, url))
+        self[kind] = url
+        return url
+
+
+@pytest.fixture(scope="session")
+def redis_topologies(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """kind -> URL of a real Sentinel set or Cluster, started on first use, stopped at the
+    end of the session."""
+    with contextlib.ExitStack() as stack:
+        yield _LazyTopologies(tmp_path_factory.mktemp("redis-topologies"), stack)
+
+
+class _LazyTopologies(dict[str, str]):
+    def __init__(self, directory: Path, stack: contextlib.ExitStack) -> None:
+        super().__init__()
+        self._directory, self._stack = directory, stack
+
+    def __missing__(self, kind: str) -> str:
+        if kind == "redis-sentinel":
+            url = self._stack.enter_context(sentinel_set(self._directory / kind)).url()
+        elif kind == "redis-cluster":
+            url = self._stack.enter_context(redis_cluster(self._directory / kind)).url()
+        else:
+            raise KeyError(kind)
         self[kind] = url
         return url
 
@@ -74,10 +108,15 @@ def memory_kind(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def memory_backend_url(memory_kind: str, shared_database_urls: dict[str, str]) -> str:
+def memory_backend_url(
+    memory_kind: str, shared_database_urls: dict[str, str], request: pytest.FixtureRequest
+) -> str:
     """The Redis URL, or the database URL of a SQL-backed store ("" for in-process)."""
     if memory_kind == "redis":
         return fresh_redis_url()
+    if memory_kind.startswith("redis-"):
+        topologies: dict[str, str] = request.getfixturevalue("redis_topologies")
+        return topologies[memory_kind]
     if memory_kind.startswith("sql-"):
         return shared_database_urls[memory_kind.removeprefix("sql-")]
     return ""
@@ -87,7 +126,7 @@ def memory_backend_url(memory_kind: str, shared_database_urls: dict[str, str]) -
 async def memory_store(memory_kind: str, memory_backend_url: str) -> AsyncIterator[MemoryStore]:
     if memory_kind == "inprocess":
         store: MemoryStore = InProcessMemoryStore()
-    elif memory_kind == "redis":
+    elif memory_kind.startswith("redis"):
         store = RedisMemoryStore(memory_backend_url, pool_size=10, timeout=5)
     else:
         kind = memory_kind.removeprefix("sql-")

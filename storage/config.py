@@ -130,5 +130,21 @@ def _parse_url(raw: str, dialect: str) -> URL:
     chosen = _DRIVERS[base]
     if driver in _CHOOSABLE_DRIVERS.get(base, ()):
         chosen = f"{base}+{driver}"
+    rest = raw[len(scheme) :]
+    if base == "postgresql":
+        rest = _multi_host(rest)
     # make_url keeps escaping of the user, password and query intact.
-    return make_url(chosen + raw[len(scheme) :])
+    return make_url(chosen + rest)
+
+
+def _multi_host(rest: str) -> str:
+    """libpq's multi-host form (``//user@h1:p1,h2:p2/db?target_session_attrs=...``) as
+    SQLAlchemy takes it: no host in the authority, one ``host=h:p`` query item each."""
+    authority, _, tail = rest[3:].partition("/")
+    userinfo, at, hosts = authority.rpartition("@")
+    if "," not in hosts:
+        return rest
+    path, _, query = tail.partition("?")
+    items = "&".join(f"host={h}" for h in hosts.split(",") if h)
+    query = f"{query}&{items}" if query else items
+    return f"://{userinfo}{at}/{path}?{query}"

@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 
 from conformance.outcome import Credentials, parse_set_cookie
+from conformance.pacing import Pacer
 
 ADMIN_COOKIE = "service-admin"
 
@@ -32,6 +33,14 @@ class Deployment:
     destructive: bool = False
     #: Host the deployment reaches the suite's own webhook receiver at.
     receiver_host: str = "127.0.0.1"
+    #: Shared by every call of the run: rate ceiling and throttle waits.
+    pacer: Pacer = field(default_factory=Pacer)
+    #: Every instance given with --base-url (calls alternate between them).
+    base_urls: list[str] = field(default_factory=list)
+    #: The deployment's public URL (its tokens' issuer): the Origin browsers send.
+    public_url: str = ""
+    #: TLS verification for raw HTTP rows (False, True or a CA bundle path).
+    verify: bool | str = True
 
     def flag(self, name: str) -> bool:
         return bool(self.meta.get(name))
@@ -53,6 +62,7 @@ def discover(
     verify: bool | str = True,
 ) -> Deployment:
     deployment = Deployment(base_url.rstrip("/"), admin_secret, client_id, client_secret)
+    deployment.verify = verify
     with httpx.Client(
         base_url=deployment.base_url,
         headers={"origin": deployment.base_url},
@@ -63,6 +73,10 @@ def discover(
         if meta.status_code != 200:
             raise DiscoveryError(f"GET /v1/meta answered {meta.status_code}: {meta.text[:200]}")
         deployment.meta = meta.json()
+        openid = http.get("/.well-known/openid-configuration")
+        issuer = openid.json().get("issuer") if openid.status_code == 200 else None
+        deployment.public_url = str(issuer or deployment.base_url).rstrip("/")
+        http.headers["origin"] = deployment.public_url
         header = {"x-service-admin-secret": admin_secret}
         admin_meta = http.get("/v1/admin/meta", headers=header)
         if admin_meta.status_code == 200:

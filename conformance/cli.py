@@ -20,6 +20,7 @@ from conformance.coverage import lines as coverage_lines
 from conformance.coverage import uncovered
 from conformance.discovery import DiscoveryError, discover
 from conformance.fuzz import fuzz
+from conformance.pacing import Pacer
 from conformance.profiles import PROFILES, describe, profile
 from conformance.report import write_junit, write_text
 from conformance.runner import FAIL, NA, PASS, SKIP, Cell, ScenarioResult, run_catalogue, selected
@@ -162,13 +163,13 @@ def main(
             client_id=args.client_id,
             client_secret=args.client_secret,
             verify=verify,
+            pacer=Pacer(max_rps=args.max_rps),
         )
     except (DiscoveryError, OSError) as exc:
         out.write(f"cannot start: {exc}\n")
         return 2
     deployment.destructive = args.destructive
     deployment.receiver_host = args.receiver_host
-    deployment.pacer.max_rps = args.max_rps
     deployment.base_urls = [url.rstrip("/") for url in args.base_url]
     if args.destructive and deployment.fga_tuples_present:
         out.write(

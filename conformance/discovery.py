@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 
 from conformance.outcome import Credentials, parse_set_cookie
-from conformance.pacing import Pacer
+from conformance.pacing import Pacer, http_wait
 
 ADMIN_COOKIE = "service-admin"
 
@@ -60,15 +60,18 @@ def discover(
     client_id: str,
     client_secret: str | None,
     verify: bool | str = True,
+    pacer: Pacer | None = None,
 ) -> Deployment:
     deployment = Deployment(base_url.rstrip("/"), admin_secret, client_id, client_secret)
     deployment.verify = verify
+    deployment.pacer = pacer or Pacer()
     with httpx.Client(
         base_url=deployment.base_url,
         headers={"origin": deployment.base_url},
         timeout=30,
         verify=verify,
-    ) as http:
+    ) as client:
+        http = _Paced(client, deployment.pacer)
         meta = http.get("/v1/meta")
         if meta.status_code != 200:
             raise DiscoveryError(f"GET /v1/meta answered {meta.status_code}: {meta.text[:200]}")
@@ -106,6 +109,19 @@ def discover(
                 read.status_code == 200 and read.json().get("tuples")
             )
     return deployment
+
+
+class _Paced:
+    """The discovery client, waiting out throttles the deployment marks as harmless."""
+
+    def __init__(self, client: httpx.Client, pacer: Pacer) -> None:
+        self.client, self.pacer, self.headers = client, pacer, client.headers
+
+    def get(self, url: str, **kwargs: Any) -> httpx.Response:
+        return self.pacer.send_raw(lambda: self.client.get(url, **kwargs), http_wait)
+
+    def post(self, url: str, **kwargs: Any) -> httpx.Response:
+        return self.pacer.send_raw(lambda: self.client.post(url, **kwargs), http_wait)
 
 
 def _headers(credentials: Credentials) -> dict[str, str]:

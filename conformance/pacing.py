@@ -15,6 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+import httpx
+
 from conformance.outcome import Outcome
 
 T = TypeVar("T")
@@ -36,6 +38,16 @@ def retry_safe_after(retry_after: str | None, mark: str | None) -> float | None:
     except ValueError:
         return None
     return seconds if seconds >= 0 else None
+
+
+def http_wait(response: httpx.Response) -> float | None:
+    """How long to wait before repeating a refused HTTP call, if the refusal changed
+    nothing (None: the answer stands)."""
+    if response.status_code != 429:
+        return None
+    return retry_safe_after(
+        response.headers.get("retry-after"), response.headers.get(BEFORE_EFFECT_MARK)
+    )
 
 
 @dataclass

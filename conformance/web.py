@@ -19,7 +19,7 @@ import httpx
 
 from conformance.discovery import Deployment
 from conformance.outcome import parse_set_cookie
-from conformance.surfaces.rest import throttle_wait
+from conformance.pacing import http_wait
 
 _HIDDEN = re.compile(r'<input type="hidden" name="([^"]+)" value="([^"]*)">')
 _REFRESH = re.compile(r'<meta http-equiv="refresh" content="0; url=([^"]+)">')
@@ -59,7 +59,7 @@ class Browser:
         def attempt() -> httpx.Response:
             return self._http.request(method, self.local(url), headers=sent, **kwargs)
 
-        response = self.deployment.pacer.send_raw(attempt, throttle_wait)
+        response = self.deployment.pacer.send_raw(attempt, http_wait)
         for header in response.headers.get_list("set-cookie"):
             cookie = parse_set_cookie(header)
             if cookie is None:

@@ -25,13 +25,9 @@ from graphql import (
 
 from conformance.operations import DEPRECATED_GRAPHQL, Operation
 from conformance.outcome import Credentials, Outcome
+from conformance.pacing import http_wait
 from conformance.surfaces.base import Unexpressible, round_robin
-from conformance.surfaces.rest import (
-    http_clients,
-    http_headers,
-    response_cookies,
-    throttle_wait,
-)
+from conformance.surfaces.rest import http_clients, http_headers, response_cookies
 
 #: What bastion's GraphQL surface answers for a root field with no operation behind it.
 UNIMPLEMENTED_CODE = "unimplemented"
@@ -136,7 +132,7 @@ class GraphQLSurface:
                 code=str(body.get("code", "")),
                 message=str(body.get("message", "")),
                 cookies=cookies,
-                retry_safe_after=throttle_wait(response),
+                retry_safe_after=http_wait(response),
             )
         errors = body.get("errors") or []
         if errors:

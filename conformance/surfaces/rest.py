@@ -9,7 +9,7 @@ import httpx
 
 from conformance.operations import Operation
 from conformance.outcome import Credentials, Outcome, SetCookie, parse_set_cookie
-from conformance.pacing import BEFORE_EFFECT_MARK, retry_safe_after
+from conformance.pacing import http_wait
 from conformance.surfaces.base import HTTP_STATUS, Unexpressible, round_robin
 from conformance.surfaces.documented import documented_schemas
 
@@ -26,15 +26,6 @@ def http_headers(origin: str, credentials: Credentials) -> dict[str, str]:
     if credentials.admin_secret is not None:
         headers["x-service-admin-secret"] = credentials.admin_secret
     return headers
-
-
-def throttle_wait(response: httpx.Response) -> float | None:
-    """How long to wait before repeating a refused call, if the refusal changed nothing."""
-    if response.status_code != 429:
-        return None
-    return retry_safe_after(
-        response.headers.get("retry-after"), response.headers.get(BEFORE_EFFECT_MARK)
-    )
 
 
 def response_cookies(response: httpx.Response) -> tuple[SetCookie, ...]:
@@ -115,7 +106,7 @@ class RestSurface:
             message=message,
             cookies=cookies,
             anomalies=anomalies,
-            retry_safe_after=throttle_wait(response),
+            retry_safe_after=http_wait(response),
         )
 
     def close(self) -> None:

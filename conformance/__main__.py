@@ -12,7 +12,13 @@ def _openfga(argv: Sequence[str]) -> int:
     return main(argv)
 
 
-SUITES: dict[str, Callable[[Sequence[str]], int]] = {"openfga": _openfga}
+def _coverage(argv: Sequence[str]) -> int:
+    from conformance.coverage import main
+
+    return main(argv)
+
+
+SUITES: dict[str, Callable[[Sequence[str]], int]] = {"openfga": _openfga, "coverage": _coverage}
 
 
 def _cross_surface(argv: Sequence[str]) -> int:
@@ -33,5 +39,10 @@ def main(argv: Sequence[str]) -> int:
     return SUITES[argv[0]](argv[1:])
 
 
-if __name__ == "__main__":
+def console() -> None:
+    """The ``bastion-conformance`` console script."""
     sys.exit(main(sys.argv[1:]))
+
+
+if __name__ == "__main__":
+    console()

@@ -16,8 +16,12 @@ from pathlib import Path
 from typing import TextIO
 
 from conformance import catalogue, mailsink, smssink
+from conformance.coverage import lines as coverage_lines
+from conformance.coverage import uncovered
 from conformance.discovery import DiscoveryError, discover
 from conformance.fuzz import fuzz
+from conformance.pacing import Pacer
+from conformance.profiles import PROFILES, describe, profile
 from conformance.report import write_junit, write_text
 from conformance.runner import FAIL, NA, PASS, SKIP, Cell, ScenarioResult, run_catalogue, selected
 from conformance.scenario import Scenario
@@ -32,8 +36,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--base-url",
         action="append",
-        required=True,
-        help="HTTP base URL; repeat it for several processes sharing one store "
+        help="HTTP base URL (required to run); repeat it for several processes sharing "
+        "one store "
         "(calls alternate between them)",
     )
     p.add_argument(
@@ -45,8 +49,8 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--grpc-tls-ca", type=Path, help="CA bundle: talk TLS to the gRPC port")
     p.add_argument("--tls-ca", type=Path, help="CA bundle for an HTTPS --base-url")
-    p.add_argument("--admin-secret", required=True)
-    p.add_argument("--client-id", required=True)
+    p.add_argument("--admin-secret", help="required to run")
+    p.add_argument("--client-id", help="required to run")
     p.add_argument("--client-secret")
     p.add_argument("--only", help="run only scenarios whose name matches (glob or substring)")
     p.add_argument("--junit", type=Path, help="also write JUnit XML here")
@@ -80,7 +84,19 @@ def parser() -> argparse.ArgumentParser:
         default=10,
         help="schemathesis examples per operation (0: no fuzzing)",
     )
+    p.add_argument(
+        "--max-rps",
+        type=float,
+        default=None,
+        help="send at most this many requests per second (all surfaces together); "
+        "refusals the deployment marks as changing nothing are waited out either way",
+    )
     p.add_argument("--list", action="store_true", help="list the catalogue and exit")
+    p.add_argument(
+        "--profile",
+        choices=[p.name for p in PROFILES],
+        help="print the flags a deployment needs for this group of rows, and exit",
+    )
     return p
 
 
@@ -119,11 +135,26 @@ def main(
     """``surfaces`` replaces the real clients (tests wrap one to make it answer wrongly)."""
     args = parser().parse_args(argv)
     scenarios = selected(catalogue.CATALOGUE, args.only)
+    if args.profile:
+        out.write(describe(profile(args.profile), [s.name for s in catalogue.CATALOGUE]))
+        return 0
     if args.list:
         for s in scenarios:
             flags = " [destructive]" if s.destructive else ""
             out.write(f"{s.name}{flags} ({', '.join(s.surfaces)}): {' '.join(s.doc.split())}\n")
         return 0
+    missing = [
+        option
+        for option, value in (
+            ("--base-url", args.base_url),
+            ("--admin-secret", args.admin_secret),
+            ("--client-id", args.client_id),
+        )
+        if not value
+    ]
+    if missing:
+        out.write(f"cannot start: missing {', '.join(missing)}\n")
+        return 2
     verify: bool | str = str(args.tls_ca) if args.tls_ca else True
     try:
         deployment = discover(
@@ -132,12 +163,14 @@ def main(
             client_id=args.client_id,
             client_secret=args.client_secret,
             verify=verify,
+            pacer=Pacer(max_rps=args.max_rps),
         )
     except (DiscoveryError, OSError) as exc:
         out.write(f"cannot start: {exc}\n")
         return 2
     deployment.destructive = args.destructive
     deployment.receiver_host = args.receiver_host
+    deployment.base_urls = [url.rstrip("/") for url in args.base_url]
     if args.destructive and deployment.fga_tuples_present:
         out.write(
             "refusing --destructive: the authorization store already holds tuples "
@@ -158,8 +191,8 @@ def main(
         return 2
     if surfaces is None:
         surfaces = {
-            "rest": RestSurface(args.base_url, verify=verify),
-            "graphql": GraphQLSurface(args.base_url, verify=verify),
+            "rest": RestSurface(args.base_url, verify=verify, origin=deployment.public_url),
+            "graphql": GraphQLSurface(args.base_url, verify=verify, origin=deployment.public_url),
             "grpc": GrpcSurface(args.grpc, tls_ca=args.grpc_tls_ca) if args.grpc else None,
         }
     enabled = ", ".join(sorted(k for k, v in deployment.meta.items() if v is True)) or "none"
@@ -191,7 +224,10 @@ def main(
         fuzz_result = _fuzz_row(args, args.destructive)
         if fuzz_result is not None:
             results.append(fuzz_result)
-    write_text(results, out)
+    passed = {r.scenario.name for r in results if any(c.status == PASS for c in r.cells.values())}
+    not_here = uncovered([s.name for s in scenarios], passed)
+    footer = [deployment.pacer.summary(), *coverage_lines(not_here)]
+    write_text(results, out, footer=footer)
     if args.junit:
         write_junit(results, args.junit)
     return 1 if any(c.status == FAIL for r in results for c in r.cells.values()) else 0

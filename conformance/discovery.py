@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 
 from conformance.outcome import Credentials, parse_set_cookie
+from conformance.pacing import Pacer, http_wait
 
 ADMIN_COOKIE = "service-admin"
 
@@ -32,6 +33,14 @@ class Deployment:
     destructive: bool = False
     #: Host the deployment reaches the suite's own webhook receiver at.
     receiver_host: str = "127.0.0.1"
+    #: Shared by every call of the run: rate ceiling and throttle waits.
+    pacer: Pacer = field(default_factory=Pacer)
+    #: Every instance given with --base-url (calls alternate between them).
+    base_urls: list[str] = field(default_factory=list)
+    #: The deployment's public URL (its tokens' issuer): the Origin browsers send.
+    public_url: str = ""
+    #: TLS verification for raw HTTP rows (False, True or a CA bundle path).
+    verify: bool | str = True
 
     def flag(self, name: str) -> bool:
         return bool(self.meta.get(name))
@@ -51,18 +60,26 @@ def discover(
     client_id: str,
     client_secret: str | None,
     verify: bool | str = True,
+    pacer: Pacer | None = None,
 ) -> Deployment:
     deployment = Deployment(base_url.rstrip("/"), admin_secret, client_id, client_secret)
+    deployment.verify = verify
+    deployment.pacer = pacer or Pacer()
     with httpx.Client(
         base_url=deployment.base_url,
         headers={"origin": deployment.base_url},
         timeout=30,
         verify=verify,
-    ) as http:
+    ) as client:
+        http = _Paced(client, deployment.pacer)
         meta = http.get("/v1/meta")
         if meta.status_code != 200:
             raise DiscoveryError(f"GET /v1/meta answered {meta.status_code}: {meta.text[:200]}")
         deployment.meta = meta.json()
+        openid = http.get("/.well-known/openid-configuration")
+        issuer = openid.json().get("issuer") if openid.status_code == 200 else None
+        deployment.public_url = str(issuer or deployment.base_url).rstrip("/")
+        http.headers["origin"] = deployment.public_url
         header = {"x-service-admin-secret": admin_secret}
         admin_meta = http.get("/v1/admin/meta", headers=header)
         if admin_meta.status_code == 200:
@@ -92,6 +109,19 @@ def discover(
                 read.status_code == 200 and read.json().get("tuples")
             )
     return deployment
+
+
+class _Paced:
+    """The discovery client, waiting out throttles the deployment marks as harmless."""
+
+    def __init__(self, client: httpx.Client, pacer: Pacer) -> None:
+        self.client, self.pacer, self.headers = client, pacer, client.headers
+
+    def get(self, url: str, **kwargs: Any) -> httpx.Response:
+        return self.pacer.send_raw(lambda: self.client.get(url, **kwargs), http_wait)
+
+    def post(self, url: str, **kwargs: Any) -> httpx.Response:
+        return self.pacer.send_raw(lambda: self.client.post(url, **kwargs), http_wait)
 
 
 def _headers(credentials: Credentials) -> dict[str, str]:

@@ -93,6 +93,8 @@ class Outcome:
     offered: bool = True
     #: Surface-level protocol slips (an HTTP status that contradicts the error code...).
     anomalies: tuple[str, ...] = ()
+    #: A throttle that changed nothing asked for this wait before the same call again.
+    retry_safe_after: float | None = None
 
     def cookie(self, name: str) -> str | None:
         """The value this answer set for cookie ``name`` (None: not set, or cleared)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -24,6 +25,15 @@ class Receiver:
 
     def url(self, path: str) -> str:
         return f"http://{self.host}:{self.port}/{path.lstrip('/')}"
+
+    def wait_for(self, path: str, timeout: float = 30.0) -> list[Received]:
+        """The posts to ``path`` once at least one arrived, or [] after ``timeout``."""
+        deadline = time.monotonic() + timeout
+        while True:
+            hits = [r for r in list(self.received) if r.path.rstrip("/").endswith(path)]
+            if hits or time.monotonic() > deadline:
+                return hits
+            time.sleep(0.1)
 
 
 class _Server(ThreadingHTTPServer):

@@ -23,7 +23,9 @@ def totals(results: Sequence[ScenarioResult]) -> tuple[int, int, int]:
     )
 
 
-def write_text(results: Sequence[ScenarioResult], out: TextIO) -> None:
+def write_text(results: Sequence[ScenarioResult], out: TextIO, footer: Sequence[str] = ()) -> None:
+    """The table, failures, disagreements, skips, ``footer`` (one line each), then the
+    totals line, always last."""
     width = max([len(r.scenario.name) for r in results] + [8])
     out.write(f"{'scenario':<{width}}  " + "  ".join(f"{s:<7}" for s in SURFACES) + "\n")
     out.write("-" * (width + 2 + 9 * len(SURFACES)) + "\n")
@@ -55,6 +57,8 @@ def write_text(results: Sequence[ScenarioResult], out: TextIO) -> None:
         out.write("\nSkipped / not applicable (by name):\n")
         for name, status, detail in skipped:
             out.write(f"  {name}: {status}: {detail}\n")
+    if footer:
+        out.write("\n" + "".join(f"{line}\n" for line in footer))
     passed, failed, skipped_count = totals(results)
     out.write(f"\n{passed} passed, {failed} failed, {skipped_count} skipped\n")
 

@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conformance.discovery import Deployment
-from conformance.operations import OPERATIONS
+from conformance.operations import OPERATIONS, Operation
 from conformance.outcome import NONE, VOLATILE_KEYS, Credentials, Outcome, normal_form
 from conformance.surfaces.base import Surface
+from conformance.web import Browser
 
 ALL_SURFACES: tuple[str, ...] = ("rest", "graphql", "grpc")
 HTTP_SURFACES: tuple[str, ...] = ("rest", "graphql")
@@ -60,6 +61,8 @@ class Scenario:
     #: Keys masked before comparing, beyond :data:`VOLATILE_KEYS`.
     volatile: frozenset[str] = frozenset()
     doc: str = ""
+    #: The row is about rate limits: it sees every refusal, none is waited out.
+    sees_throttles: bool = False
 
 
 CATALOGUE: list[Scenario] = []
@@ -72,6 +75,7 @@ def scenario(
     destructive: bool = False,
     requires: Callable[[Deployment], str | None] | None = None,
     volatile: frozenset[str] = frozenset(),
+    sees_throttles: bool = False,
 ) -> Callable[[Callable[[Ctx], None]], Callable[[Ctx], None]]:
     """Register ``fn`` in :data:`CATALOGUE` (its docstring is the row's description)."""
 
@@ -80,7 +84,14 @@ def scenario(
             raise ValueError(f"duplicate scenario {name}")
         CATALOGUE.append(
             Scenario(
-                name, fn, surfaces, destructive, requires, volatile, (fn.__doc__ or "").strip()
+                name,
+                fn,
+                surfaces,
+                destructive,
+                requires,
+                volatile,
+                (fn.__doc__ or "").strip(),
+                sees_throttles,
             )
         )
         return fn
@@ -147,14 +158,34 @@ class Ctx:
         self, operation: str, request: dict[str, Any] | None = None, credentials: Credentials = NONE
     ) -> Outcome:
         """A call that is not compared (setup the scenario does not assert on, cleanup)."""
-        outcome = self.surface.call(OPERATIONS[operation], dict(request or {}), credentials)
+        outcome = self.send(OPERATIONS[operation], dict(request or {}), credentials)
         if not outcome.offered:
             raise NotOffered(operation)
         return outcome
 
+    def instances(self) -> list[str]:
+        """Every instance's base URL (one for a single-process deployment)."""
+        return self.deployment.base_urls or [self.deployment.base_url]
+
+    def browser(self, instance: int = 0) -> Browser:
+        """A fresh user agent on instance ``instance`` (modulo their number)."""
+        urls = self.instances()
+        agent = Browser(self.deployment, urls[instance % len(urls)])
+        self.cleanups.append(agent.close)
+        return agent
+
     def cleanup(self, operation: str, request: dict[str, Any], credentials: Credentials) -> None:
         """Undo what the scenario made, after it ends, pass or fail."""
-        self.cleanups.append(lambda: self.surface.call(OPERATIONS[operation], request, credentials))
+        self.cleanups.append(lambda: self.send(OPERATIONS[operation], request, credentials))
+
+    def send(
+        self, operation: Operation, request: dict[str, Any], credentials: Credentials
+    ) -> Outcome:
+        """One call through the run's pacer (waits out a throttle that changed nothing)."""
+        return self.deployment.pacer.send(
+            lambda: self.surface.call(operation, request, credentials),
+            sees_throttles=self.scenario.sees_throttles,
+        )
 
     # -- expectations --------------------------------------------------------------------
 

@@ -98,13 +98,26 @@ class PayloadTooLarge(ClientError):
 
 
 class ResourceExhausted(ClientError):
-    """A rate limit or throttle; ``retry_after`` is in whole seconds."""
+    """A rate limit or throttle; ``retry_after`` is in whole seconds.
+
+    ``before_effect``: the throttle answered before the operation did anything, so the
+    identical request may be sent again after ``retry_after`` (the transports say so on
+    the wire with :data:`BEFORE_EFFECT_MARK`; clients such as the conformance suite pace
+    themselves by it).
+    """
 
     code = "resource_exhausted"
 
-    def __init__(self, message: str, *, retry_after: int = 1) -> None:
+    def __init__(self, message: str, *, retry_after: int = 1, before_effect: bool = False) -> None:
         super().__init__(message)
         self.retry_after = max(1, retry_after)
+        self.before_effect = before_effect
+
+
+#: Header (HTTP) and trailing-metadata key (gRPC) naming a throttle that answered before
+#: any effect; its only value is :data:`BEFORE_EFFECT_VALUE`.
+BEFORE_EFFECT_MARK = "bastion-throttled"
+BEFORE_EFFECT_VALUE = "before-effect"
 
 
 class Unimplemented(ClientError):

@@ -91,7 +91,9 @@ class RateLimiter:
             return
         if not allowed:
             self._metrics.rate_limited.labels(surface).inc()
-            raise ResourceExhausted(RATE_LIMIT_MESSAGE, retry_after=math.ceil(retry_after))
+            raise ResourceExhausted(
+                RATE_LIMIT_MESSAGE, retry_after=math.ceil(retry_after), before_effect=True
+            )
 
     def _spend_leased(self, client_ip: str) -> bool:
         lease = self._leases.get(client_ip)

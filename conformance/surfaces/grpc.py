@@ -21,6 +21,7 @@ from google.protobuf.message import Message
 
 from conformance.operations import Operation
 from conformance.outcome import Credentials, Outcome, SetCookie, parse_set_cookie, snake_case
+from conformance.pacing import BEFORE_EFFECT_MARK, retry_safe_after
 from conformance.surfaces.base import Unexpressible, round_robin
 from transports.grpc.proto.authorizer.v1 import (
     admin_pb2,
@@ -154,12 +155,19 @@ class GrpcSurface:
             code = error.code()  # type: ignore[attr-defined]
             details = error.details() or ""  # type: ignore[attr-defined]
             cookies = _cookies(error.initial_metadata())  # type: ignore[attr-defined]
+            trailers = dict(error.trailing_metadata() or ())  # type: ignore[attr-defined]
+            wait = None
+            if code == grpc.StatusCode.RESOURCE_EXHAUSTED:
+                wait = retry_safe_after(
+                    trailers.get("retry-after"), trailers.get(BEFORE_EFFECT_MARK)
+                )
             return Outcome(
                 ok=False,
                 code=snake_case(code.name),
                 message=details,
                 cookies=cookies,
                 offered=code != grpc.StatusCode.UNIMPLEMENTED,
+                retry_safe_after=wait,
             )
         body = plain(response)
         if operation.grpc_unwrap is not None:

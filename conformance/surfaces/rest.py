@@ -9,14 +9,16 @@ import httpx
 
 from conformance.operations import Operation
 from conformance.outcome import Credentials, Outcome, SetCookie, parse_set_cookie
+from conformance.pacing import http_wait
 from conformance.surfaces.base import HTTP_STATUS, Unexpressible, round_robin
 from conformance.surfaces.documented import documented_schemas
 
 
-def http_headers(base_url: str, credentials: Credentials) -> dict[str, str]:
+def http_headers(origin: str, credentials: Credentials) -> dict[str, str]:
+    """``origin``: what a browser on the deployment's own pages sends (its public URL)."""
     headers = {"accept": "application/json"}
     if credentials.origin:
-        headers["origin"] = base_url
+        headers["origin"] = origin
     if credentials.bearer:
         headers["authorization"] = f"Bearer {credentials.bearer}"
     if credentials.cookies:
@@ -42,8 +44,11 @@ def http_clients(base_urls: Sequence[str], verify: bool | str) -> list[httpx.Cli
 class RestSurface:
     name = "rest"
 
-    def __init__(self, base_urls: Sequence[str], *, verify: bool | str = True) -> None:
+    def __init__(
+        self, base_urls: Sequence[str], *, verify: bool | str = True, origin: str | None = None
+    ) -> None:
         self._clients = http_clients(base_urls, verify)
+        self._origin = origin
         self._next = round_robin(self._clients)
         document = self._clients[0].get("/openapi.json").json()
         self.paths: dict[str, set[str]] = {
@@ -60,7 +65,7 @@ class RestSurface:
         client = next(self._next)
         client.cookies.clear()
         method = credentials.http_method or operation.rest_method
-        headers = http_headers(str(client.base_url), credentials)
+        headers = http_headers(self._origin or str(client.base_url), credentials)
         if method == "GET":
             if any(isinstance(v, (dict, list)) for v in request.values()):
                 raise Unexpressible("a GET route takes flat query parameters only")
@@ -95,7 +100,14 @@ class RestSurface:
             anomalies = (f"HTTP {response.status_code} for code {code} (expected {expected})",)
         if response.status_code == 404 and not self.offers(operation):
             return Outcome(ok=False, code=code, message=message, offered=False)
-        return Outcome(ok=False, code=code, message=message, cookies=cookies, anomalies=anomalies)
+        return Outcome(
+            ok=False,
+            code=code,
+            message=message,
+            cookies=cookies,
+            anomalies=anomalies,
+            retry_safe_after=http_wait(response),
+        )
 
     def close(self) -> None:
         for client in self._clients:

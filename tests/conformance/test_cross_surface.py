@@ -19,11 +19,13 @@ from typing import Any
 
 import pytest
 
+from conformance.catalogue import CATALOGUE
 from conformance.catalogue.mail import NO_SINK
 from conformance.catalogue.sms import NO_SINK as NO_SMS_SINK
 from conformance.cli import main
 from conformance.operations import Operation
 from conformance.outcome import Credentials, Outcome
+from conformance.profiles import PROFILES, profile_for
 from conformance.surfaces import GraphQLSurface, GrpcSurface, RestSurface
 from conformance.surfaces.base import Surface
 from tests.dbfixtures import fresh_postgres_url, fresh_redis_url, fresh_sqlite_url
@@ -34,6 +36,7 @@ from tests.fakes.twilio import FakeTwilio
 from tests.server.harness import (
     ADMIN_SECRET,
     CLIENT_ID,
+    CLIENT_SECRET,
     ServerProcess,
     base_flags,
     running,
@@ -45,8 +48,33 @@ TOTALS = re.compile(r"^(\d+) passed, (\d+) failed, (\d+) skipped$")
 SUITE_FLAGS = ["--webhook-allow-private-targets=true", "--app-cookie-secure=false"]
 
 
+#: Which test here runs a deployment of each profile and asserts its rows passed.
+CI_PROFILES = {
+    "default": "test_whole_suite_destructive_on_sqlite_with_default_rate_limits",
+    "sms": "test_two_processes_on_postgres_and_redis_with_mail_and_sms",
+    "mail": "test_email_rows_through_the_suites_own_mail_sink",
+    "mfa-email": "test_otp_rows_for_emailed_codes_and_authenticator_apps",
+    "mfa-totp": "test_otp_rows_for_emailed_codes_and_authenticator_apps",
+    "fga-off": "test_without_the_engine_every_engine_operation_is_failed_precondition",
+}
+
+
+def default_flags(kind: str, url: str) -> list[str]:
+    """Every required flag and nothing else: rate limits as they come."""
+    return [f for f in base_flags(kind, url) if not f.startswith("--rate-limit-")]
+
+
+def assert_covered(output: str, profile: str) -> None:
+    """Every row of ``profile`` passed on at least one surface of this run."""
+    rows = [s.name for s in CATALOGUE if profile_for(s.name).name == profile]
+    assert rows
+    missing = [name for name in rows if "pass" not in row(output, name)]
+    assert not missing, f"rows of profile {profile} not covered: {missing}\n{output}"
+
+
 def suite_args(*servers: ServerProcess) -> list[str]:
     args = ["--admin-secret", ADMIN_SECRET, "--client-id", CLIENT_ID]
+    args += ["--client-secret", CLIENT_SECRET]
     for server in servers:
         args += ["--base-url", server.url, "--grpc", f"127.0.0.1:{server.grpc_port}"]
     return args
@@ -80,14 +108,16 @@ def row(output: str, scenario: str) -> list[str]:
 @pytest.fixture(scope="module")
 def sqlite_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     tmp: Path = tmp_path_factory.mktemp("conformance-sqlite")
-    flags = [*base_flags("sqlite", fresh_sqlite_url(tmp)), *SUITE_FLAGS]
+    flags = [*default_flags("sqlite", fresh_sqlite_url(tmp)), *SUITE_FLAGS]
     with running(flags, tmp) as server:
         yield server
 
 
-def test_whole_suite_destructive_on_sqlite_with_schemathesis(
+def test_whole_suite_destructive_on_sqlite_with_default_rate_limits(
     sqlite_server: ServerProcess, tmp_path: Path
 ) -> None:
+    """A deployment as it comes (rate limits on): the suite paces itself, nothing fails,
+    every row of the default profile passes somewhere, schemathesis included."""
     junit = tmp_path / "conformance.xml"
     args = [*suite_args(sqlite_server), "--destructive", "--junit", str(junit)]
     code, output = run_suite([*args, "--fuzz-examples", "5"])
@@ -99,6 +129,9 @@ def test_whole_suite_destructive_on_sqlite_with_schemathesis(
     assert row(output, "fga.model_tuples_check_list_reset") == ["pass", "pass", "pass"]
     assert row(output, "http.csrf_origin_required") == ["pass", "pass", "n/a"]
     assert row(output, "schemathesis.openapi") == ["pass", "n/a", "n/a"]
+    assert row(output, "oauth.code_pkce_userinfo_introspect_revoke") == ["pass", "n/a", "n/a"]
+    assert row(output, "sessions.revocation_seen_on_every_instance") == ["pass"] * 3
+    assert_covered(output, "default")
     assert "fga.not_enabled_failed_precondition: skip: the authorization engine is on" in output
     # No --mail-sink: the email rows say why they did not run.
     assert f"mail.invite_members: skip: {NO_SINK}" in output
@@ -144,6 +177,7 @@ def test_email_rows_through_the_suites_own_mail_sink(tmp_path: Path) -> None:
     assert code == 0, output
     assert totals(output) == (3 * len(MAIL_ROWS), 0, 0)
     assert f"mail sink 127.0.0.1:{port}" in output
+    assert_covered(output, "mail")
 
 
 def test_otp_rows_for_emailed_codes_and_authenticator_apps(tmp_path: Path) -> None:
@@ -172,6 +206,7 @@ def test_otp_rows_for_emailed_codes_and_authenticator_apps(tmp_path: Path) -> No
         code, output = run_suite([*args, "--fuzz-examples", "0"])
     assert code == 0, output
     assert row(output, "mfa.email_otp_verify_and_resend") == ["pass", "pass", "pass"], output
+    assert_covered(output, "mfa-email")
     assert "mfa.totp_enrol_and_verify: skip: this deployment challenges by email_otp_screen" in (
         output
     )
@@ -185,6 +220,7 @@ def test_otp_rows_for_emailed_codes_and_authenticator_apps(tmp_path: Path) -> No
         code, output = run_suite([*suite_args(server), "--only", "mfa.*", "--fuzz-examples", "0"])
     assert code == 0, output
     assert row(output, "mfa.totp_enrol_and_verify") == ["pass", "pass", "pass"], output
+    assert_covered(output, "mfa-totp")
     assert f"mfa.email_otp_verify_and_resend: skip: {NO_SINK}" in output
 
 
@@ -201,34 +237,6 @@ def held_port() -> socket.socket:
     placeholder = socket.socket()
     placeholder.bind(("127.0.0.1", 0))
     return placeholder
-
-
-def test_sms_rows_through_the_suites_own_sms_sink(tmp_path: Path) -> None:
-    """The deployment texts through the suite's sink; every surface hands every texted
-    code back (phone verification, password reset by phone, SMS as a second factor)."""
-    placeholder = held_port()
-    port = int(placeholder.getsockname()[1])
-    sms = [
-        "--sms-account-sid=AC-conformance",
-        "--sms-api-key=SK-conformance",
-        "--sms-api-secret=conformance-secret",
-        "--sms-sender=+15550001111",
-        f"--sms-api-url=http://127.0.0.1:{port}",
-        "--enable-phone-verification=true",
-        "--enable-mfa=true",
-        "--enable-sms-otp=true",
-        "--enforce-mfa=false",
-    ]
-    flags = [*base_flags("sqlite", fresh_sqlite_url(tmp_path)), *SUITE_FLAGS, *sms]
-    with placeholder, running(flags, tmp_path) as server:
-        placeholder.close()
-        args = [*suite_args(server), "--sms-sink", f"127.0.0.1:{port}", "--only", "sms.*"]
-        code, output = run_suite([*args, "--fuzz-examples", "0"])
-    for scenario in SMS_ROWS:
-        assert row(output, scenario) == ["pass", "pass", "pass"], output
-    assert code == 0, output
-    assert totals(output) == (3 * len(SMS_ROWS), 0, 0)
-    assert f"SMS sink 127.0.0.1:{port}" in output
 
 
 def test_sms_rows_skip_by_name_when_the_deployment_texts_elsewhere(tmp_path: Path) -> None:
@@ -296,25 +304,68 @@ def test_destructive_refuses_a_store_that_holds_tuples(
             assert deleted.is_success
 
 
-def test_two_processes_on_postgres_and_redis_with_calls_alternating(tmp_path: Path) -> None:
+def test_two_processes_on_postgres_and_redis_with_mail_and_sms(tmp_path: Path) -> None:
+    """Two processes behind one public URL sharing PostgreSQL + Redis, rate limits on,
+    mailing and texting the suite's own sinks; every call alternates between them."""
     database, memory = fresh_postgres_url("conformance"), fresh_redis_url()
+    mail_hold, sms_hold = held_port(), held_port()
+    mail_port, sms_port = (int(h.getsockname()[1]) for h in (mail_hold, sms_hold))
     # Instances behind one name share their public URL: it is the tokens' issuer.
     shared = ["--url=http://bastion.conformance.test", f"--memory-store-url={memory}"]
-    flags = [*base_flags("postgres", database), *shared, *SUITE_FLAGS]
-    first = start_server(flags, tmp_path, name="first")
-    try:
-        with running(flags, tmp_path, name="second") as second:
-            args = [*suite_args(first, second), "--destructive", "--fuzz-examples", "0"]
-            code, output = run_suite(args)
-            assert code == 0, output
-            passed, failed, _ = totals(output)
-            assert failed == 0
-            assert passed >= 50
-            # A cookie minted by one process is honoured by the other: the admin cookie
-            # session logs in on one and is renewed and ended on the next.
-            assert row(output, "admin.cookie_session") == ["pass", "pass", "pass"]
-    finally:
-        first.terminate()
+    sinks = [
+        "--smtp-host=127.0.0.1",
+        f"--smtp-port={mail_port}",
+        "--smtp-sender-email=bastion@conformance.example.com",
+        "--enable-magic-link-login=true",
+        "--sms-account-sid=AC-conformance",
+        "--sms-api-key=SK-conformance",
+        "--sms-api-secret=conformance-secret",
+        "--sms-sender=+15550001111",
+        f"--sms-api-url=http://127.0.0.1:{sms_port}",
+        "--enable-phone-verification=true",
+        "--enable-mfa=true",
+        "--enable-sms-otp=true",
+        "--enforce-mfa=false",
+    ]
+    flags = [*default_flags("postgres", database), *shared, *SUITE_FLAGS, *sinks]
+    with mail_hold, sms_hold:
+        first = start_server(flags, tmp_path, name="first")
+        try:
+            with running(flags, tmp_path, name="second") as second:
+                mail_hold.close()
+                sms_hold.close()
+                args = [
+                    *suite_args(first, second),
+                    "--destructive",
+                    "--fuzz-examples",
+                    "0",
+                    "--mail-sink",
+                    f"127.0.0.1:{mail_port}",
+                    "--sms-sink",
+                    f"127.0.0.1:{sms_port}",
+                ]
+                code, output = run_suite(args)
+        finally:
+            first.terminate()
+    assert code == 0, output
+    passed, failed, _ = totals(output)
+    assert failed == 0
+    assert passed >= 100, output
+    # A cookie minted by one process is honoured by the other: the admin cookie session
+    # logs in on one and is renewed and ended on the next.
+    assert row(output, "admin.cookie_session") == ["pass", "pass", "pass"]
+    for scenario in (*SMS_ROWS, "mail.magic_link_login", "mail.forgot_reset_password"):
+        assert row(output, scenario) == ["pass", "pass", "pass"], output
+    assert_covered(output, "sms")
+    assert_covered(output, "default")
+
+
+def test_every_profile_has_a_deployment_in_ci() -> None:
+    """Each profile's rows are asserted covered by one test here, so the runs together
+    leave no row uncovered."""
+    assert set(CI_PROFILES) == {p.name for p in PROFILES}
+    for test in CI_PROFILES.values():
+        assert test in globals(), test
 
 
 def test_without_the_engine_every_engine_operation_is_failed_precondition(
@@ -325,6 +376,7 @@ def test_without_the_engine_every_engine_operation_is_failed_precondition(
         code, output = run_suite([*suite_args(server), "--destructive", "--only", "fga.*"])
     assert code == 0, output
     assert row(output, "fga.not_enabled_failed_precondition") == ["pass", "pass", "pass"]
+    assert_covered(output, "fga-off")
     assert row(output, "fga.check_permissions_limits") == ["skip"] * 3
     assert "the authorization engine is off on this deployment" in output
 
@@ -373,3 +425,24 @@ def test_a_surface_that_answers_differently_fails_with_both_answers(
     assert '"client_id": "test-client"' in answers["rest"]
     assert '"client_id": "test-client"' in answers["graphql"]
     assert '"client_id": "someone-else"' in answers["grpc"]
+
+
+def test_the_suite_waits_out_a_tight_rate_limit_and_says_what_it_cost(tmp_path: Path) -> None:
+    """One request a second: the suite's first calls are refused with the deployment's
+    before-effect mark, and it waits them out instead of failing."""
+    flags = [
+        *default_flags("sqlite", fresh_sqlite_url(tmp_path)),
+        *SUITE_FLAGS,
+        "--rate-limit-rps=1",
+        "--rate-limit-burst=2",
+    ]
+    with running(flags, tmp_path) as server:
+        code, output = run_suite([*suite_args(server), "--only", "meta", "--fuzz-examples", "0"])
+    assert code == 0, output
+    assert totals(output) == (3, 0, 0)
+    pacing = re.search(
+        r"^pacing: (\d+) waits for the deployment's rate limit, ([\d.]+) s", output, re.M
+    )
+    assert pacing, output
+    assert int(pacing.group(1)) > 0
+    assert float(pacing.group(2)) > 0

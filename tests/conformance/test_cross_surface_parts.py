@@ -16,6 +16,7 @@ from conformance import mailsink
 from conformance.discovery import Deployment
 from conformance.operations import OPERATIONS, Operation
 from conformance.outcome import Credentials, Outcome, normal_form, parse_set_cookie
+from conformance.pacing import Pacer, retry_safe_after
 from conformance.runner import FAIL, NA, PASS, SKIP, run_scenario
 from conformance.scenario import Ctx, Scenario
 from conformance.sinks import parse_address
@@ -242,3 +243,41 @@ def test_masked_lists_compare_by_length() -> None:
         "authenticator_recovery_codes": ["<varies>", "<varies>"],
         "roles": ["user"],
     }
+
+
+def test_the_pacer_waits_out_marked_refusals_only() -> None:
+    slept: list[float] = []
+    pacer = Pacer(sleep=slept.append)
+    answers = iter(
+        [
+            Outcome(ok=False, code="resource_exhausted", retry_safe_after=2.0),
+            Outcome(ok=False, code="resource_exhausted", retry_safe_after=1.0),
+            Outcome(ok=True, body={"n": 1}),
+        ]
+    )
+    assert pacer.send(lambda: next(answers)).body == {"n": 1}
+    assert pacer.waits == 2
+    assert slept == pytest.approx([2.05, 1.05])
+    # Unmarked refusals, and every refusal for a row about throttles, are the answer.
+    unmarked = Outcome(ok=False, code="resource_exhausted")
+    assert pacer.send(lambda: unmarked) is unmarked
+    marked = Outcome(ok=False, code="resource_exhausted", retry_safe_after=1.0)
+    assert pacer.send(lambda: marked, sees_throttles=True) is marked
+    assert pacer.waits == 2
+    assert retry_safe_after("3", "before-effect") == 3.0
+    assert retry_safe_after("3", None) is None
+    assert retry_safe_after("soon", "before-effect") is None
+
+
+def test_the_pacer_keeps_under_max_rps() -> None:
+    now = [100.0]
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        now[0] += seconds
+
+    pacer = Pacer(max_rps=4, sleep=sleep, clock=lambda: now[0])
+    for _ in range(3):
+        pacer.send(lambda: Outcome(ok=True))
+    assert slept == pytest.approx([0.25, 0.25])

@@ -276,7 +276,10 @@ def _handler(
             context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, "deadline exceeded")
         except errors.BastionError as error:
             if isinstance(error, errors.ResourceExhausted):
-                context.set_trailing_metadata((("retry-after", str(error.retry_after)),))
+                trailers = [("retry-after", str(error.retry_after))]
+                if error.before_effect:
+                    trailers.append((errors.BEFORE_EFFECT_MARK, errors.BEFORE_EFFECT_VALUE))
+                context.set_trailing_metadata(tuple(trailers))
             context.abort(grpc_status(error), error.message)
         except Exception:
             log.exception("unhandled error", extra={"method": type(request).__name__})

@@ -64,6 +64,8 @@ def error_response(error: errors.BastionError) -> Response:
     headers = {}
     if isinstance(error, errors.ResourceExhausted):
         headers["Retry-After"] = str(error.retry_after)
+        if error.before_effect:
+            headers[errors.BEFORE_EFFECT_MARK] = errors.BEFORE_EFFECT_VALUE
     return json_response(
         {"code": error.code, "message": error.message}, http_status(error), headers
     )

@@ -15,7 +15,7 @@ import trio
 
 from storage.config import SUPPORTED_DATABASE_TYPES, StorageConfig
 from storage.errors import StorageUnavailable
-from storage.memory import MemoryStore, SqlMemoryStore, memory_store_for
+from storage.memory import MemoryStore, RedisMemoryStore, SqlMemoryStore, memory_store_for
 from storage.sql.database import Database, open_database
 from storage.sql.migrate import migrate
 from storage.webhook_listeners import WebhookListeners
@@ -36,6 +36,13 @@ class Storage:
     timeout: float
     #: which events some enabled webhook listens for (cached; see its module)
     webhook_listeners: WebhookListeners
+
+    def statistics(self) -> dict[str, dict[str, int]]:
+        """Per store (``database``, ``memory`` when it is Redis): counters since start."""
+        found = {"database": self.db.statistics()}
+        if isinstance(self.memory, RedisMemoryStore):
+            found["memory"] = self.memory.statistics()
+        return found
 
     async def ping(self) -> None:
         """Raise :class:`StorageUnavailable` unless both stores answer within ``timeout``."""

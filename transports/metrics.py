@@ -7,7 +7,7 @@ a new time series.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping, MutableMapping
 from typing import Any
 
 from prometheus_client import (
@@ -18,6 +18,8 @@ from prometheus_client import (
     ProcessCollector,
     make_asgi_app,
 )
+from prometheus_client.core import CounterMetricFamily
+from prometheus_client.registry import Collector
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -98,6 +100,11 @@ class Metrics:
             registry=self.registry,
         )
 
+    def watch_storage(self, statistics: Callable[[], Mapping[str, Mapping[str, int]]]) -> None:
+        """Report the stores' own counters (read at each scrape): connections opened,
+        calls that found a store unreachable, and Sentinel failovers seen."""
+        self.registry.register(_StoreCollector(statistics))
+
     def asgi_app(self) -> Callable[[Scope, Receive, Send], Awaitable[None]]:
         """``/metrics`` as an ASGI app that also answers hypercorn's lifespan protocol.
 
@@ -129,3 +136,33 @@ class Metrics:
             await send({"type": "http.response.body", "body": body})
 
         return app
+
+
+class _StoreCollector(Collector):
+    def __init__(self, statistics: Callable[[], Mapping[str, Mapping[str, int]]]) -> None:
+        self._statistics = statistics
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        stats = self._statistics()
+        families = {
+            "connections_opened": CounterMetricFamily(
+                "bastion_store_connections_opened",
+                "Connections a store's pool opened (reconnects after a failover show here).",
+                labels=["store"],
+            ),
+            "unavailable": CounterMetricFamily(
+                "bastion_store_unavailable",
+                "Store calls that found the store unreachable (answered 503).",
+                labels=["store"],
+            ),
+            "failovers": CounterMetricFamily(
+                "bastion_store_failovers",
+                "Master changes seen through Redis Sentinel.",
+                labels=["store"],
+            ),
+        }
+        for store, counters in stats.items():
+            for name, value in counters.items():
+                if name in families:
+                    families[name].add_metric([store], value)
+        yield from families.values()

@@ -97,6 +97,7 @@ async def serve(
         open_storage(storage_config(settings)) as storage,
         open_fga_store(settings, storage) as fga_store,
     ):
+        metrics.watch_storage(storage.statistics)
         runtime = Runtime.build(settings, storage, metrics, fga_store=fga_store)
         token = trio.lowlevel.current_trio_token()
         grpc_listener = (

@@ -68,13 +68,14 @@ class RedisMemoryStore:
     def __init__(self, url: str, *, pool_size: int = 10, timeout: float = 10.0) -> None:
         self._timeout = timeout
         self._cluster = parse_redis_url(url).kind == "cluster"
-        self._client = redis_client(
+        self._client, self._failovers = redis_client(
             url,
             pool_size=pool_size,
             timeout=timeout,
             retry=Retry(ExponentialBackoff(cap=0.5, base=0.05), 2),
         )
         self._limiter = trio.CapacityLimiter(pool_size)
+        self._unavailable = 0
         self._incr = self._client.register_script(_INCR)
         self._bucket = self._client.register_script(_TOKEN_BUCKET)
 
@@ -158,6 +159,11 @@ class RedisMemoryStore:
         )
         return allowed == 1, float(wait)
 
+    def statistics(self) -> dict[str, int]:
+        """Counters since start: calls that found Redis unreachable, and master changes
+        seen through Sentinel (failovers)."""
+        return {"unavailable": self._unavailable, "failovers": self._failovers()}
+
     async def ping(self) -> None:
         try:
             with trio.fail_after(self._timeout):
@@ -174,6 +180,7 @@ class RedisMemoryStore:
                 fn, limiter=self._limiter, abandon_on_cancel=abandon
             )
         except (redis.ConnectionError, redis.TimeoutError) as e:
+            self._unavailable += 1
             raise StorageUnavailable("cannot reach the redis memory store") from e
 
 

@@ -14,6 +14,7 @@ All of it is redis-py's own Sentinel and Cluster support; nothing here routes a 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import redis
@@ -25,9 +26,30 @@ from core.redis_url import parse_redis_url
 __all__ = ["redis_client"]
 
 
-def redis_client(url: str, *, pool_size: int, timeout: float, retry: Any) -> redis.Redis:
+class CountingSentinel(Sentinel):
+    """redis-py's Sentinel manager, counting how often the master it discovers changed:
+    the failovers this process has seen."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.master_changes = 0
+        self._last: dict[str, Any] = {}
+
+    def discover_master(self, service_name: str) -> Any:
+        address = super().discover_master(service_name)
+        last = self._last.get(service_name)
+        if last is not None and address != last:
+            self.master_changes += 1
+        self._last[service_name] = address
+        return address
+
+
+def redis_client(
+    url: str, *, pool_size: int, timeout: float, retry: Any
+) -> tuple[redis.Redis, Callable[[], int]]:
     """A client for ``url``'s topology (a RedisCluster is a ``redis.Redis`` in duck type:
-    every command the memory store uses has the same signature)."""
+    every command the memory store uses has the same signature), and a count of the
+    failovers it has followed (always 0 but through Sentinel)."""
     topology = parse_redis_url(url)
     common: dict[str, Any] = {
         "socket_timeout": timeout,
@@ -35,18 +57,19 @@ def redis_client(url: str, *, pool_size: int, timeout: float, retry: Any) -> red
         "retry": retry,
     }
     if topology.kind == "single":
-        return redis.Redis.from_url(url, max_connections=pool_size, **common)
+        return redis.Redis.from_url(url, max_connections=pool_size, **common), _none
     auth = {"username": topology.username, "password": topology.password}
     if topology.kind == "sentinel":
-        sentinel = Sentinel(
+        sentinel = CountingSentinel(
             list(topology.hosts),
             sentinel_kwargs={"socket_timeout": timeout, "socket_connect_timeout": timeout},
             ssl=topology.tls,
             **common,
         )
-        return sentinel.master_for(
+        client = sentinel.master_for(
             topology.service, db=topology.db, max_connections=pool_size, **auth
         )
+        return client, lambda: sentinel.master_changes
     cluster: Any = RedisCluster(
         startup_nodes=[ClusterNode(host, port) for host, port in topology.hosts],
         ssl=topology.tls,
@@ -54,4 +77,8 @@ def redis_client(url: str, *, pool_size: int, timeout: float, retry: Any) -> red
         **auth,
         **common,
     )
-    return cluster  # type: ignore[no-any-return]
+    return cluster, _none
+
+
+def _none() -> int:
+    return 0

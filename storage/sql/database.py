@@ -93,6 +93,19 @@ class Database:
         self._limiter = limiter
         self._loop = loop
         self._on_commit: dict[str, list[Callable[[], None]]] = {}
+        #: Connections opened (a reconnect after a failover shows here) and calls that
+        #: found the database unreachable; read by the metrics listener.
+        self._stats = {"connections_opened": 0, "unavailable": 0}
+        sync_engine = engine if engine is not None else getattr(async_engine, "sync_engine", None)
+        if sync_engine is not None:
+            sa.event.listen(sync_engine, "connect", self._count_connect)
+
+    def _count_connect(self, *_: object) -> None:
+        self._stats["connections_opened"] += 1
+
+    def statistics(self) -> dict[str, int]:
+        """Counters since start: ``connections_opened``, ``unavailable``."""
+        return dict(self._stats)
 
     @property
     def dialect(self) -> str:
@@ -211,8 +224,12 @@ class Database:
                     abandon_on_cancel=abandon,
                     limiter=self._limiter,
                 )
+        except StorageUnavailable:
+            self._stats["unavailable"] += 1
+            raise
         except exc.DBAPIError as e:
             if e.connection_invalidated:
+                self._stats["unavailable"] += 1
                 raise StorageUnavailable(
                     f"lost the connection to the {self._dialect} database"
                 ) from e

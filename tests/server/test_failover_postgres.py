@@ -20,6 +20,7 @@ import pytest
 
 from tests.postgres_standby import StandbyPair, standby_pair
 from tests.server.harness import ServerProcess, base_flags, running
+from tests.server.test_failover_redis import metric
 
 PASSWORD = "Failover!pass1"
 CLIENTS = 4
@@ -60,6 +61,7 @@ def test_signups_ride_through_a_promoted_standby(pair: StandbyPair, tmp_path: Pa
                     answers.append((email, status, code))
 
     with running(flags, tmp_path) as server:
+        opened = metric(server, 'bastion_store_connections_opened_total{store="database"}')
         threads = [threading.Thread(target=client, args=(server,)) for _ in range(CLIENTS)]
         for thread in threads:
             thread.start()
@@ -81,6 +83,9 @@ def test_signups_ride_through_a_promoted_standby(pair: StandbyPair, tmp_path: Pa
                 again = signup(http, email)
                 assert again.status_code in (200, 400), again.text
         assert server.process.poll() is None
+        # The pool reconnected to the promoted standby by itself.
+        reopened = metric(server, 'bastion_store_connections_opened_total{store="database"}')
+        assert reopened > opened
 
     statuses = Counter((status, code) for _, status, code in answers)
     assert before > 0

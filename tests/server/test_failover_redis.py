@@ -32,6 +32,14 @@ def sentinels(tmp_path: Path) -> Iterator[SentinelSet]:
         yield found
 
 
+def metric(server: ServerProcess, series: str) -> float:
+    text = httpx.get(f"http://127.0.0.1:{server.metrics_port}/metrics").text
+    for line in text.splitlines():
+        if line.startswith(series + " "):
+            return float(line.rsplit(" ", 1)[1])
+    raise AssertionError(f"no {series} in /metrics")
+
+
 def _client(server: ServerProcess) -> httpx.Client:
     return httpx.Client(base_url=server.url, headers={"origin": server.url}, timeout=30)
 
@@ -114,6 +122,7 @@ def test_two_processes_ride_through_a_sentinel_failover(
 
             assert all(s.process.poll() is None for s in servers)
             for server in servers:
+                assert metric(server, 'bastion_store_failovers_total{store="memory"}') >= 1
                 with _client(server) as http:
                     for token in before:
                         answer = _valid(http, token)

@@ -191,9 +191,7 @@ class AuthService(AccountOperations):
     def redirect_allowed(self, uri: str) -> bool:
         if not uri.lower().startswith(("http://", "https://")):
             return False
-        if self.origins.allow_any:
-            return OriginPolicy((), self.settings.url).allows(uri)
-        return self.origins.allows(uri)
+        return self.origins.trusts(uri)
 
     @staticmethod
     def reply(result: Any, run: FlowRun) -> Reply:

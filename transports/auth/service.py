@@ -191,6 +191,10 @@ class AuthService(AccountOperations):
     def redirect_allowed(self, uri: str) -> bool:
         if not uri.lower().startswith(("http://", "https://")):
             return False
+        # URL parsers drop CR, LF and tab before checking; a header or page built from
+        # the raw value would not: no control character is ever a redirect target.
+        if any(ord(c) < 0x20 or ord(c) == 0x7F for c in uri):
+            return False
         return self.origins.trusts(uri)
 
     @staticmethod

@@ -218,7 +218,8 @@ def test_signup_logs_in_without_an_id_token_and_sets_the_sealed_cookie_pair(
     assert set(pair) == {"cookie_session", "cookie_session_domain"}
     for header in pair.values():
         assert "HttpOnly" in header
-        assert "SameSite=None" in header
+        # Lax by default: no listed origin on another site.
+        assert "SameSite=Lax" in header
         assert "Secure" not in header
     sealed = session_cookie(response)
     # a sealed reference, not a token: no JWT shape, no token inside

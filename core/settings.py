@@ -432,6 +432,13 @@ class Settings:
         shown_default="the main database",
     )
     fga_store_url: str = _flag("", _A, "URL of --fga-store.")
+    allow_user_contextual_tuples: bool = _flag(
+        False,
+        _A,
+        "Let any signed-in user send contextual tuples with check_permissions: the user "
+        "then asserts relations (its own or anyone's) for that check. Off: only "
+        "super-admin callers may.",
+    )
 
     # -- graphql
     enable_graphql_introspection: bool = _flag(True, _G, "Allow schema introspection.")

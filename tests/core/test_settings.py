@@ -56,6 +56,7 @@ BASE = [
 #: What this build implements (the brief of issue 2); everything else is refused.
 IMPLEMENTED = {
     "env", "host", "http-port", "metrics-host", "metrics-port", "enable-grpc", "grpc-port",
+    "allow-user-contextual-tuples",
     "enable-grpc-reflection", "grpc-tls-cert", "grpc-tls-key", "log-level", "url",
     "database-type", "database-url", "database-host", "database-port", "database-name",
     "database-username", "database-password", "database-cert", "database-ca-cert",

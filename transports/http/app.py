@@ -112,7 +112,8 @@ def caller_context() -> CallerContext:
         user_agent=request.headers.get("user-agent", ""),
         bearer_token=bearer or None,
         cookies=dict(request.cookies),
-        admin_secret_header=request.headers.get("x-service-admin-secret"),
+        admin_secret_header=request.headers.get("x-service-admin-secret")
+        or request.headers.get("x-authorizer-admin-secret"),
         client_id_header=request.headers.get("x-authorizer-client-id"),
         protocol=Protocol.GRAPHQL if request.path == "/graphql" else Protocol.REST,
     )

@@ -29,7 +29,8 @@ __all__ = [
 
 CORS_ALLOW_HEADERS = (
     "authorization, content-type, accept, origin, cache-control, x-requested-with, "
-    "x-authorizer-url, x-authorizer-client-id, x-service-admin-secret"
+    "x-authorizer-url, x-authorizer-client-id, x-service-admin-secret, "
+    "x-authorizer-admin-secret"
 )
 CORS_ALLOW_METHODS = "GET, POST, PUT, OPTIONS"
 

@@ -23,6 +23,7 @@ from typing import Any, Final, TypeVar
 from urllib.parse import urlsplit
 
 from core.redis_url import parse_redis_url
+from core.sites import cross_site_origins, insecure_origins
 from core.social.apple import parse_apple_secret
 from core.social.providers import parse_provider_urls
 
@@ -306,7 +307,12 @@ class Settings:
 
     # -- security
     allowed_origins: tuple[str, ...] = _flag(
-        ("*",), _SEC, "Allowed browser origins (CORS, CSRF, redirects); * = same origin."
+        ("*",),
+        _SEC,
+        "Browser origins trusted with the user's cookies (CORS with credentials, CSRF, "
+        "redirects), e.g. https://app.example.com,https://*.example.com. The server's own "
+        "origin (--url) is always trusted. * = any origin may call without cookies (CORS "
+        "answers *), cookie-carrying calls only from --url; redirects only to --url.",
     )
     trusted_proxies: tuple[str, ...] = _flag(
         (), _SEC, "Proxy networks (CIDRs or IPs) whose X-Forwarded-For is honoured."
@@ -325,7 +331,11 @@ class Settings:
     )
     app_cookie_secure: bool = _flag(True, _SEC, "Secure attribute of the session cookies.")
     app_cookie_same_site: str = _flag(
-        "none", _SEC, "SameSite of the session cookies.", choices=("none", "lax", "strict")
+        "auto",
+        _SEC,
+        "SameSite of the session cookies. auto = None (and Secure) when --allowed-origins "
+        "lists an origin on another site than --url, else Lax.",
+        choices=("auto", "none", "lax", "strict"),
     )
     admin_cookie_secure: bool = _flag(True, _SEC, "Secure attribute of the admin cookie.")
 
@@ -425,6 +435,13 @@ class Settings:
         shown_default="the main database",
     )
     fga_store_url: str = _flag("", _A, "URL of --fga-store.")
+    allow_user_contextual_tuples: bool = _flag(
+        False,
+        _A,
+        "Let any signed-in user send contextual tuples with check_permissions: the user "
+        "then asserts relations (its own or anyone's) for that check. Off: only "
+        "super-admin callers may.",
+    )
 
     # -- graphql
     enable_graphql_introspection: bool = _flag(True, _G, "Allow schema introspection.")
@@ -462,6 +479,27 @@ class Settings:
     def database_dialect(self) -> str:
         """``sqlite``, ``postgresql`` or ``mysql`` (MariaDB included)."""
         return DATABASE_TYPES[self.database_type]
+
+    @property
+    def session_cookie_same_site(self) -> str:
+        """``None``, ``Lax`` or ``Strict``: what the session cookies carry."""
+        chosen = self.app_cookie_same_site.lower()
+        if chosen == "auto":
+            chosen = "none" if cross_site_origins(self.allowed_origins, self.url) else "lax"
+        return {"none": "None", "lax": "Lax", "strict": "Strict"}[chosen]
+
+    @property
+    def session_cookie_secure(self) -> bool:
+        """Browsers refuse ``SameSite=None`` without ``Secure``: it is then always set."""
+        return self.app_cookie_secure or self.session_cookie_same_site == "None"
+
+    def startup_warnings(self) -> list[str]:
+        """What start-up logs as a warning: allowed, but probably not what was meant."""
+        return [
+            f"--allowed-origins lists {origin}: plain http outside this machine, so the "
+            "cookies and tokens it is trusted with travel unencrypted"
+            for origin in insecure_origins(self.allowed_origins)
+        ]
 
     @property
     def memory_store_kind(self) -> str:
@@ -829,6 +867,11 @@ def _check_choices(s: Settings) -> None:
 def _check_security(s: Settings) -> None:
     if not s.allowed_origins:
         raise ConfigError("--allowed-origins must list at least one origin (or *)")
+    if any(entry.strip().lower() == "null" for entry in s.allowed_origins):
+        raise ConfigError(
+            "--allowed-origins cannot list null: sandboxed frames, files and redirects all "
+            "send Origin: null, so it would trust any of them"
+        )
     if s.rate_limit_enabled and s.rate_limit_burst < 1:
         raise ConfigError(
             f"--rate-limit-burst must be at least 1 when rate limiting is on, "

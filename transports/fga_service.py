@@ -76,6 +76,9 @@ class _Service(Protocol):
     @property
     def storage(self) -> Any: ...
 
+    @property
+    def settings(self) -> Any: ...
+
     async def is_admin(self, caller: CallerContext) -> bool: ...
 
     async def require_admin(self, caller: CallerContext) -> None: ...
@@ -227,6 +230,18 @@ class FgaService:
             raise PermissionDenied("not authorized to query authorization for another subject")
         return own
 
+    async def _require_contextual_trust(self, caller: CallerContext) -> None:
+        """Contextual tuples are facts the caller asserts for one request: only a
+        super-admin may assert them (about anyone), unless the operator lets users."""
+        allowed = self.service.settings.allow_user_contextual_tuples
+        if allowed or await self.service.is_admin(caller):
+            return
+        raise PermissionDenied(
+            "contextual tuples are honoured only for super-admin callers: a user cannot "
+            "assert relations for itself (the operator can allow it with "
+            "--allow-user-contextual-tuples)"
+        )
+
     def _checker(
         self,
         engine: EngineState,
@@ -299,6 +314,8 @@ class FgaService:
                 raise InvalidArgument(f"too many checks: max {MAX_CHECKS} per request")
             parsed = [self._parse_check(c) for c in checks]
             user = await self._subject(request, caller)
+            if any(contextual for _, _, contextual in parsed):
+                await self._require_contextual_trust(caller)
             await engine.fresh()
             model = engine.model
             if model is None:

@@ -65,6 +65,11 @@ def _attempts_key(challenge_id: str) -> str:
     return f"mfa_attempts:{challenge_id}"
 
 
+def guesses_key(user_id: str) -> str:
+    """The user's second-factor guess budget (``otp.USER_GUESS_BUDGET`` per window)."""
+    return f"mfa_guesses:{user_id}"
+
+
 class ChallengeStore:
     def __init__(
         self, memory: MemoryStore, *, otp_key: bytes, randomness: Randomness, clock: Clock
@@ -88,13 +93,17 @@ class ChallengeStore:
             await self.store(effect.challenge)
             return None
         if isinstance(effect, TakeChallenge):
-            return ChallengeTaken(ok=await self.take(effect.challenge_id))
+            taken = await self.take(effect.challenge_id)
+            if taken and effect.user_id:  # a right code: its budget attempt comes back
+                await self._memory.incr(guesses_key(effect.user_id), -1)
+            return ChallengeTaken(ok=taken)
         if isinstance(effect, DropChallenge):
             await self.drop(effect.challenge_id)
             return None
         if isinstance(effect, CountAttempt):
+            attempts = await self.count_attempt(effect.challenge_id, effect.ttl)
             return AttemptCounted(
-                attempts=await self.count_attempt(effect.challenge_id, effect.ttl)
+                attempts=attempts, user_attempts=await self.count_guess(effect.user_id)
             )
         raise TypeError(f"not a challenge effect: {type(effect).__name__}")
 
@@ -130,6 +139,17 @@ class ChallengeStore:
             raise ValueError("not a challenge id")
         lifetime = max(1, math.ceil(ttl))
         return await self._memory.incr(_attempts_key(challenge_id), ttl=lifetime)
+
+    async def count_guess(self, user_id: str) -> int:
+        """Reserve one guess of ``user_id``'s budget (given straight back past it: a
+        refused code is not checked)."""
+        if not user_id:
+            return 1
+        key = guesses_key(user_id)
+        used = await self._memory.incr(key, ttl=otp.USER_GUESS_WINDOW)
+        if used > otp.USER_GUESS_BUDGET:
+            await self._memory.incr(key, -1)
+        return used
 
 
 def _decode(raw: bytes) -> Challenge | None:

@@ -92,6 +92,8 @@ async def serve(
 ) -> None:
     """Run the server until ``stop`` is set (or a signal arrives)."""
     stop = stop or trio.Event()
+    for warning in settings.startup_warnings():
+        log.warning(warning)
     metrics = Metrics()
     async with (
         open_storage(storage_config(settings)) as storage,

@@ -9,7 +9,6 @@ so the three behave the same by construction.
 
 from __future__ import annotations
 
-import math
 import time
 import uuid
 from importlib.metadata import PackageNotFoundError, version
@@ -38,9 +37,12 @@ SOCIAL_PROVIDERS = (
     "roblox",
 )
 
-#: Admin login attempts per client address: a burst, then one per this many seconds.
-ADMIN_LOGIN_BURST = 10
-ADMIN_LOGIN_REFILL_SECONDS = 6.0
+#: Wrong admin secrets (login or header, together) per client address and window; past
+#: it that address gets 429 with no check at all until the window ends. Per address
+#: only: a guesser locks out itself, never the operator elsewhere.
+ADMIN_SECRET_FAILURES = 10
+ADMIN_SECRET_WINDOW_SECONDS = 900
+TOO_MANY_ADMIN_GUESSES = "too many wrong admin secrets from this address, please try again later"
 
 
 def _version() -> str:
@@ -133,8 +135,22 @@ class Service:
         """The admin header (unless ``--disable-admin-header-auth``) or a live admin cookie."""
         header = caller.admin_secret_header
         if header and not self.settings.disable_admin_header_auth:
-            return admin.secret_matches(self.settings.admin_secret, header)
+            return await self._secret_matches(caller, header)
         return await self._admin_session_id(caller) is not None
+
+    async def _secret_matches(self, caller: CallerContext, secret: str) -> bool:
+        """Compare (in constant time) within the address's budget of wrong secrets: the
+        attempt is reserved before the comparison, so parallel guesses cannot exceed it,
+        and given back when it was right."""
+        memory = self.storage.memory
+        key = f"throttle:admin_secret:{caller.client_ip}"
+        if await memory.incr(key, ttl=ADMIN_SECRET_WINDOW_SECONDS) > ADMIN_SECRET_FAILURES:
+            await memory.incr(key, -1)
+            raise ResourceExhausted(TOO_MANY_ADMIN_GUESSES, retry_after=ADMIN_SECRET_WINDOW_SECONDS)
+        if admin.secret_matches(self.settings.admin_secret, secret):
+            await memory.incr(key, -1)
+            return True
+        return False
 
     async def require_admin(self, caller: CallerContext) -> None:
         if not await self.is_admin(caller):
@@ -152,17 +168,7 @@ class Service:
         secret = _text(request, "admin_secret")
         if not secret:
             raise InvalidArgument("admin_secret is required")
-        allowed, retry_after = await self.storage.memory.token_bucket(
-            f"rl:admin_login:{caller.client_ip}",
-            1 / ADMIN_LOGIN_REFILL_SECONDS,
-            ADMIN_LOGIN_BURST,
-        )
-        if not allowed:
-            raise ResourceExhausted(
-                "too many admin login attempts, please try again later",
-                retry_after=math.ceil(retry_after),
-            )
-        if not admin.secret_matches(self.settings.admin_secret, secret):
+        if not await self._secret_matches(caller, secret):
             await self._audit_admin(caller, "admin.login_failed")
             raise Unauthenticated("invalid admin secret")
         await self._audit_admin(caller, "admin.login_success")

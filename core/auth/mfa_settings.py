@@ -17,8 +17,9 @@ codes. Fresh means either of:
   - in the same request, ``otp``: a current authenticator code (now +-1 step, a step later
     than the last one accepted, recorded so it cannot be used again) or an unused recovery
     code (consumed); wrong codes are InvalidArgument "invalid otp"; every code is counted
-    BEFORE it is compared (so parallel guesses cannot slip past the limit) and at most
-    :data:`MAX_FACTOR_ATTEMPTS` are compared per user and :data:`FACTOR_ATTEMPT_WINDOW`;
+    BEFORE it is compared (so parallel guesses cannot slip past the limit) against the
+    user's one second-factor guess budget (:data:`core.auth.otp.USER_GUESS_BUDGET` wrong
+    codes per :data:`core.auth.otp.USER_GUESS_WINDOW`, shared with login challenges);
   - the caller's session was completed by ``verify_otp`` (any method) at most
     :data:`FRESH_FACTOR_WINDOW` seconds ago; this is how users without an authenticator
     app (email or SMS codes) prove themselves: log in again, then change the setting.
@@ -32,10 +33,8 @@ import dataclasses
 from core.errors import FailedPrecondition, InvalidArgument
 
 __all__ = [
-    "FACTOR_ATTEMPT_WINDOW",
     "FACTOR_REQUIRED",
     "FRESH_FACTOR_WINDOW",
-    "MAX_FACTOR_ATTEMPTS",
     "MfaChange",
     "plan_mfa_change",
 ]
@@ -43,8 +42,6 @@ __all__ = [
 #: A session completed by ``verify_otp`` counts as a fresh second factor this long: 5 min.
 FRESH_FACTOR_WINDOW = 5 * 60
 #: ``otp`` values compared per user and window (right or wrong), then ResourceExhausted.
-MAX_FACTOR_ATTEMPTS = 5
-FACTOR_ATTEMPT_WINDOW = 15 * 60
 
 FACTOR_REQUIRED = (
     "a fresh second factor is required: send otp (an authenticator or recovery code), "

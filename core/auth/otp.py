@@ -28,6 +28,8 @@ __all__ = [
     "OTP_TTL",
     "PHONE_VERIFICATION_TTL",
     "RESEND_INTERVAL",
+    "USER_GUESS_BUDGET",
+    "USER_GUESS_WINDOW",
     "code_digest",
     "code_matches",
     "derive_key",
@@ -42,6 +44,11 @@ OTP_TTL = 5 * 60
 PHONE_VERIFICATION_TTL = 10 * 60
 #: Wrong codes a challenge tolerates; the last one kills it.
 MAX_ATTEMPTS = 5
+#: Second-factor codes one user may have checked per window, across challenges, factors
+#: (emailed, texted, authenticator and recovery codes) and the self-service path: a right
+#: code gives its attempt back, so this counts wrong ones.
+USER_GUESS_BUDGET = 10
+USER_GUESS_WINDOW = 15 * 60
 #: Seconds between two codes of one challenge.
 RESEND_INTERVAL = 30
 #: Codes one challenge may send in all (the first one included).

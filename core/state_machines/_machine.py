@@ -48,7 +48,7 @@ from typing import Any, ClassVar, Generic, NamedTuple, Self, TypeVar
 
 from core.auth.policy import AuthPolicy, FlowEnv
 from core.auth.user import User
-from core.errors import BastionError, Internal
+from core.errors import BastionError, Internal, ResourceExhausted
 
 __all__ = [
     "Edge",
@@ -95,14 +95,20 @@ class Fail(Effect):
 
     error: type[BastionError]
     message: str
+    #: For a throttle (``ResourceExhausted``): seconds until the caller may try again.
+    retry_after: int = 0
 
     def __post_init__(self) -> None:
         if getattr(self.error, "_abstract", True) or not issubclass(self.error, BastionError):
             raise TypeError(f"{self.error.__name__} is abstract or not a BastionError")
         if not self.message:
             raise ValueError("a failure needs a message")
+        if self.retry_after and not issubclass(self.error, ResourceExhausted):
+            raise ValueError("only a throttle names a retry_after")
 
     def exception(self) -> BastionError:
+        if self.retry_after:
+            return ResourceExhausted(self.message, retry_after=self.retry_after)
         return self.error(self.message)
 
 

@@ -58,7 +58,7 @@ from core.errors import (
     ResourceExhausted,
     Unauthenticated,
 )
-from core.state_machines._machine import Effect, Event, Machine, Table, edge
+from core.state_machines._machine import Effect, Event, Fail, Machine, Table, edge
 from core.state_machines.effects import (
     AuditAction,
     AuditRecord,
@@ -114,6 +114,7 @@ __all__ = [
 
 INVALID_SESSION = "invalid session"
 INVALID_OTP = "invalid otp"
+TOO_MANY_CODES = "too many wrong codes, please try again later"
 INVALID_REQUEST = "invalid verification request"
 OTP_VERIFIED = "OTP verified successfully."
 OTP_RESENT = "OTP has been sent. Please check your inbox"
@@ -433,11 +434,26 @@ class MfaMachine(Machine[State]):
             return self._fail(Unauthenticated, INVALID_SESSION)
         self.ctx.challenge = challenge
         remaining = challenge.expires_at - self._env.now()
-        return [CountAttempt(challenge_id=challenge.id, ttl=remaining)], State.COUNTING_ATTEMPT
+        count = CountAttempt(challenge_id=challenge.id, ttl=remaining, user_id=challenge.user_id)
+        return [count], State.COUNTING_ATTEMPT
 
     def _on_attempt(self, event: AttemptCounted) -> tuple[list[Effect], State]:
         code, challenge = self._need_secret(), self._require(self.ctx.challenge)
         self.ctx.attempts = event.attempts
+        if event.user_attempts > otp.USER_GUESS_BUDGET:
+            self._secret = None
+            locked = AuditRecord(
+                action=AuditAction.MFA_LOCKED,
+                actor_id=challenge.user_id,
+                resource_id=challenge.user_id,
+                metadata={"method": challenge.method.value, "reason": "guess budget"},
+            )
+            refusal = Fail(
+                error=ResourceExhausted,
+                message=TOO_MANY_CODES,
+                retry_after=otp.USER_GUESS_WINDOW,
+            )
+            return [locked, refusal], State.FAILED
         if event.attempts > otp.MAX_ATTEMPTS:
             fail, state = self._fail(Unauthenticated, INVALID_SESSION)
             return [DropChallenge(challenge_id=challenge.id), *fail], state
@@ -486,7 +502,9 @@ class MfaMachine(Machine[State]):
     def _take(self) -> tuple[list[Effect], State]:
         self._secret = None
         challenge = self._require(self.ctx.challenge)
-        return [TakeChallenge(challenge_id=challenge.id)], State.TAKING_CHALLENGE
+        return [TakeChallenge(challenge_id=challenge.id, user_id=challenge.user_id)], (
+            State.TAKING_CHALLENGE
+        )
 
     def _wrong_code(self) -> tuple[list[Effect], State]:
         """One answer for every wrong code; the last allowed attempt kills the challenge."""

@@ -92,9 +92,11 @@ class ChallengeTaken(Event):
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class AttemptCounted(Event):
-    """How many codes have now been tried against the challenge, this one included."""
+    """How many codes have now been tried against the challenge, this one included, and
+    (``user_attempts``) against the user's guess budget in its window."""
 
     attempts: int
+    user_attempts: int = 1
 
     def __post_init__(self) -> None:
         if self.attempts < 1:
@@ -156,17 +158,22 @@ class LoadChallenge(Effect):
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class TakeChallenge(Effect):
+    """Remove the challenge; ``user_id``'s guess-budget attempt is given back (right code)."""
+
     replies: ClassVar[tuple[type[Event], ...]] = (ChallengeTaken,)
     challenge_id: str
+    user_id: str = ""
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class CountAttempt(Effect):
-    """Increment the challenge's attempt counter; the counter expires after ``ttl`` s."""
+    """Increment the challenge's attempt counter (it expires after ``ttl`` s) and, with a
+    ``user_id``, that user's guess budget (``otp.USER_GUESS_WINDOW``), atomically each."""
 
     replies: ClassVar[tuple[type[Event], ...]] = (AttemptCounted,)
     challenge_id: str
     ttl: int
+    user_id: str = ""
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)

@@ -56,6 +56,7 @@ BASE = [
 #: What this build implements (the brief of issue 2); everything else is refused.
 IMPLEMENTED = {
     "env", "host", "http-port", "metrics-host", "metrics-port", "enable-grpc", "grpc-port",
+    "allow-user-contextual-tuples",
     "enable-grpc-reflection", "grpc-tls-cert", "grpc-tls-key", "log-level", "url",
     "database-type", "database-url", "database-host", "database-port", "database-name",
     "database-username", "database-password", "database-cert", "database-ca-cert",
@@ -225,7 +226,8 @@ def test_defaults() -> None:
     assert (settings.graphql_max_complexity, settings.graphql_max_depth) == (300, 15)
     assert (settings.graphql_max_aliases, settings.graphql_max_body_bytes) == (30, 1048576)
     assert settings.refresh_token_expires_in == 2592000
-    assert settings.app_cookie_same_site == "none"
+    assert settings.app_cookie_same_site == "auto"
+    assert settings.session_cookie_same_site == "Lax"
     assert settings.app_cookie_secure
     assert settings.admin_cookie_secure
     assert not settings.webhook_allow_private_targets
@@ -1012,3 +1014,52 @@ def test_the_reference_mfa_defaults_stay_legal() -> None:
 )
 def test_graphql_limits_must_be_positive(flag: str) -> None:
     assert refusal(*BASE, f"--{flag}=0") == f"--{flag} must be 1 or more, got 0"
+
+
+@pytest.mark.parametrize(
+    ("origins", "same_site", "secure"),
+    [
+        ("*", "Lax", False),
+        ("https://app.example.com", "Lax", False),  # same site as auth.example.com
+        ("https://*.example.com", "Lax", False),
+        ("https://spa.other.io", "None", True),  # another site: None, and then Secure
+        ("*,https://spa.other.io", "None", True),
+    ],
+)
+def test_session_cookies_are_lax_unless_a_listed_origin_is_on_another_site(
+    origins: str, same_site: str, secure: bool
+) -> None:
+    settings = parse_args(
+        [
+            *BASE,
+            "--url=https://auth.example.com",
+            f"--allowed-origins={origins}",
+            "--app-cookie-secure=false",
+        ]
+    )
+    assert settings.session_cookie_same_site == same_site
+    assert settings.session_cookie_secure is secure
+
+
+def test_an_explicit_same_site_wins_and_none_is_always_secure() -> None:
+    settings = parse_args([*BASE, "--app-cookie-same-site=none", "--app-cookie-secure=false"])
+    assert settings.session_cookie_same_site == "None"
+    assert settings.session_cookie_secure is True
+    strict = parse_args([*BASE, "--allowed-origins=https://x.io", "--app-cookie-same-site=strict"])
+    assert strict.session_cookie_same_site == "Strict"
+
+
+def test_null_is_never_an_allowed_origin() -> None:
+    with pytest.raises(ConfigError, match="cannot list null"):
+        parse_args([*BASE, "--allowed-origins=https://a.example.com,null"])
+
+
+def test_plain_http_origins_elsewhere_are_warned_about() -> None:
+    settings = parse_args(
+        [
+            *BASE,
+            "--allowed-origins=http://localhost:3000,http://127.0.0.1:5173,http://app.example.com",
+        ]
+    )
+    (warning,) = settings.startup_warnings()
+    assert "http://app.example.com" in warning

@@ -110,8 +110,10 @@ def start_server(
     wait: bool = True,
     name: str = "server",
     grpc_port: int | None = None,
+    http_port: int | None = None,
 ) -> ServerProcess:
-    http_port, metrics_port = free_port(), free_port()
+    """``http_port``: for a test that must name the server's URL before it starts."""
+    http_port, metrics_port = http_port or free_port(), free_port()
     grpc_port = grpc_port or free_port()
     stderr_path = tmp_path / f"{name}-{http_port}.stderr"
     args = [

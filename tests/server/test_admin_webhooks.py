@@ -16,7 +16,7 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from storage import outbox
+from storage import outbox, webhooks
 from tests.server.harness import (
     ADMIN_SECRET,
     CLIENT_SECRET,
@@ -91,6 +91,24 @@ def _enqueue_event(database: Path, event: str, user: dict[str, Any] = USER) -> N
         with engine.begin() as conn:
             payload = {"event_name": event, "user": user, "auth_recipe": "basic_auth"}
             outbox.enqueue(conn, "webhook_event", payload, now=time.time())
+    finally:
+        engine.dispose()
+
+
+def _insert_webhook(database: Path, endpoint: str, event: str) -> str:
+    """A webhook as stored when its host still resolved to a public address."""
+    engine = sa.create_engine(f"sqlite:///{database}", connect_args={"timeout": 30})
+    try:
+        with engine.begin() as conn:
+            return webhooks.insert_webhook(
+                conn,
+                event_name=event,
+                event_description=event,
+                endpoint=endpoint,
+                enabled=True,
+                headers={},
+                now=int(time.time()),
+            )
     finally:
         engine.dispose()
 
@@ -395,9 +413,15 @@ def test_private_targets_are_refused_without_the_flag(tmp_path: Path, sink: Rece
         message = _error(client.post("/v1/admin/add_webhook", json=literal), 400,
                          "invalid_argument")  # fmt: skip
         assert message == "invalid endpoint: 127.0.0.1 is a loopback address"
-        # A name is only resolved at connect time: accepted here, refused when called.
+        # A name is resolved when saved: refused here too.
         by_name = f"http://localhost:{sink.port}/hook"
-        webhook_id = _add(client, by_name, event="user.deleted")
+        named = {"event_name": "user.deleted", "endpoint": by_name, "enabled": True}
+        message = _error(client.post("/v1/admin/add_webhook", json=named), 400,
+                         "invalid_argument")  # fmt: skip
+        assert message.startswith("invalid endpoint: localhost resolves to a loopback address")
+        # ... and again at every delivery: a name that resolved elsewhere when it was saved
+        # (DNS rebinding) is refused when it is called.
+        webhook_id = _insert_webhook(tmp_path / "bastion.db", by_name, "user.deleted")
         probe = {"event_name": "user.login", "endpoint": by_name}
         message = _error(client.post("/v1/admin/test_endpoint", json=probe), 400,
                          "invalid_argument")  # fmt: skip

@@ -218,7 +218,8 @@ def test_signup_logs_in_without_an_id_token_and_sets_the_sealed_cookie_pair(
     assert set(pair) == {"cookie_session", "cookie_session_domain"}
     for header in pair.values():
         assert "HttpOnly" in header
-        assert "SameSite=None" in header
+        # Lax by default: no listed origin on another site.
+        assert "SameSite=Lax" in header
         assert "Secure" not in header
     sealed = session_cookie(response)
     # a sealed reference, not a token: no JWT shape, no token inside
@@ -362,7 +363,7 @@ def refresh(client: httpx.Client, token: str) -> httpx.Response:
     return client.post("/oauth/token", data=form)
 
 
-def test_refresh_rotates_and_tolerates_a_concurrent_duplicate(main: httpx.Client) -> None:
+def test_refresh_rotates_and_refuses_a_concurrent_duplicate(main: httpx.Client) -> None:
     _, tokens = new_user(main, scope=["openid", "offline_access"])
     first = tokens["refresh_token"]
     assert first
@@ -375,9 +376,12 @@ def test_refresh_rotates_and_tolerates_a_concurrent_duplicate(main: httpx.Client
     assert body["refresh_token"]
     assert body["refresh_token"] != first
     assert session_cookie(rotated)
-    # a second tab presenting the same token inside the grace window still succeeds
-    twin = refresh(main, first)
-    assert twin.status_code == 200, twin.text
+    # a second tab presenting the same token inside the grace window is refused (never a
+    # second live session), and the family lives on in its successor
+    for _ in range(3):
+        twin = refresh(main, first)
+        assert twin.status_code == 400, twin.text
+        assert twin.json()["error"] == "invalid_grant"
     assert refresh(main, body["refresh_token"]).status_code == 200
     assert main.get("/v1/profile", headers=bearer(tokens["access_token"])).status_code == 401
 

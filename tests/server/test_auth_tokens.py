@@ -216,6 +216,8 @@ def test_refresh_replay_after_the_grace_window_ends_the_family(
 def test_a_session_moves_between_processes(shared_pg: tuple[Any, Any, str]) -> None:
     one, two, _ = shared_pg
     with client_for(one) as first, client_for(two) as second:
+        # Behind one public name a browser sends that name as its Origin.
+        first.headers["origin"] = second.headers["origin"] = "http://bastion.test"
         email = unique_email()
         cookie = session_cookie(signup(first, email))
         tokens = login(first, email, scope=["openid", "offline_access"]).json()

@@ -26,7 +26,8 @@ import pyotp
 import pytest
 
 from core.auth import otp, totp
-from core.auth.mfa_settings import FACTOR_REQUIRED, MAX_FACTOR_ATTEMPTS
+from core.auth.mfa_settings import FACTOR_REQUIRED
+from core.auth.otp import USER_GUESS_BUDGET
 from tests.dbfixtures import fresh_postgres_url, fresh_redis_url, fresh_sqlite_url
 from tests.server.harness import ADMIN_SECRET, ServerProcess, base_flags, start_server
 from tests.server.memory_time import MemoryEntries
@@ -267,7 +268,7 @@ def test_a_user_turns_mfa_on_and_the_next_login_enrols(client: httpx.Client) -> 
 def test_wrong_factors_are_limited_per_user(env: Env, client: httpx.Client) -> None:
     user = enrol(client)
     no_longer_fresh(env, user)
-    for _ in range(MAX_FACTOR_ATTEMPTS):
+    for _ in range(USER_GUESS_BUDGET):
         refused = update(client, user.access_token, regenerate_recovery_codes=True, otp="000000")
         assert refused.json()["message"] == "invalid otp"
     blocked = update(
@@ -275,9 +276,12 @@ def test_wrong_factors_are_limited_per_user(env: Env, client: httpx.Client) -> N
     )
     assert blocked.status_code == 429
     assert blocked.json()["code"] == "resource_exhausted"
-    # the refused request consumed nothing: the recovery code still logs in
+    # one budget for every second factor: the login challenge is refused too, before any
+    # code is compared (so the recovery code is not consumed)
     cookie = mfa_cookie(login(client, user.email))
-    assert verify(client, user.email, user.recovery_codes[0], cookie).status_code == 200
+    refused_login = verify(client, user.email, user.recovery_codes[0], cookie)
+    assert refused_login.status_code == 429
+    assert refused_login.headers["retry-after"] == str(15 * 60)
 
 
 def test_refusals(client: httpx.Client) -> None:

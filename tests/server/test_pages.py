@@ -39,6 +39,9 @@ SERVERS = {
         "--enable-email-otp",
         "--enforce-mfa=false",
         f"--allowed-origins={ALLOWED}",
+        # A listed origin on another site would make the session cookies SameSite=None,
+        # hence Secure, which this plain-http test client would not send back.
+        "--app-cookie-same-site=lax",
         f"--organization-name={ORG}",
         "--organization-logo=/logo.png",
     ),

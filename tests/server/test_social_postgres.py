@@ -89,7 +89,8 @@ def test_begun_on_one_process_finished_on_the_other(
             back = query(done.headers["location"])
             assert back["state"] == "pg"
             assert "access_token" in back
-            profile = other.get("/v1/profile").json()
+            # the app on the public origin reads the profile (a browser sends that Origin)
+            profile = other.get("/v1/profile", headers={"origin": PUBLIC}).json()
     assert profile["email"] == person.email
     assert name in profile["signup_methods"].split(",")
 

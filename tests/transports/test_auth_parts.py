@@ -72,7 +72,13 @@ def test_cookie_attributes_follow_the_flags() -> None:
         assert cookie.max_age == SESSION_TTL
     cleared = SessionCookies(settings()).clear()
     assert all(c.max_age == 0 and c.value == "" and c.secure for c in cleared)
-    assert all(c.same_site == "None" for c in cleared)
+    # The default: Lax (no listed origin on another site).
+    assert all(c.same_site == "Lax" for c in cleared)
+    cross = SessionCookies(
+        settings(**{"allowed-origins": "https://spa.other.io", "app-cookie-secure": "false"})
+    )
+    for cookie in cross.set("v", SESSION_TTL):
+        assert (cookie.same_site, cookie.secure) == ("None", True)
 
 
 @pytest.mark.parametrize(

@@ -18,7 +18,7 @@ from urllib.parse import SplitResult, urlsplit
 
 import trio
 
-__all__ = ["RefusedTarget", "Target", "check_endpoint", "resolve_target"]
+__all__ = ["RefusedTarget", "Target", "check_endpoint", "check_saved_endpoint", "resolve_target"]
 
 IpAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -83,6 +83,19 @@ def check_endpoint(endpoint: str, *, allow_private: bool) -> None:
     reason = address_refusal(literal)
     if reason is not None and not allow_private:
         raise RefusedTarget(f"{parts.hostname} is a {reason} address")
+
+
+async def check_saved_endpoint(endpoint: str, *, allow_private: bool) -> None:
+    """The save-time check: :func:`check_endpoint`, then the host's addresses as they
+    resolve now (decimal, octal and hex IPv4 forms resolve too). A host that does not
+    resolve yet is accepted: delivery refuses it if it later resolves somewhere private."""
+    check_endpoint(endpoint, allow_private=allow_private)
+    if allow_private:
+        return
+    try:
+        await resolve_target(endpoint, allow_private=False)
+    except UnresolvableTarget:
+        return
 
 
 async def resolve_target(endpoint: str, *, allow_private: bool) -> Target:

@@ -19,7 +19,7 @@ from transports.admin import fields
 from transports.admin.audit import record_admin_action
 from transports.admin.delivery import DeliveryError, WebhookSender
 from transports.admin.events import WEBHOOK_EVENTS, default_description
-from transports.admin.targets import RefusedTarget, check_endpoint
+from transports.admin.targets import RefusedTarget, check_saved_endpoint
 from transports.context import CallerContext, Reply
 from transports.service import Service
 
@@ -61,11 +61,13 @@ class WebhookAdmin:
         self._listeners = storage.webhook_listeners
         self._sender = sender
 
-    def _endpoint(self, value: str | None) -> str:
+    async def _endpoint(self, value: str | None) -> str:
+        """A checked endpoint: scheme and host, and (unless private targets are allowed)
+        what the host resolves to NOW; delivery checks again at every attempt."""
         if not value or not value.strip():
             raise InvalidArgument("empty endpoint not allowed")
         try:
-            check_endpoint(value, allow_private=self._sender.allow_private_targets)
+            await check_saved_endpoint(value, allow_private=self._sender.allow_private_targets)
         except RefusedTarget as exc:
             raise InvalidArgument(f"invalid endpoint: {exc}") from None
         return value.strip()
@@ -73,7 +75,7 @@ class WebhookAdmin:
     async def add_webhook(self, request: dict[str, Any], caller: CallerContext) -> Reply:
         await self._service.require_admin(caller)
         event_name = _event_name(fields.text(request, "event_name"))
-        endpoint = self._endpoint(fields.text(request, "endpoint"))
+        endpoint = await self._endpoint(fields.text(request, "endpoint"))
         description = fields.text(request, "event_description") or default_description(event_name)
         enabled = fields.flag(request, "enabled") or False
         headers = fields.headers(request) or {}
@@ -112,7 +114,7 @@ class WebhookAdmin:
         if (description := fields.text(request, "event_description")) is not None:
             changes["event_description"] = description
         if (endpoint := fields.text(request, "endpoint")) is not None:
-            changes["endpoint"] = self._endpoint(endpoint)
+            changes["endpoint"] = await self._endpoint(endpoint)
         if (enabled := fields.flag(request, "enabled")) is not None:
             changes["enabled"] = enabled
         if (headers := fields.headers(request)) is not None:
@@ -191,7 +193,7 @@ class WebhookAdmin:
         name = fields.text(request, "event_name")
         if name not in WEBHOOK_EVENTS:
             raise InvalidArgument(f"invalid event_name {name or ''}")
-        endpoint = self._endpoint(fields.text(request, "endpoint"))
+        endpoint = await self._endpoint(fields.text(request, "endpoint"))
         description = fields.text(request, "event_description") or default_description(name)
         payload: dict[str, Any] = {
             "event_name": name,

@@ -43,7 +43,6 @@ MFA_COOKIE = "mfa"
 MFA_DOMAIN_COOKIE = "mfa_domain"
 _NONCE_BYTES = 12
 _INFO = b"bastion session cookie v1"
-_SAME_SITE = {"none": "None", "lax": "Lax", "strict": "Strict"}
 
 
 def _b64encode(raw: bytes) -> str:
@@ -74,8 +73,8 @@ class SessionCookies:
             settings.client_secret.encode()
         )
         self._aead = AESGCM(key)
-        self._secure = settings.app_cookie_secure
-        self._same_site = _SAME_SITE.get(settings.app_cookie_same_site.lower(), "Lax")
+        self._secure = settings.session_cookie_secure
+        self._same_site = settings.session_cookie_same_site
         self._domain = cookie_domain_for(settings)
 
     # -- the sealed value -----------------------------------------------------------------

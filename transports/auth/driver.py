@@ -305,7 +305,9 @@ class FlowRun:
         if replaced is None:
             return None
         if self.auth.clock.now() - replaced.at <= REFRESH_GRACE_SECONDS:
-            return replaced.token
+            # A duplicate of a refresh that just happened (two tabs at once): refused,
+            # never a second live session; the family lives on in its successor.
+            return None
         # A rotated-away refresh token came back after the grace window: a replay. End the
         # whole family, whoever holds its current token.
         await sessions.end_family(effect.user_id, sid)

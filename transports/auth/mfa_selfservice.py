@@ -19,12 +19,10 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
-from core.auth import totp
+from core.auth import otp, totp
 from core.auth.mfa_settings import (
-    FACTOR_ATTEMPT_WINDOW,
     FACTOR_REQUIRED,
     FRESH_FACTOR_WINDOW,
-    MAX_FACTOR_ATTEMPTS,
     NO_AUTHENTICATOR,
     MfaChange,
     plan_mfa_change,
@@ -34,6 +32,7 @@ from core.errors import FailedPrecondition, InvalidArgument, ResourceExhausted
 from storage import admin_users
 from storage import authenticators as rows
 from transports.auth.requests import flag, text
+from transports.mfa_challenges import guesses_key
 from transports.system import SystemRandom
 
 if TYPE_CHECKING:
@@ -132,12 +131,14 @@ async def _factor_proof(
     now: float,
 ) -> SqlStep:
     """The step consuming ``code`` (an authenticator or recovery code). Each code is
-    counted before it is compared: at most ``MAX_FACTOR_ATTEMPTS`` per user and window."""
+    counted before it is compared, against the user's one second-factor guess budget
+    (shared with login challenges); a right code gives its attempt back."""
     if not code:
         raise InvalidArgument(FACTOR_REQUIRED)
-    attempts = await memory.incr(f"mfa_factor_attempts:{user_id}", ttl=FACTOR_ATTEMPT_WINDOW)
-    if attempts > MAX_FACTOR_ATTEMPTS:
-        raise ResourceExhausted(TOO_MANY_ATTEMPTS, retry_after=FACTOR_ATTEMPT_WINDOW)
+    budget = guesses_key(user_id)
+    if await memory.incr(budget, ttl=otp.USER_GUESS_WINDOW) > otp.USER_GUESS_BUDGET:
+        await memory.incr(budget, -1)
+        raise ResourceExhausted(TOO_MANY_ATTEMPTS, retry_after=otp.USER_GUESS_WINDOW)
     if authenticator is None or not authenticator.verified:
         raise InvalidArgument(INVALID_OTP)
     step = totp.matching_step(
@@ -145,8 +146,10 @@ async def _factor_proof(
     )
     stamp = int(now)
     if step is not None:
+        await memory.incr(budget, -1)
         return lambda conn: _consumed(rows.record_step(conn, user_id, step, now=stamp))
     digest = totp.find_recovery_code(code, authenticator.recovery_digests)
     if digest is None:
         raise InvalidArgument(INVALID_OTP)
+    await memory.incr(budget, -1)
     return lambda conn: _consumed(rows.use_recovery_code(conn, user_id, digest, now=stamp))

@@ -60,6 +60,7 @@ from storage import Storage
 from transports.auth.account import AccountOperations
 from transports.auth.authenticators import AuthenticatorStore
 from transports.auth.cookies import SessionCookies
+from transports.auth.devices import DeviceCookies
 from transports.auth.driver import FlowRun
 from transports.auth.issuer import CustomClaims, TokenIssuer
 from transports.auth.mfa_selfservice import mark_fresh_factor
@@ -140,6 +141,7 @@ class AuthService(AccountOperations):
         self.env = FlowEnv(policy=self.policy, clock=self.clock, ids=self.ids)
         self.signer = TokenSigner(settings)
         self.cookies = SessionCookies(settings)
+        self.devices = DeviceCookies(settings)
         self.lifetimes = Lifetimes(
             session=SESSION_TTL,
             access=self.policy.access_token_ttl,
@@ -191,9 +193,11 @@ class AuthService(AccountOperations):
     def redirect_allowed(self, uri: str) -> bool:
         if not uri.lower().startswith(("http://", "https://")):
             return False
-        if self.origins.allow_any:
-            return OriginPolicy((), self.settings.url).allows(uri)
-        return self.origins.allows(uri)
+        # URL parsers drop CR, LF and tab before checking; a header or page built from
+        # the raw value would not: no control character is ever a redirect target.
+        if any(ord(c) < 0x20 or ord(c) == 0x7F for c in uri):
+            return False
+        return self.origins.trusts(uri)
 
     @staticmethod
     def reply(result: Any, run: FlowRun) -> Reply:
@@ -237,20 +241,29 @@ class AuthService(AccountOperations):
         who = _digest(identifier)
         return f"throttle:login:{who}:{caller.client_ip}", f"throttle:login:{who}"
 
-    async def _check_login_throttle(self, keys: tuple[str, str]) -> None:
-        counts = await self.storage.memory.get_many(*keys)
-        limits = (
-            (LOGIN_FAILURES_PER_ADDRESS, LOGIN_FAILURES_PER_ADDRESS_WINDOW),
-            (LOGIN_FAILURES_PER_IDENTIFIER, LOGIN_FAILURES_PER_IDENTIFIER_WINDOW),
-        )
-        for raw, (limit, window) in zip(counts, limits, strict=True):
-            if raw is not None and int(raw) >= limit:
-                raise ResourceExhausted(INVALID_CREDENTIALS, retry_after=window)
-
-    async def _count_login_failure(self, keys: tuple[str, str]) -> None:
+    async def _reserve_login(self, keys: tuple[str, str], known_device: bool) -> list[str]:
+        """Take this attempt out of the budgets BEFORE the password hash is checked
+        (increment, then compare: parallel attempts can never pass a limit); a refused
+        attempt gives its reservation back at once. A client that signed in to this
+        account before (its device cookie) is held to the per-address budget only, so a
+        stranger exhausting the account's budget cannot lock the owner out."""
         memory = self.storage.memory
-        await memory.incr(keys[0], ttl=LOGIN_FAILURES_PER_ADDRESS_WINDOW)
-        await memory.incr(keys[1], ttl=LOGIN_FAILURES_PER_IDENTIFIER_WINDOW)
+        budgets = [(keys[0], LOGIN_FAILURES_PER_ADDRESS, LOGIN_FAILURES_PER_ADDRESS_WINDOW)]
+        if not known_device:
+            budgets.append(
+                (keys[1], LOGIN_FAILURES_PER_IDENTIFIER, LOGIN_FAILURES_PER_IDENTIFIER_WINDOW)
+            )
+        reserved: list[str] = []
+        for key, limit, window in budgets:
+            reserved.append(key)
+            if await memory.incr(key, ttl=window) > limit:
+                await self._give_back(reserved)
+                raise ResourceExhausted(INVALID_CREDENTIALS, retry_after=window)
+        return reserved
+
+    async def _give_back(self, keys: list[str]) -> None:
+        for key in keys:
+            await self.storage.memory.incr(key, -1)
 
     async def login(self, request: dict[str, Any], caller: CallerContext) -> Reply:
         email, phone = optional_text(request, "email"), optional_text(request, "phone_number")
@@ -263,18 +276,25 @@ class AuthService(AccountOperations):
             state=optional_text(request, "state"),
         )
         identifier = normalise_email(email) if email else (phone or "").strip()
-        keys = self._throttle_keys(identifier, caller) if identifier else None
-        if keys is not None:
-            await self._check_login_throttle(keys)
+        reserved: list[str] = []
+        if identifier:
+            known = self.devices.recognises(caller, identifier)
+            reserved = await self._reserve_login(self._throttle_keys(identifier, caller), known)
         run = FlowRun(self, caller)
         try:
             result = await run.run(LoginMachine(self.env), event)
         except Unauthenticated:
-            # Unknown identifiers count exactly like known ones: nothing tells them apart.
-            if keys is not None:
-                await self._count_login_failure(keys)
+            # A wrong password keeps its reservation; unknown identifiers count exactly
+            # like known ones: nothing tells them apart.
             raise
-        return self.reply(result, run)
+        except BaseException:
+            await self._give_back(reserved)
+            raise
+        await self._give_back(reserved)
+        reply = self.reply(result, run)
+        if identifier:
+            reply = Reply(reply.body, (*reply.cookies, self.devices.cookie(identifier)))
+        return reply
 
     # -- the second factor -------------------------------------------------------------------
 

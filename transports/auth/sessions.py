@@ -12,8 +12,9 @@ family a login started (the ``sid`` claim), which refresh rotation keeps. So end
 session, one family or every session of a user is one delete or one prefix delete.
 
 Refresh rotation: the replaced refresh token is remembered under ``replaced``. Presented
-again within :data:`REFRESH_GRACE_SECONDS` (two tabs refreshing at once) it still works;
-later, it is a replay: the whole family ends.
+again within :data:`REFRESH_GRACE_SECONDS` (two tabs refreshing at once) it is refused
+and nothing else happens (never a second live session: the other tab holds the
+successor); later, it is a replay: the whole family ends.
 
 The SQL side (``service_users.sessions_valid_after`` and ``revoked_timestamp``) is read
 through a cache of :data:`STATUS_CACHE_SECONDS`, so a failed memory-store delete leaves a
@@ -39,7 +40,8 @@ __all__ = [
     "SessionStore",
 ]
 
-#: How long a just-replaced refresh token keeps working (concurrent refreshes).
+#: How long a just-replaced refresh token is refused without ending its family (a
+#: concurrent refresh from another tab, not a replay).
 REFRESH_GRACE_SECONDS = 10
 #: How long one process trusts what it read of a user's SQL-side status.
 STATUS_CACHE_SECONDS = 1.0

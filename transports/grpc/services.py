@@ -241,7 +241,8 @@ def _caller(runtime: Runtime, context: grpc.ServicerContext) -> CallerContext:
         user_agent=str(metadata.get("user-agent", "")),
         bearer_token=bearer or None,
         cookies={name: morsel.value for name, morsel in jar.items()},
-        admin_secret_header=metadata.get("x-service-admin-secret"),
+        admin_secret_header=metadata.get("x-service-admin-secret")
+        or metadata.get("x-authorizer-admin-secret"),
     )
 
 

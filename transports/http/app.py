@@ -114,7 +114,8 @@ def caller_context() -> CallerContext:
         user_agent=request.headers.get("user-agent", ""),
         bearer_token=bearer or None,
         cookies=dict(request.cookies),
-        admin_secret_header=request.headers.get("x-service-admin-secret"),
+        admin_secret_header=request.headers.get("x-service-admin-secret")
+        or request.headers.get("x-authorizer-admin-secret"),
         client_id_header=request.headers.get("x-authorizer-client-id"),
         protocol=Protocol.GRAPHQL if request.path == "/graphql" else Protocol.REST,
     )
@@ -378,11 +379,11 @@ def create_app(runtime: Runtime) -> QuartTrio:
         if response.status_code in (408, 413) or not await finish_request_body():
             # The refused body may still be arriving: the connection cannot be reused.
             response.headers["Connection"] = "close"
-        origin = request.headers.get("origin")
         response.headers.add("Vary", "Origin")
-        if origin and runtime.origins.allows(origin):
-            response.headers["Access-Control-Allow-Origin"] = origin
-            response.headers["Access-Control-Allow-Credentials"] = "true"
+        for name, value in edge.cors_headers(
+            request.headers.get("origin"), runtime.origins
+        ).items():
+            response.headers[name] = value
         rule = request.url_rule.rule if request.url_rule else "unmatched"
         method = request.method
         runtime.metrics.http_requests.labels(method, rule, str(response.status_code)).inc()

@@ -20,6 +20,7 @@ __all__ = [
     "CSRF_EXEMPT_PREFIXES",
     "OriginPolicy",
     "client_ip",
+    "cors_headers",
     "csrf_refusal",
     "parse_networks",
     "request_origin",
@@ -28,7 +29,8 @@ __all__ = [
 
 CORS_ALLOW_HEADERS = (
     "authorization, content-type, accept, origin, cache-control, x-requested-with, "
-    "x-authorizer-url, x-authorizer-client-id, x-service-admin-secret"
+    "x-authorizer-url, x-authorizer-client-id, x-service-admin-secret, "
+    "x-authorizer-admin-secret"
 )
 CORS_ALLOW_METHODS = "GET, POST, PUT, OPTIONS"
 
@@ -85,11 +87,14 @@ def _host_matches(pattern: str, host: str) -> bool:
 class OriginPolicy:
     """Which browser origins may call us, from ``--allowed-origins`` and ``--url``.
 
-    ``*`` admits every origin. Other entries are origins or host patterns: the scheme
-    is not compared, a port is compared unless it is the scheme's default, and ``*``
-    stands for one or more sub-domain labels (``*.example.com``) or for characters
-    inside a label (``app-*.example.com``). The server's own origin (``--url``) is
-    always allowed.
+    Two levels. An origin is *trusted* (with the user's cookies: credentialed CORS,
+    cookie-carrying state changes, redirects) when it is the server's own (``--url``) or
+    matches a listed entry: origins or host patterns, where the scheme is not compared,
+    a port is compared unless it is the scheme's default, and ``*`` stands for one or
+    more sub-domain labels (``*.example.com``) or for characters inside a label
+    (``app-*.example.com``). ``*`` in the list trusts nobody more: it lets any origin
+    call *without* cookies (CORS answers ``*``). ``null`` (sandboxed frames, files,
+    some redirects) is never allowed at all.
     """
 
     def __init__(self, allowed_origins: Iterable[str], own_url: str) -> None:
@@ -98,15 +103,24 @@ class OriginPolicy:
         self._patterns = [o for o in (_parse_origin(e) for e in entries if e != "*") if o]
         self._own = _parse_origin(own_url)
 
-    def allows(self, origin: str) -> bool:
+    def trusts(self, origin: str) -> bool:
+        """May ``origin`` act with the user's cookies?"""
+        if origin.strip().lower() == "null":
+            return False
         parsed = _parse_origin(origin)
         if parsed is None:
             return False
-        if self.allow_any or parsed == self._own:
+        if parsed == self._own:
             return True
         return any(
             p.port == parsed.port and _host_matches(p.host, parsed.host) for p in self._patterns
         )
+
+    def allows(self, origin: str) -> bool:
+        """May ``origin`` call at all (without cookies)?"""
+        if origin.strip().lower() == "null":
+            return False
+        return self.allow_any or self.trusts(origin)
 
 
 def request_origin(headers: Mapping[str, str]) -> str | None:
@@ -125,22 +139,31 @@ def request_origin(headers: Mapping[str, str]) -> str | None:
 def csrf_refusal(
     method: str, path: str, headers: Mapping[str, str], policy: OriginPolicy
 ) -> str | None:
-    """Why a state-changing request is refused as a possible cross-site forgery, or None.
+    """Why a request is refused as a possible cross-site forgery, or None.
 
     A browser always sends ``Origin`` (or at least ``Referer``) on a cross-site POST, so
-    requiring one that we trust stops forged requests riding on the session cookie.
-    Requiring JSON (or ``X-Requested-With``) as well keeps simple HTML form posts out
-    even when every origin is allowed.
+    requiring one stops forged requests; a request carrying cookies must come from an
+    origin trusted with them (``--url`` or a listed origin), whatever ``*`` allows.
+    Requiring JSON (or ``X-Requested-With``) as well keeps simple HTML form posts out.
+    A cookie-carrying read of the API (a GET under ``/v1`` or ``/graphql``: profiles,
+    sessions, admin data) is refused when the browser says another site or an untrusted
+    origin sent it (``Origin``, or ``Sec-Fetch-Site: cross-site`` / ``same-site``).
     """
-    if method.upper() not in _STATE_CHANGING:
-        return None
     if path.startswith(CSRF_EXEMPT_PREFIXES):
         return None
     if not path.startswith(_CSRF_GUARDED_PREFIXES) and path != "/graphql":
         return None
+    with_cookies = bool(headers.get("cookie", "").strip())
+    if method.upper() not in _STATE_CHANGING:
+        return _credentialed_read_refusal(headers, policy) if with_cookies else None
     origin = request_origin(headers)
     if origin is None:
         return "Origin or Referer header is required for state-changing requests"
+    if with_cookies and not policy.trusts(origin):
+        return (
+            "Origin not allowed to act with this site's cookies (list it in "
+            "--allowed-origins to trust it)"
+        )
     if not policy.allows(origin):
         return "Origin not allowed"
     content_type = headers.get("content-type", "").lower()
@@ -150,6 +173,29 @@ def csrf_refusal(
             "or X-Requested-With header"
         )
     return None
+
+
+def _credentialed_read_refusal(headers: Mapping[str, str], policy: OriginPolicy) -> str | None:
+    origin = headers.get("origin", "").strip()
+    if origin:
+        if policy.trusts(origin):
+            return None
+        return "Origin not allowed to read with this site's cookies"
+    if headers.get("sec-fetch-site", "").strip().lower() in ("cross-site", "same-site"):
+        return "Cross-site reads with this site's cookies are not allowed"
+    return None
+
+
+def cors_headers(origin: str | None, policy: OriginPolicy) -> dict[str, str]:
+    """CORS answer headers: credentials only ever for a trusted origin, ``*`` (never with
+    credentials) for any other origin when ``--allowed-origins`` has ``*``."""
+    if not origin or origin.strip().lower() == "null":
+        return {}
+    if policy.trusts(origin):
+        return {"Access-Control-Allow-Origin": origin, "Access-Control-Allow-Credentials": "true"}
+    if policy.allow_any:
+        return {"Access-Control-Allow-Origin": "*"}
+    return {}
 
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network

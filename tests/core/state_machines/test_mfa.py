@@ -293,9 +293,9 @@ def test_email_code_verification_completes_the_login() -> None:
     )
     assert steps == [
         [LoadChallenge(challenge_id=CHALLENGE_ID)],
-        [CountAttempt(challenge_id=CHALLENGE_ID, ttl=c.expires_at - NOW)],
+        [CountAttempt(challenge_id=CHALLENGE_ID, ttl=c.expires_at - NOW, user_id="user-1")],
         [CheckCode(challenge_id=CHALLENGE_ID, code=CODE, digest=DIGEST)],
-        [TakeChallenge(challenge_id=CHALLENGE_ID)],
+        [TakeChallenge(challenge_id=CHALLENGE_ID, user_id="user-1")],
         [LoadUser(user_id="user-1")],
         [
             IssueTokens(
@@ -409,7 +409,7 @@ def test_authenticator_code_is_recorded_then_the_challenge_taken() -> None:
     )
     assert steps[2] == [LoadAuthenticator(user_id="user-1")]
     assert steps[3] == [RecordTotpStep(user_id="user-1", step=CURRENT_STEP)]
-    assert steps[4] == [TakeChallenge(challenge_id=CHALLENGE_ID)]
+    assert steps[4] == [TakeChallenge(challenge_id=CHALLENGE_ID, user_id="user-1")]
     assert steps[5] == [LoadUser(user_id="user-1")]
 
 
@@ -751,4 +751,6 @@ def test_identifiers_are_compared_normalised() -> None:
     effects = last(
         MfaMachine(env()), verify(email=" ANN@example.com"), ChallengeLoaded(challenge=stored)
     )
-    assert effects == [CountAttempt(challenge_id=CHALLENGE_ID, ttl=stored.expires_at - NOW)]
+    assert effects == [
+        CountAttempt(challenge_id=CHALLENGE_ID, ttl=stored.expires_at - NOW, user_id="user-1")
+    ]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,13 +13,9 @@ from conformance.openfga.runner import main, run_path
 REPO = Path(__file__).resolve().parents[2]
 
 
-def shared_openfga() -> Path:
-    base = os.environ.get("BASTION_SHARED_DIR")
-    shared = Path(base) if base else REPO.parent / "shared"
-    return shared / "conformance-data" / "openfga"
-
-
-DATA = shared_openfga()
+#: OpenFGA's own test data, copied verbatim with its licences and provenance (README.md
+#: there): the repository carries everything its tests read.
+DATA = REPO / "tests" / "data" / "openfga"
 LANGUAGE = DATA / "language" / "tests" / "data"
 SERVER = DATA / "openfga" / "assets" / "tests"
 

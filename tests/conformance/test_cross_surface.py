@@ -350,7 +350,7 @@ def test_two_processes_on_postgres_and_redis_with_mail_and_sms(tmp_path: Path) -
     assert code == 0, output
     passed, failed, _ = totals(output)
     assert failed == 0
-    assert passed >= 100, output
+    assert passed >= 90, output
     # A cookie minted by one process is honoured by the other: the admin cookie session
     # logs in on one and is renewed and ended on the next.
     assert row(output, "admin.cookie_session") == ["pass", "pass", "pass"]

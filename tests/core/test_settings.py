@@ -497,9 +497,23 @@ def test_memory_store_url() -> None:
     assert parse("--memory-store-url=redis://127.0.0.1:6379/0").memory_store_kind == "redis"
     assert parse("--memory-store-url=rediss://cache:6380").memory_store_kind == "redis"
     assert parse("--memory-store-url=memory://").memory_store_kind == "memory"
+    assert (
+        parse("--memory-store-url=redis+sentinel://s1:26379,s2:26379/bastion/2").memory_store_kind
+        == "redis"
+    )
+    assert parse("--memory-store-url=rediss+cluster://c1:7000,c2:7000").memory_store_kind == (
+        "redis"
+    )
     message = refusal(*BASE, "--memory-store-url=http://user:pw@cache")
-    assert message.startswith("--memory-store-url must be a redis://, rediss:// or memory://")
+    assert message.startswith("--memory-store-url must be memory://, redis://, rediss://")
     assert "pw" not in message
+    for bad, why in [
+        ("redis+sentinel://s1:26379", "needs /<service-name>"),
+        ("redis+cluster://c1:7000/3", "takes no path"),
+        ("redis+cluster://", "names no host"),
+        ("redis+sentinel://s1/bastion", "expected host:port"),
+    ]:
+        assert why in refusal(*BASE, f"--memory-store-url={bad}"), bad
 
 
 # -------------------------------------------------------------------- rule 4

@@ -7,15 +7,20 @@ the verification timestamps behind ``email_verified`` / ``phone_number_verified`
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import enum
 import re
+import unicodedata
 from collections.abc import Mapping
 from typing import Any
+
+import idna
 
 __all__ = [
     "SignupMethod",
     "User",
+    "has_control_character",
     "identity_lock_key",
     "identity_lock_keys",
     "is_valid_email",
@@ -44,15 +49,40 @@ _MAX_EMAIL_LENGTH = 320
 
 
 def normalise_email(email: str) -> str:
-    return email.strip().lower()
+    """The one form an address is stored and looked up in, so that look-alikes meet.
+
+    The local part is NFKC-normalised and case-folded (fullwidth ``x`` is ``x``, ``ß`` is ``ss``);
+    the domain is mapped by IDNA (UTS #46: width, case, compatibility forms) to its
+    Unicode form, its trailing dot dropped (``x.io.`` is ``x.io``). A domain IDNA refuses
+    keeps the NFKC, case-folded form (and fails :func:`is_valid_email`).
+    """
+    folded = unicodedata.normalize("NFKC", email.strip())
+    local, at, domain = folded.rpartition("@")
+    if not at:
+        return folded.casefold()
+    domain = domain.rstrip(".").casefold()
+    with contextlib.suppress(idna.IDNAError, UnicodeError):
+        domain = idna.decode(idna.encode(domain, uts46=True))
+    return f"{local.casefold()}@{domain}"
+
+
+def has_control_character(text: str) -> bool:
+    """NUL, other C0/C1 controls, or format characters: never part of an identifier."""
+    return any(unicodedata.category(c) in ("Cc", "Cf", "Cs") for c in text)
 
 
 def is_valid_email(email: str) -> bool:
-    return len(email) <= _MAX_EMAIL_LENGTH and _EMAIL.match(email) is not None
+    return (
+        len(email) <= _MAX_EMAIL_LENGTH
+        and _EMAIL.match(email) is not None
+        and not has_control_character(email)
+    )
 
 
 def is_valid_phone_number(phone_number: str) -> bool:
-    return len(phone_number.strip()) >= _MIN_PHONE_LENGTH
+    return len(phone_number.strip()) >= _MIN_PHONE_LENGTH and not has_control_character(
+        phone_number
+    )
 
 
 def identity_lock_key(*, email: str | None = None, phone_number: str | None = None) -> str:

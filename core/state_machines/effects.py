@@ -262,6 +262,9 @@ class DeleteUserSessions(Effect):
 
     user_id: str
     keep_nonce: str | None = None
+    #: Also drop every emailed link still pending for the account (magic links,
+    #: verification and reset tokens): after a password reset none may sign in.
+    end_links: bool = False
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)

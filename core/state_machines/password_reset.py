@@ -449,7 +449,7 @@ class PasswordResetMachine(Machine[State]):
         return [
             UpdateUser(user=updated),
             spent,
-            DeleteUserSessions(user_id=user.id),
+            DeleteUserSessions(user_id=user.id, end_links=True),
             AuditRecord(
                 action=AuditAction.PASSWORD_RESET,
                 actor_id=user.id,

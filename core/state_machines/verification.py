@@ -195,6 +195,11 @@ class VerificationMachine(Machine[State]):
         if not user.email_verified:
             now = self._env.now()
             user = dataclasses.replace(user, email_verified_at=now, updated_at=now)
+            if request.identifier == EmailEvent.MAGIC_LINK_LOGIN:
+                # The link proves the address; a password set before it was proven was
+                # chosen by whoever signed up with it, maybe not its owner: it goes (the
+                # owner sets one later by a reset).
+                user = dataclasses.replace(user, password_hash=None)
             effects.append(UpdateUser(user=user))
         self.ctx.user = user
         effects.append(DeleteVerificationRequest(request_id=request.id))

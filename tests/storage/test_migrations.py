@@ -264,3 +264,31 @@ async def test_two_instances_migrating_at_once(fresh_db: tuple[str, str]) -> Non
     async with open_database(config_for(kind, url)) as db:
         assert await db.run(current_revision) == head_revision()
         assert await db.run(schema_differences) == []
+
+
+async def test_addresses_move_to_their_normal_form_and_look_alikes_are_reported(
+    fresh_db: tuple[str, str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """Rows written before revision 0007 (raw spellings): each moves to its normal form,
+    except look-alikes of another row, which stay and are reported, never merged."""
+    kind, url = fresh_db
+    rows = {"solo": "Solo@\uff38.IO.", "one": "twin@x.io", "two": "TWIN@\uff58.io"}
+    async with open_database(config_for(kind, url)) as db:
+        await migrate(db)
+
+        def write_raw(conn: sa.Connection) -> None:
+            for user_id, email in rows.items():
+                conn.execute(
+                    users.insert().values(
+                        id=user_id, email=email, roles="user", created_at=0, updated_at=0
+                    )
+                )
+            conn.execute(sa.text(f"UPDATE {VERSION_TABLE} SET version_num = '0006'"))
+
+        await db.run(write_raw, write=True)
+        with caplog.at_level("WARNING", logger="bastion.migrations"):
+            report = await migrate(db)
+        assert (report.from_revision, report.to_revision) == ("0006", head_revision())
+        stored = dict(await db.run(lambda c: list(c.execute(sa.select(users.c.id, users.c.email)))))
+    assert stored == {"solo": "solo@x.io", "one": "twin@x.io", "two": "TWIN@\uff58.io"}
+    assert "address of user two is a look-alike of user(s) one" in caplog.text

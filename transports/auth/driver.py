@@ -400,8 +400,12 @@ class FlowRun:
         await sessions.delete(effect.user_id, sid, effect.nonce)
 
     async def _end_user_sessions(self, effect: DeleteUserSessions) -> None:
+        """Every session ends; with ``end_links`` every emailed link still pending for the
+        account too (a link requested before a password reset must not sign in after it)."""
         user_id, now = effect.user_id, self._now
         self._sql.append(lambda conn: user_rows.end_sessions_marker(conn, user_id, valid_after=now))
+        if effect.end_links:
+            self._sql.append(lambda conn: _drop_pending_links(conn, user_id))
         await self._flush()
         self.auth.sessions.forget_status(user_id)
         await self.auth.sessions.end_memory_sessions(user_id)
@@ -447,6 +451,12 @@ def _enqueue(conn: sa.Connection, kind: str, payload: dict[str, Any], now: int) 
 
 def _record(conn: sa.Connection, entry: AuditEntry, now: int) -> None:
     record(conn, entry, now=now)
+
+
+def _drop_pending_links(conn: sa.Connection, user_id: str) -> None:
+    user = user_rows.get_by_id(conn, user_id)
+    if user is not None and user.email:
+        requests.delete_for_email(conn, user.email)
 
 
 def _consume(conn: sa.Connection, request_id: str) -> None:

@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from core import input_rules
 from core.errors import InvalidArgument
 from transports.context import CallerContext, Cookie, Reply
 from transports.graphql.execution import execute_operation
@@ -31,6 +32,9 @@ class GraphQLContext:
 def _resolver(operation: ServiceOperation) -> Resolver:
     async def resolve(context: GraphQLContext, args: dict[str, Any]) -> Any:
         request = args.get("params") or args.get("param") or {}
+        # Literals written in the document itself (escapes such as \u0000) arrive here.
+        if (why := input_rules.refusal(request, "params")) is not None:
+            raise InvalidArgument(why)
         reply = await operation(dict(request), context.caller)
         context.cookies.extend(reply.cookies)
         return reply.body

@@ -20,7 +20,7 @@ import trio
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
-from core import errors
+from core import errors, input_rules
 from transports.admin.grpc_shapes import renamed, unwrapped, wrapped
 from transports.auth.grpc_shapes import grpc_shaped
 from transports.context import CallerContext, Cookie, Protocol, Reply
@@ -266,6 +266,8 @@ def _handler(
     def handle(request: Message, context: grpc.ServicerContext) -> Message:
         caller = _caller(runtime, context)
         body = json_format.MessageToDict(request, preserving_proto_field_name=True)
+        if (why := input_rules.refusal(body, "request")) is not None:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, why)
 
         async def call() -> Reply:
             await runtime.rate_limiter.check(caller.client_ip, surface="grpc")

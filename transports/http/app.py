@@ -20,7 +20,7 @@ from quart import Response, g, request
 from quart_trio import QuartTrio
 from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound, RequestEntityTooLarge
 
-from core import errors
+from core import errors, input_rules
 from core.settings import Settings
 from storage import StorageUnavailable
 from transports.admin.routes import admin_graphql, admin_routes
@@ -82,8 +82,14 @@ async def read_json_object() -> dict[str, Any]:
         body = json.loads(raw)
     except (ValueError, UnicodeDecodeError):
         raise errors.InvalidArgument("request body must be a JSON object") from None
+    except RecursionError:
+        raise errors.InvalidArgument(
+            f"request body is nested more than {input_rules.MAX_DEPTH} levels deep"
+        ) from None
     if not isinstance(body, dict):
         raise errors.InvalidArgument("request body must be a JSON object")
+    if (why := input_rules.refusal(body, "body")) is not None:
+        raise errors.InvalidArgument(why)
     return body
 
 
@@ -435,7 +441,12 @@ def route_view(route: Route) -> Callable[[], Awaitable[Response]]:
         return _constant_view(route)
 
     async def view() -> Response:
-        body = await read_json_object() if route.method != "GET" else dict(request.args)
+        if route.method != "GET":
+            body = await read_json_object()
+        else:
+            body = dict(request.args)
+            if (why := input_rules.refusal(body, "query")) is not None:
+                raise errors.InvalidArgument(why)
         reply = await route.operation(body, caller_context())
         return with_cookies(json_response(reply.body), reply.cookies)
 

@@ -9,6 +9,7 @@ so the three behave the same by construction.
 
 from __future__ import annotations
 
+import hashlib
 import time
 import uuid
 from importlib.metadata import PackageNotFoundError, version
@@ -141,7 +142,8 @@ class Service:
     async def _secret_matches(self, caller: CallerContext, secret: str) -> bool:
         """Compare (in constant time) within the address's budget of wrong secrets: the
         attempt is reserved before the comparison, so parallel guesses cannot exceed it,
-        and given back when it was right."""
+        and given back when it was right, or when it repeats a wrong secret this address
+        already spent a guess on (the same guess twice teaches nothing)."""
         memory = self.storage.memory
         key = f"throttle:admin_secret:{caller.client_ip}"
         if await memory.incr(key, ttl=ADMIN_SECRET_WINDOW_SECONDS) > ADMIN_SECRET_FAILURES:
@@ -150,6 +152,12 @@ class Service:
         if admin.secret_matches(self.settings.admin_secret, secret):
             await memory.incr(key, -1)
             return True
+        guess = hashlib.sha256(secret.encode()).hexdigest()[:32]
+        counted = await memory.set_if_absent(
+            f"{key}:{guess}", b"1", ttl=ADMIN_SECRET_WINDOW_SECONDS
+        )
+        if not counted:
+            await memory.incr(key, -1)
         return False
 
     async def require_admin(self, caller: CallerContext) -> None:

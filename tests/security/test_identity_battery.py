@@ -132,3 +132,23 @@ def test_a_magic_link_dies_with_a_password_reset(site: Site) -> None:
         late = http.post("/v1/verify_email", json={"token": magic})
     assert late.status_code != 200, late.text
     assert "access_token" not in late.text
+
+
+def test_mailed_links_to_one_address_are_throttled_alike_for_known_and_unknown(
+    site: Site,
+) -> None:
+    _, known = address()
+    _, unknown = address()
+    with site.http() as http:
+        assert signup(http, known).status_code == 200
+        for email in (known, unknown):
+            answers = [
+                http.post("/v1/forgot_password", json={"email": email}).status_code
+                for _ in range(5)
+            ]
+            assert answers == [200] * 5, (email, answers)
+            # the budget is per address, whatever mail a request would trigger
+            for path in ("/v1/forgot_password", "/v1/magic_link_login"):
+                refused = http.post(path, json={"email": email})
+                assert refused.status_code == 429, (email, path, refused.text)
+                assert refused.json()["code"] == "resource_exhausted"

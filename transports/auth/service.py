@@ -78,6 +78,10 @@ from transports.tokens import TokenSigner
 __all__ = ["AuthService", "policy_from"]
 
 #: Failed logins per (identifier, client address), then per identifier alone, per window.
+#: Mailed links (reset, verification, magic link) per address and window.
+MAILS_PER_ADDRESS = 5
+MAILS_PER_ADDRESS_WINDOW = 15 * 60
+TOO_MANY_MAILS = "too many emails to this address, please try again later"
 LOGIN_FAILURES_PER_ADDRESS = 5
 LOGIN_FAILURES_PER_ADDRESS_WINDOW = 300
 LOGIN_FAILURES_PER_IDENTIFIER = 20
@@ -325,7 +329,20 @@ class AuthService(AccountOperations):
 
     # -- emailed links ------------------------------------------------------------------------
 
+    async def _throttle_mails(self, email: str) -> None:
+        """At most :data:`MAILS_PER_ADDRESS` mailed links per address and window, for
+        known and unknown addresses alike: asking needs no password, so anyone could
+        otherwise flood a mailbox (and the operator's sender reputation)."""
+        if not email.strip():
+            return
+        key = f"throttle:mail:{_digest(normalise_email(email))}"
+        memory = self.storage.memory
+        if await memory.incr(key, ttl=MAILS_PER_ADDRESS_WINDOW) > MAILS_PER_ADDRESS:
+            await memory.incr(key, -1)
+            raise ResourceExhausted(TOO_MANY_MAILS, retry_after=MAILS_PER_ADDRESS_WINDOW)
+
     async def magic_link_login(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+        await self._throttle_mails(text(request, "email"))
         event = MagicLinkRequested(
             email=text(request, "email"),
             roles=strings(request, "roles"),
@@ -350,6 +367,7 @@ class AuthService(AccountOperations):
         return self.reply(await run.run(VerificationMachine(self.env), event), run)
 
     async def resend_verify_email(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+        await self._throttle_mails(text(request, "email"))
         event = ResendVerifyEmailRequested(
             email=text(request, "email"),
             identifier=text(request, "identifier"),
@@ -368,6 +386,8 @@ class AuthService(AccountOperations):
         phone = (event.phone_number or "").strip()
         if phone and not (event.email or "").strip() and self.policy.sms_enabled:
             await self._throttle_reset_texts(phone)
+        else:
+            await self._throttle_mails(event.email or "")
         run = FlowRun(self, caller)
         return self.reply(await run.run(PasswordResetMachine(self.env), event), run)
 

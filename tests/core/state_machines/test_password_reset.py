@@ -157,7 +157,7 @@ def test_reset_sets_the_password_then_ends_every_session() -> None:
         [
             UpdateUser(user=updated),
             DeleteVerificationRequest(request_id="vr-1"),
-            DeleteUserSessions(user_id="user-1"),
+            DeleteUserSessions(user_id="user-1", end_links=True),
             AuditRecord(
                 action=AuditAction.PASSWORD_RESET,
                 actor_id="user-1",

@@ -256,6 +256,14 @@ class Settings:
     database_cert: str = _flag("", _D, "Client TLS certificate for the database.")
     database_ca_cert: str = _flag("", _D, "CA certificate for the database's TLS.")
     database_cert_key: str = _flag("", _D, "Client TLS key for the database.")
+    migrate: str = _flag(
+        "auto",
+        _D,
+        "auto: apply pending schema migrations at start; off: refuse to start on a schema "
+        "behind this build (apply them with `bastion migrate`, e.g. with a user that may "
+        "change the schema).",
+        choices=("auto", "off"),
+    )
     memory_store_url: str = _flag(
         "",
         _D,

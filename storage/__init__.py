@@ -17,11 +17,12 @@ from storage.config import SUPPORTED_DATABASE_TYPES, StorageConfig
 from storage.errors import StorageUnavailable
 from storage.memory import MemoryStore, RedisMemoryStore, SqlMemoryStore, memory_store_for
 from storage.sql.database import Database, open_database
-from storage.sql.migrate import migrate
+from storage.sql.migrate import SchemaMismatch, migrate, pending_revisions
 from storage.webhook_listeners import WebhookListeners
 
 __all__ = [
     "SUPPORTED_DATABASE_TYPES",
+    "SchemaMismatch",
     "Storage",
     "StorageConfig",
     "StorageUnavailable",
@@ -63,6 +64,14 @@ async def open_storage(config: StorageConfig) -> AsyncIterator[Storage]:
     async with open_database(config) as db:
         if config.run_migrations:
             await migrate(db)
+        else:
+            pending = await db.run(pending_revisions)
+            if pending:
+                raise SchemaMismatch(
+                    f"the database schema is behind this build ({len(pending)} pending "
+                    f"migration(s): {', '.join(pending)}): run `bastion migrate` with the "
+                    "same database flags, or start with --migrate=auto"
+                )
         memory = memory_store_for(
             memory_url, db, pool_size=config.pool_size, timeout=config.timeout
         )

@@ -54,6 +54,15 @@ class HelpRequested(Exception):  # a request to print help, not a failure
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``bastion`` console script."""
     args = sys.argv[1:] if argv is None else argv
+    if args[:1] == ["--version"]:
+        print(f"bastion {_version()}")
+        return 0
+    command = args[0] if args[:1] == ["migrate"] else None
+    dry_run = False
+    if command == "migrate":
+        args = args[1:]
+        dry_run = "--dry-run" in args
+        args = [a for a in args if a != "--dry-run"]
     try:
         settings = parse_args(args)
     except HelpRequested:
@@ -62,9 +71,22 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"bastion: {exc.message}", file=sys.stderr)
         return EXIT_CONFIG
+    if command == "migrate":
+        from transports.migrate_command import run_migrate
+
+        return run_migrate(settings, dry_run=dry_run)
     from transports.server import run
 
     return run(settings)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("bastion")
+    except PackageNotFoundError:
+        return "0.0.0 (not installed)"
 
 
 def parse_args(argv: list[str]) -> Settings:

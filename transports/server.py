@@ -21,7 +21,7 @@ from hypercorn.trio.run import worker_serve
 from hypercorn.utils import wrap_app
 
 from core.settings import Settings
-from storage import StorageConfig, StorageUnavailable, open_storage
+from storage import SchemaMismatch, StorageConfig, StorageUnavailable, open_storage
 from transports import logs
 from transports.fga.opening import open_fga_store
 from transports.grpc.server import GrpcListener
@@ -59,6 +59,7 @@ def storage_config(settings: Settings) -> StorageConfig:
         database_ca_cert=settings.database_ca_cert,
         database_cert_key=settings.database_cert_key,
         memory_store_url=settings.memory_store_url,
+        run_migrations=settings.migrate == "auto",
     )
 
 
@@ -166,12 +167,15 @@ def run(settings: Settings) -> int:
     except StorageUnavailable as exc:
         print(f"bastion: storage unavailable: {exc}", file=sys.stderr)
         return 1
+    except SchemaMismatch as exc:
+        print(f"bastion: {exc}", file=sys.stderr)
+        return 1
     except OSError as exc:
         print(f"bastion: cannot start listeners: {exc}", file=sys.stderr)
         return 1
     except BaseExceptionGroup as group:
         first = _first_leaf(group)
-        if isinstance(first, OSError | StorageUnavailable):
+        if isinstance(first, OSError | StorageUnavailable | SchemaMismatch):
             print(f"bastion: cannot start: {first}", file=sys.stderr)
             return 1
         raise

@@ -26,9 +26,11 @@ __all__ = [
     "MIGRATION_LOCK",
     "VERSION_TABLE",
     "MigrationReport",
+    "SchemaMismatch",
     "current_revision",
     "head_revision",
     "migrate",
+    "pending_revisions",
 ]
 
 VERSION_TABLE = "service_alembic_version"
@@ -36,6 +38,10 @@ MIGRATION_LOCK = "bastion:migrations"
 _SCRIPTS = Path(__file__).parent / "migrations"
 #: Migrations can take longer than an ordinary lock wait.
 _LOCK_TIMEOUT = 600.0
+
+
+class SchemaMismatch(Exception):
+    """The database's schema is not the one this build runs on (behind, or newer)."""
 
 
 @dataclass(frozen=True)
@@ -53,6 +59,7 @@ async def migrate(db: Database) -> MigrationReport:
 def upgrade_to_head(conn: sa.Connection) -> MigrationReport:
     """The locked work of :func:`migrate`; ``conn`` is inside a transaction."""
     before = current_revision(conn)
+    _refuse_unknown(before)
     config = _alembic_config()
     script = ScriptDirectory.from_config(config)
 
@@ -70,6 +77,28 @@ def upgrade_to_head(conn: sa.Connection) -> MigrationReport:
 def current_revision(conn: sa.Connection) -> str | None:
     context = MigrationContext.configure(conn, opts={"version_table": VERSION_TABLE})
     return context.get_current_revision()
+
+
+def pending_revisions(conn: sa.Connection) -> list[str]:
+    """The revisions an upgrade would apply, oldest first (raises SchemaMismatch for a
+    database migrated by a newer build)."""
+    current = current_revision(conn)
+    _refuse_unknown(current)
+    script = ScriptDirectory.from_config(_alembic_config())
+    found = [rev.revision for rev in script.iterate_revisions("head", current)]
+    return list(reversed(found))
+
+
+def _refuse_unknown(revision: str | None) -> None:
+    if revision is None:
+        return
+    script = ScriptDirectory.from_config(_alembic_config())
+    known = {rev.revision for rev in script.walk_revisions()}
+    if revision not in known:
+        raise SchemaMismatch(
+            f"this database was migrated by a newer bastion (revision {revision}); "
+            f"this build knows up to {head_revision()}"
+        )
 
 
 def head_revision() -> str | None:

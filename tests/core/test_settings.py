@@ -57,6 +57,7 @@ BASE = [
 IMPLEMENTED = {
     "env", "host", "http-port", "metrics-host", "metrics-port", "enable-grpc", "grpc-port",
     "allow-user-contextual-tuples",
+    "migrate",
     "enable-grpc-reflection", "grpc-tls-cert", "grpc-tls-key", "log-level", "url",
     "database-type", "database-url", "database-host", "database-port", "database-name",
     "database-username", "database-password", "database-cert", "database-ca-cert",

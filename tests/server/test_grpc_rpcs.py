@@ -816,3 +816,23 @@ def test_audit_rows_of_grpc_calls_carry_the_peer_address(both: Surfaces) -> None
     both.same_error(
         "AuditLogs", "/v1/admin/audit_logs", {"pagination": {"limit": -1}}, headers=ADMIN_HEADER
     )
+
+
+def test_undecodable_request_bytes_are_invalid_argument_and_one_log_line(
+    server: ServerProcess,
+) -> None:
+    with grpc.insecure_channel(f"127.0.0.1:{server.grpc_port}") as channel:
+        raw = channel.unary_unary(
+            "/authorizer.v1.AuthorizerService/Login",
+            request_serializer=lambda data: data,
+            response_deserializer=lambda data: data,
+        )
+        with pytest.raises(grpc.RpcError) as raised:
+            raw(b"\xff\xff\xff\xff garbage", timeout=30)
+    error: Any = raised.value
+    assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert error.details() == "the request is not a valid protobuf message for this method"
+    log = server.stderr()
+    assert "undecodable gRPC request to /authorizer.v1.AuthorizerService/Login" in log
+    assert "Exception deserializing request" not in log
+    assert "Traceback" not in log

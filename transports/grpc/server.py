@@ -13,6 +13,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -65,10 +66,25 @@ class _MetricsInterceptor(grpc.ServerInterceptor):
         method = details.method
         behavior = handler.unary_unary
         metrics = self._metrics
+        decode = handler.request_deserializer
+
+        def tolerant(data: bytes) -> Any:
+            # grpcio answers a deserializer's exception with INTERNAL and a traceback at
+            # error level; an undecodable request is the caller's mistake: keep it.
+            try:
+                return decode(data) if decode is not None else data
+            except Exception as exc:  # protobuf raises DecodeError, and others on garbage
+                return _Undecodable(str(exc) or type(exc).__name__)
 
         def observed(request: Any, context: grpc.ServicerContext) -> Any:
             started = time.perf_counter()
             try:
+                if isinstance(request, _Undecodable):
+                    log.warning("undecodable gRPC request to %s: %s", method, request.reason)
+                    context.abort(
+                        grpc.StatusCode.INVALID_ARGUMENT,
+                        "the request is not a valid protobuf message for this method",
+                    )
                 return behavior(request, context)
             finally:
                 code = context.code() or grpc.StatusCode.OK
@@ -77,9 +93,14 @@ class _MetricsInterceptor(grpc.ServerInterceptor):
 
         return grpc.unary_unary_rpc_method_handler(
             observed,
-            request_deserializer=handler.request_deserializer,
+            request_deserializer=tolerant,
             response_serializer=handler.response_serializer,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class _Undecodable:
+    reason: str
 
 
 def _address(host: str, port: int) -> str:

@@ -64,7 +64,7 @@ async def open_storage(config: StorageConfig) -> AsyncIterator[Storage]:
     async with open_database(config) as db:
         if config.run_migrations:
             await migrate(db)
-        else:
+        elif config.check_schema:
             pending = await db.run(pending_revisions)
             if pending:
                 raise SchemaMismatch(

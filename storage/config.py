@@ -65,6 +65,8 @@ class StorageConfig:
     #: "redis://..." / "rediss://..." = Redis.
     memory_store_url: str = ""
     run_migrations: bool = True
+    #: Without migrations: refuse (SchemaMismatch) a schema behind this build.
+    check_schema: bool = False
     #: Connections (and worker threads) per process for the database and for Redis.
     pool_size: int = 10
     #: Seconds to wait for a connection, a lock or an answer before giving up.

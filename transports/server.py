@@ -60,6 +60,7 @@ def storage_config(settings: Settings) -> StorageConfig:
         database_cert_key=settings.database_cert_key,
         memory_store_url=settings.memory_store_url,
         run_migrations=settings.migrate == "auto",
+        check_schema=settings.migrate == "off",
     )
 
 

@@ -39,7 +39,9 @@ def deprecated(ctx: Ctx) -> None:
         raise Failure("this row runs on the GraphQL surface only")
     for name, message in DEPRECATED_GRAPHQL.items():
         query, variables = document(surface.schema, name, _SAMPLES.get(name, {}))
-        outcome = surface.execute(name, query, variables, ctx.admin)
+        outcome = ctx.deployment.pacer.send(
+            lambda n=name, q=query, v=variables: surface.execute(n, q, v, ctx.admin)
+        )
         ctx.expect(
             not outcome.ok and outcome.message == message,
             f"{name}: {outcome.describe()} (expected {message!r})",

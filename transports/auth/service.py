@@ -19,7 +19,7 @@ from core.auth.claims import SESSION_TTL, TokenType
 from core.auth.mfa import Method, MfaPolicy
 from core.auth.policy import AuthPolicy, FlowEnv
 from core.auth.secretbox import SecretBox
-from core.auth.user import normalise_email
+from core.auth.user import is_valid_email, normalise_email
 from core.errors import (
     ClientError,
     InvalidArgument,
@@ -333,9 +333,10 @@ class AuthService(AccountOperations):
         """At most :data:`MAILS_PER_ADDRESS` mailed links per address and window, for
         known and unknown addresses alike: asking needs no password, so anyone could
         otherwise flood a mailbox (and the operator's sender reputation)."""
-        if not email.strip():
-            return
-        key = f"throttle:mail:{_digest(normalise_email(email))}"
+        address = normalise_email(email)
+        if not is_valid_email(address):
+            return  # no mail can go there: the flow refuses it
+        key = f"throttle:mail:{_digest(address)}"
         memory = self.storage.memory
         if await memory.incr(key, ttl=MAILS_PER_ADDRESS_WINDOW) > MAILS_PER_ADDRESS:
             await memory.incr(key, -1)

@@ -72,11 +72,20 @@ def has_control_character(text: str) -> bool:
 
 
 def is_valid_email(email: str) -> bool:
-    return (
-        len(email) <= _MAX_EMAIL_LENGTH
-        and _EMAIL.match(email) is not None
-        and not has_control_character(email)
-    )
+    """Shape, length, no control character, and a domain IDNA (UTS #46, STD3 rules)
+    accepts: ``a@-x.io`` and ``a@x..io`` are refused."""
+    if (
+        len(email) > _MAX_EMAIL_LENGTH
+        or _EMAIL.match(email) is None
+        or has_control_character(email)
+    ):
+        return False
+    domain = email.rpartition("@")[2].rstrip(".")
+    try:
+        idna.encode(domain, uts46=True, std3_rules=True)
+    except (idna.IDNAError, UnicodeError):
+        return False
+    return True
 
 
 def is_valid_phone_number(phone_number: str) -> bool:

@@ -77,6 +77,7 @@ from core.state_machines.mfa_effects import (
     SetMfaCookie,
 )
 from core.state_machines.password_reset import State as ResetState
+from core.state_machines.session import INVALID_REFRESH_TOKEN
 from core.state_machines.signup import State as SignupState
 from storage import users as user_rows
 from storage import verification as requests
@@ -394,9 +395,12 @@ class FlowRun:
     async def _end_session(self, effect: DeleteSession) -> None:
         sessions, sid = self.auth.sessions, self.sid or ""
         if self.refresh:
-            old = await sessions.get(effect.user_id, sid, effect.nonce, REFRESH)
-            if old is not None:
-                await sessions.remember_replaced(effect.user_id, sid, effect.nonce, old)
+            # Claim the rotation: of concurrent refreshes with one token, only the one that
+            # takes its stored copy goes on; the others persist nothing.
+            old = await sessions.take_refresh(effect.user_id, sid, effect.nonce)
+            if old is None:
+                raise Unauthenticated(INVALID_REFRESH_TOKEN)
+            await sessions.remember_replaced(effect.user_id, sid, effect.nonce, old)
         await sessions.delete(effect.user_id, sid, effect.nonce)
 
     async def _end_user_sessions(self, effect: DeleteUserSessions) -> None:

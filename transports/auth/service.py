@@ -19,7 +19,7 @@ from core.auth.claims import SESSION_TTL, TokenType
 from core.auth.mfa import Method, MfaPolicy
 from core.auth.policy import AuthPolicy, FlowEnv
 from core.auth.secretbox import SecretBox
-from core.auth.user import is_valid_email, normalise_email
+from core.auth.user import has_control_character, is_valid_email, normalise_email
 from core.errors import (
     ClientError,
     InvalidArgument,
@@ -280,6 +280,8 @@ class AuthService(AccountOperations):
             state=optional_text(request, "state"),
         )
         identifier = normalise_email(email) if email else (phone or "").strip()
+        if has_control_character(identifier):
+            raise InvalidArgument("invalid email" if email else "invalid phone number")
         reserved: list[str] = []
         if identifier:
             known = self.devices.recognises(caller, identifier)

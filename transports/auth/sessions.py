@@ -96,6 +96,11 @@ class SessionStore:
             k(user_id, sid, nonce, REFRESH),
         )
 
+    async def take_refresh(self, user_id: str, sid: str, nonce: str) -> str | None:
+        """The stored refresh token, removed in one step (one caller of many gets it)."""
+        raw = await self.memory.take(self.key(user_id, sid, nonce, REFRESH))
+        return None if raw is None else raw.decode()
+
     async def remember_replaced(self, user_id: str, sid: str, nonce: str, token: str) -> None:
         """Keep a rotated-away refresh token, to tell a late duplicate from a replay."""
         value = json.dumps({"token": token, "at": time.time()}).encode()

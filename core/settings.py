@@ -422,6 +422,13 @@ class Settings:
         shown_default="the main database",
     )
     fga_store_url: str = _flag("", _A, "URL of --fga-store.")
+    allow_user_contextual_tuples: bool = _flag(
+        False,
+        _A,
+        "Honour contextual tuples in check_permissions from any signed-in user, not only "
+        "a super-admin: a user may then assert any tuple, about itself or anyone, for its "
+        "own checks (the answer is what the user chose). Off: a non-admin gets 403.",
+    )
 
     # -- graphql
     enable_graphql_introspection: bool = _flag(True, _G, "Allow schema introspection.")

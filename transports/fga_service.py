@@ -58,11 +58,15 @@ from transports.fga.requests import (
 )
 from transports.metrics import Metrics
 
-__all__ = ["LIST_LIMIT", "NOT_ENABLED", "FgaService"]
+__all__ = ["CONTEXTUAL_REFUSED", "LIST_LIMIT", "NOT_ENABLED", "FgaService"]
 
 log = logging.getLogger("bastion.fga")
 
 NOT_ENABLED = "fga is not enabled on this server"
+CONTEXTUAL_REFUSED = (
+    "contextual tuples are honoured only for a super-admin caller "
+    "(the server runs without --allow-user-contextual-tuples)"
+)
 #: Entries in a list_permissions answer, and users in a list_users answer.
 LIST_LIMIT = 1000
 #: Read's page size when none (or an out-of-range one) is given.
@@ -134,8 +138,16 @@ class _CheckMetrics:
 
 
 class FgaService:
-    def __init__(self, service: _Service, store: FgaStore | None, metrics: Metrics) -> None:
+    def __init__(
+        self,
+        service: _Service,
+        store: FgaStore | None,
+        metrics: Metrics,
+        *,
+        allow_user_contextual: bool = False,
+    ) -> None:
         self.service = service
+        self.allow_user_contextual = allow_user_contextual
         self.store = store
         self.engine = None if store is None else EngineState(store)
         self.metrics = metrics
@@ -213,6 +225,14 @@ class FgaService:
             raise Unauthenticated("unauthorized")
         own: str = await resolve(caller)
         return own
+
+    async def _may_use_contextual(self, caller: CallerContext) -> None:
+        """Contextual tuples are facts the caller asserts: only a super-admin may, by default.
+
+        A user who could add them would grant itself any relation (issue 28).
+        """
+        if not self.allow_user_contextual and not await self.service.is_admin(caller):
+            raise PermissionDenied(CONTEXTUAL_REFUSED)
 
     async def _subject(self, request: Mapping[str, Any], caller: CallerContext) -> str:
         explicit = optional_text(request, "user")
@@ -299,6 +319,8 @@ class FgaService:
                 raise InvalidArgument(f"too many checks: max {MAX_CHECKS} per request")
             parsed = [self._parse_check(c) for c in checks]
             user = await self._subject(request, caller)
+            if any(contextual for _, _, contextual in parsed):
+                await self._may_use_contextual(caller)
             await engine.fresh()
             model = engine.model
             if model is None:

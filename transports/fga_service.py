@@ -127,6 +127,20 @@ def _write_problem(model: ActiveModel, key: TupleKey) -> str | None:
     return None
 
 
+#: One check of a batch: relation, object, contextual tuples, request context.
+_ParsedCheck = tuple[str, str, list[TupleKey], dict[str, Any]]
+
+
+def request_context(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """The request ``context`` (values for condition parameters), an object or absent."""
+    context = raw.get("context")
+    if context is None:
+        return {}
+    if not isinstance(context, Mapping):
+        raise InvalidArgument("context must be an object")
+    return dict(context)
+
+
 @dataclass(frozen=True, slots=True)
 class _CheckMetrics:
     """One operation's labelled metric children, looked up once (labels() is not cheap)."""
@@ -254,6 +268,7 @@ class FgaService:
         operation: str,
         user: str,
         contextual: Sequence[TupleKey] = (),
+        context: Mapping[str, Any] | None = None,
     ) -> Checker:
         """One request's evaluator for ``user`` over the process index and cache.
 
@@ -261,7 +276,7 @@ class FgaService:
         sub-problem (a group membership, a folder near the root) once. Raises FgaError
         (counted) for a malformed user or a bad contextual tuple (2027).
         """
-        options = RequestOptions(contextual_tuples=tuple(contextual))
+        options = RequestOptions(contextual_tuples=tuple(contextual), context=context or {})
         try:
             validate_check_user(model.ts, user)
             request = RequestContext(model.ts, engine.index, options)
@@ -319,30 +334,48 @@ class FgaService:
                 raise InvalidArgument(f"too many checks: max {MAX_CHECKS} per request")
             parsed = [self._parse_check(c) for c in checks]
             user = await self._subject(request, caller)
-            if any(contextual for _, _, contextual in parsed):
+            if any(check[2] for check in parsed):
                 await self._may_use_contextual(caller)
             await engine.fresh()
             model = engine.model
             if model is None:
                 raise PermissionDenied("authorization check failed")
-            results = []
             operation = "check_permissions"
-            try:
-                shared = self._checker(engine, model, operation, user)
-                for relation, obj, contextual in parsed:
-                    checker = (
-                        self._checker(engine, model, operation, user, contextual)
-                        if contextual
-                        else shared
-                    )
-                    allowed = self._check(model, operation, obj, relation, checker, user)
-                    results.append({"relation": relation, "object": obj, "allowed": allowed})
-            except FgaError:
-                raise PermissionDenied("authorization check failed") from None
+            shared = self._checker(engine, model, operation, user)
+            results = [
+                self._one_check(engine, model, operation, user, shared, check) for check in parsed
+            ]
             return Reply({"results": results})
 
+    def _one_check(
+        self,
+        engine: EngineState,
+        model: ActiveModel,
+        operation: str,
+        user: str,
+        shared: Checker,
+        check: _ParsedCheck,
+    ) -> dict[str, Any]:
+        """One entry of a batch: ``allowed``, plus ``error`` when it could not be evaluated.
+
+        An evaluation error (a missing condition parameter, an unknown relation) is not a
+        permission decision: it is reported on its own check and the batch still answers.
+        """
+        relation, obj, contextual, context = check
+        result: dict[str, Any] = {"relation": relation, "object": obj, "allowed": False}
+        try:
+            checker = (
+                self._checker(engine, model, operation, user, contextual, context)
+                if contextual or context
+                else shared
+            )
+            result["allowed"] = self._check(model, operation, obj, relation, checker, user)
+        except FgaError as exc:
+            result["error"] = {"code": "invalid_argument", "message": str(exc)}
+        return result
+
     @staticmethod
-    def _parse_check(raw: Any) -> tuple[str, str, list[TupleKey]]:
+    def _parse_check(raw: Any) -> _ParsedCheck:
         if not isinstance(raw, Mapping):
             raise InvalidArgument("each check requires relation and object")
         relation, obj = optional_text(raw, "relation"), optional_text(raw, "object")
@@ -359,7 +392,7 @@ class FgaService:
             parse_tuple(t, "each contextual tuple requires user, relation and object")
             for t in contextual
         ]
-        return relation, obj, keys
+        return relation, obj, keys, request_context(raw)
 
     async def list_permissions(self, request: dict[str, Any], caller: CallerContext) -> Reply:
         with self._counted("list_permissions"):

@@ -225,7 +225,12 @@ def _fields(schema: GraphQLSchema, type_name: str) -> dict[str, str]:
         ("FgaTuples", {"tuples": "[FgaTuple!]!", "continuation_token": "String"}),
         (
             "PermissionCheckResult",
-            {"relation": "String!", "object": "String!", "allowed": "Boolean!"},
+            {
+                "relation": "String!",
+                "object": "String!",
+                "allowed": "Boolean!",
+                "error": "PermissionCheckError",
+            },
         ),
         ("FgaExpandResponse", {"tree": "String!"}),
         (
@@ -265,7 +270,12 @@ def _fields(schema: GraphQLSchema, type_name: str) -> dict[str, str]:
         ),
         (
             "PermissionCheckInput",
-            {"relation": "String!", "object": "String!", "contextual_tuples": "[FgaTupleInput!]"},
+            {
+                "relation": "String!",
+                "object": "String!",
+                "contextual_tuples": "[FgaTupleInput!]",
+                "context": "Map",
+            },
         ),
         (
             "ListAuditLogRequest",

@@ -40,6 +40,8 @@ BASTION_EXTENSIONS = {
     ("authorizer.v1.UpdateProfileRequest", "otp"),
     ("authorizer.v1.UpdateProfileRequest", "regenerate_recovery_codes"),
     ("authorizer.v1.UpdateProfileResponse", "authenticator_recovery_codes"),
+    ("authorizer.v1.PermissionCheckInput", "context"),
+    ("authorizer.v1.PermissionCheckResult", "error"),
 }
 
 _SCALAR_NAMES = {

@@ -51,6 +51,7 @@ def fga_routes(fga: FgaService) -> list[Route]:
             "relation": {"type": _S},
             "object": {"type": _S},
             "contextual_tuples": {"type": "array", "items": _TUPLE, "maxItems": 100},
+            "context": {"type": "object"},
         },
     }
     return [
@@ -79,6 +80,13 @@ def fga_routes(fga: FgaService) -> list[Route]:
                                 "relation": {"type": _S},
                                 "object": {"type": _S},
                                 "allowed": {"type": "boolean"},
+                                "error": {
+                                    "type": "object",
+                                    "properties": {
+                                        "code": {"type": _S},
+                                        "message": {"type": _S},
+                                    },
+                                },
                             },
                         },
                     }

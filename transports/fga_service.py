@@ -381,25 +381,32 @@ class FgaService:
         relation, obj = optional_text(raw, "relation"), optional_text(raw, "object")
         if not relation or not obj:
             raise InvalidArgument("each check requires relation and object")
+        return relation, obj, list(FgaService._contextual(raw, "check")), request_context(raw)
+
+    @staticmethod
+    def _contextual(raw: Mapping[str, Any], per: str = "request") -> tuple[TupleKey, ...]:
         contextual = raw.get("contextual_tuples") or []
         if not isinstance(contextual, list):
             raise InvalidArgument("contextual_tuples must be a list")
         if len(contextual) > MAX_CONTEXTUAL_TUPLES:
             raise InvalidArgument(
-                f"too many contextual tuples: max {MAX_CONTEXTUAL_TUPLES} per check"
+                f"too many contextual tuples: max {MAX_CONTEXTUAL_TUPLES} per {per}"
             )
-        keys = [
+        return tuple(
             parse_tuple(t, "each contextual tuple requires user, relation and object")
             for t in contextual
-        ]
-        return relation, obj, keys, request_context(raw)
+        )
 
     async def list_permissions(self, request: dict[str, Any], caller: CallerContext) -> Reply:
         with self._counted("list_permissions"):
             _, engine = self._enabled()
             relation = optional_text(request, "relation")
             object_type = optional_text(request, "object_type")
+            context = request_context(request)
+            contextual = self._contextual(request)
             user = await self._subject(request, caller)
+            if contextual:
+                await self._may_use_contextual(caller)
             await engine.fresh()
             model = engine.model
             if model is None:
@@ -418,13 +425,14 @@ class FgaService:
             objects: dict[str, None] = {}
             truncated = False
             for type_name, rel in pairs:
-                options = RequestOptions(max_results=LIST_LIMIT - len(permissions))
-                try:
-                    found = list_objects(
-                        model.ts, engine.index, type_name, rel, user, options, graph=model.graph
-                    )
-                except FgaError:
-                    raise PermissionDenied("authorization list failed") from None
+                options = RequestOptions(
+                    max_results=LIST_LIMIT - len(permissions),
+                    context=context,
+                    contextual_tuples=contextual,
+                )
+                found = list_objects(
+                    model.ts, engine.index, type_name, rel, user, options, graph=model.graph
+                )
                 for obj in found.items:
                     permissions.append({"object": obj, "relation": rel})
                     objects.setdefault(obj)

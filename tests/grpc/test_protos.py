@@ -42,6 +42,8 @@ BASTION_EXTENSIONS = {
     ("authorizer.v1.UpdateProfileResponse", "authenticator_recovery_codes"),
     ("authorizer.v1.PermissionCheckInput", "context"),
     ("authorizer.v1.PermissionCheckResult", "error"),
+    ("authorizer.v1.ListPermissionsRequest", "context"),
+    ("authorizer.v1.ListPermissionsRequest", "contextual_tuples"),
 }
 
 _SCALAR_NAMES = {

@@ -133,3 +133,59 @@ def test_the_flag_lets_users_assert_tuples(tmp_path: Path) -> None:
             )
             assert answer.status_code == 200, answer.text
             assert answer.json()["results"][0]["allowed"] is True
+
+
+def test_list_permissions_follows_the_same_rule(server: ServerProcess) -> None:
+    with server.client() as client:
+        doc = _victims_doc(client)
+        token, me = _user(client)
+        body = {
+            "object_type": "document",
+            "relation": "can_view",
+            "contextual_tuples": [tuple_(me, "editor", doc)],
+        }
+        refused = client.post("/v1/list_permissions", json=body, headers=bearer(token))
+        assert refused.status_code == 403
+        assert refused.json() == {"code": "permission_denied", "message": CONTEXTUAL_REFUSED}
+        gql = client.post(
+            "/graphql",
+            json={
+                "query": "query($p: ListPermissionsInput!) { list_permissions(params: $p) "
+                "{ objects } }",
+                "variables": {"p": body},
+            },
+            headers=bearer(token),
+        ).json()
+        assert [e["message"] for e in gql["errors"]] == [CONTEXTUAL_REFUSED]
+        with grpc.insecure_channel(f"127.0.0.1:{server.grpc_port}") as channel:
+            stub = authorizer_pb2_grpc.AuthorizerServiceStub(channel)
+            with pytest.raises(grpc.RpcError) as denied:
+                stub.ListPermissions(
+                    authorizer_pb2.ListPermissionsRequest(
+                        object_type="document",
+                        relation="can_view",
+                        contextual_tuples=[
+                            types_pb2.FgaTupleInput(user=me, relation="editor", object=doc)
+                        ],
+                    ),
+                    metadata=[("authorization", f"Bearer {token}")],
+                    timeout=10,
+                )
+        assert denied.value.code() == grpc.StatusCode.PERMISSION_DENIED
+        # A super-admin's contextual tuples and request context count in the list.
+        someone = f"user:{uid()}"
+        listed = admin(
+            client,
+            "/v1/list_permissions",
+            {
+                "user": someone,
+                "object_type": "document",
+                "relation": "viewer",
+                "contextual_tuples": [
+                    tuple_(someone, "editor", doc),
+                    tuple_(someone, "viewer", f"{doc}-x", condition={"name": "in_hours"}),
+                ],
+                "context": {"hour": 10},
+            },
+        )
+        assert sorted(listed["objects"]) == sorted([doc, f"{doc}-x"])

@@ -99,7 +99,14 @@ def fga_routes(fga: FgaService) -> list[Route]:
             path="/v1/list_permissions",
             operation=fga.list_permissions,
             summary="List the objects the subject holds relations on (at most 1000 entries)",
-            request_schema=_strings("relation", "object_type", "user"),
+            request_schema={
+                "type": "object",
+                "properties": {
+                    **_strings("relation", "object_type", "user")["properties"],
+                    "context": {"type": "object"},
+                    "contextual_tuples": {"type": "array", "items": _TUPLE, "maxItems": 100},
+                },
+            },
             response_schema={
                 "type": "object",
                 "properties": {

@@ -579,7 +579,11 @@ class FgaService:
                 obj,
                 relation,
                 UserFilter.parse(user_type),
-                RequestOptions(max_results=LIST_LIMIT),
+                RequestOptions(
+                    max_results=LIST_LIMIT,
+                    context=request_context(request),
+                    contextual_tuples=self._contextual(request),
+                ),
             )
             return Reply({"users": list(found.items)})
 

@@ -292,7 +292,16 @@ def _fields(schema: GraphQLSchema, type_name: str) -> dict[str, str]:
         ),
         ("DeleteUserRequest", {"email": "String!"}),
         ("UpdateAccessRequest", {"user_id": "String!"}),
-        ("FgaListUsersInput", {"object": "String!", "relation": "String!", "user_type": "String!"}),
+        (
+            "FgaListUsersInput",
+            {
+                "object": "String!",
+                "relation": "String!",
+                "user_type": "String!",
+                "context": "Map",
+                "contextual_tuples": "[FgaTupleInput!]",
+            },
+        ),
     ],
 )
 def test_type_fields_and_nullability(

@@ -44,6 +44,8 @@ BASTION_EXTENSIONS = {
     ("authorizer.v1.PermissionCheckResult", "error"),
     ("authorizer.v1.ListPermissionsRequest", "context"),
     ("authorizer.v1.ListPermissionsRequest", "contextual_tuples"),
+    ("authorizer.v1.FgaListUsersRequest", "context"),
+    ("authorizer.v1.FgaListUsersRequest", "contextual_tuples"),
 }
 
 _SCALAR_NAMES = {

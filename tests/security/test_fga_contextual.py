@@ -189,3 +189,24 @@ def test_list_permissions_follows_the_same_rule(server: ServerProcess) -> None:
             },
         )
         assert sorted(listed["objects"]) == sorted([doc, f"{doc}-x"])
+
+
+def test_admin_list_users_takes_context_and_contextual_tuples(server: ServerProcess) -> None:
+    with server.client() as client:
+        doc = f"document:{uid()}"
+        someone, other = f"user:{uid()}", f"user:{uid()}"
+        listed = admin(
+            client,
+            "/v1/admin/fga/list_users",
+            {
+                "object": doc,
+                "relation": "viewer",
+                "user_type": "user",
+                "contextual_tuples": [
+                    tuple_(someone, "editor", doc),
+                    tuple_(other, "viewer", doc, condition={"name": "in_hours"}),
+                ],
+                "context": {"hour": 20},
+            },
+        )
+        assert listed["users"] == [someone]

@@ -181,9 +181,16 @@ def fga_routes(fga: FgaService) -> list[Route]:
             path="/v1/admin/fga/list_users",
             operation=fga.list_users,
             summary="Users holding a relation on an object",
-            request_schema=_strings(
-                "object", "relation", "user_type", required=("object", "relation", "user_type")
-            ),
+            request_schema={
+                **_strings(
+                    "object", "relation", "user_type", required=("object", "relation", "user_type")
+                ),
+                "properties": {
+                    **_strings("object", "relation", "user_type")["properties"],
+                    "context": {"type": "object"},
+                    "contextual_tuples": {"type": "array", "items": _TUPLE, "maxItems": 100},
+                },
+            },
             response_schema={
                 "type": "object",
                 "properties": {"users": {"type": "array", "items": {"type": _S}}},

@@ -446,9 +446,9 @@ class Settings:
     allow_user_contextual_tuples: bool = _flag(
         False,
         _A,
-        "Let any signed-in user send contextual tuples with check_permissions: the user "
-        "then asserts relations (its own or anyone's) for that check. Off: only "
-        "super-admin callers may.",
+        "Honour contextual tuples in check_permissions from any signed-in user, not only "
+        "a super-admin: a user may then assert any tuple, about itself or anyone, for its "
+        "own checks (the answer is what the user chose). Off: a non-admin gets 403.",
     )
 
     # -- graphql

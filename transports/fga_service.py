@@ -58,11 +58,15 @@ from transports.fga.requests import (
 )
 from transports.metrics import Metrics
 
-__all__ = ["LIST_LIMIT", "NOT_ENABLED", "FgaService"]
+__all__ = ["CONTEXTUAL_REFUSED", "LIST_LIMIT", "NOT_ENABLED", "FgaService"]
 
 log = logging.getLogger("bastion.fga")
 
 NOT_ENABLED = "fga is not enabled on this server"
+CONTEXTUAL_REFUSED = (
+    "contextual tuples are honoured only for a super-admin caller "
+    "(the server runs without --allow-user-contextual-tuples)"
+)
 #: Entries in a list_permissions answer, and users in a list_users answer.
 LIST_LIMIT = 1000
 #: Read's page size when none (or an out-of-range one) is given.
@@ -75,9 +79,6 @@ class _Service(Protocol):
 
     @property
     def storage(self) -> Any: ...
-
-    @property
-    def settings(self) -> Any: ...
 
     async def is_admin(self, caller: CallerContext) -> bool: ...
 
@@ -126,6 +127,20 @@ def _write_problem(model: ActiveModel, key: TupleKey) -> str | None:
     return None
 
 
+#: One check of a batch: relation, object, contextual tuples, request context.
+_ParsedCheck = tuple[str, str, list[TupleKey], dict[str, Any]]
+
+
+def request_context(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """The request ``context`` (values for condition parameters), an object or absent."""
+    context = raw.get("context")
+    if context is None:
+        return {}
+    if not isinstance(context, Mapping):
+        raise InvalidArgument("context must be an object")
+    return dict(context)
+
+
 @dataclass(frozen=True, slots=True)
 class _CheckMetrics:
     """One operation's labelled metric children, looked up once (labels() is not cheap)."""
@@ -137,8 +152,16 @@ class _CheckMetrics:
 
 
 class FgaService:
-    def __init__(self, service: _Service, store: FgaStore | None, metrics: Metrics) -> None:
+    def __init__(
+        self,
+        service: _Service,
+        store: FgaStore | None,
+        metrics: Metrics,
+        *,
+        allow_user_contextual: bool = False,
+    ) -> None:
         self.service = service
+        self.allow_user_contextual = allow_user_contextual
         self.store = store
         self.engine = None if store is None else EngineState(store)
         self.metrics = metrics
@@ -217,6 +240,14 @@ class FgaService:
         own: str = await resolve(caller)
         return own
 
+    async def _may_use_contextual(self, caller: CallerContext) -> None:
+        """Contextual tuples are facts the caller asserts: only a super-admin may, by default.
+
+        A user who could add them would grant itself any relation (issue 28).
+        """
+        if not self.allow_user_contextual and not await self.service.is_admin(caller):
+            raise PermissionDenied(CONTEXTUAL_REFUSED)
+
     async def _subject(self, request: Mapping[str, Any], caller: CallerContext) -> str:
         explicit = optional_text(request, "user")
         if explicit:
@@ -230,18 +261,6 @@ class FgaService:
             raise PermissionDenied("not authorized to query authorization for another subject")
         return own
 
-    async def _require_contextual_trust(self, caller: CallerContext) -> None:
-        """Contextual tuples are facts the caller asserts for one request: only a
-        super-admin may assert them (about anyone), unless the operator lets users."""
-        allowed = self.service.settings.allow_user_contextual_tuples
-        if allowed or await self.service.is_admin(caller):
-            return
-        raise PermissionDenied(
-            "contextual tuples are honoured only for super-admin callers: a user cannot "
-            "assert relations for itself (the operator can allow it with "
-            "--allow-user-contextual-tuples)"
-        )
-
     def _checker(
         self,
         engine: EngineState,
@@ -249,6 +268,7 @@ class FgaService:
         operation: str,
         user: str,
         contextual: Sequence[TupleKey] = (),
+        context: Mapping[str, Any] | None = None,
     ) -> Checker:
         """One request's evaluator for ``user`` over the process index and cache.
 
@@ -256,7 +276,7 @@ class FgaService:
         sub-problem (a group membership, a folder near the root) once. Raises FgaError
         (counted) for a malformed user or a bad contextual tuple (2027).
         """
-        options = RequestOptions(contextual_tuples=tuple(contextual))
+        options = RequestOptions(contextual_tuples=tuple(contextual), context=context or {})
         try:
             validate_check_user(model.ts, user)
             request = RequestContext(model.ts, engine.index, options)
@@ -314,54 +334,79 @@ class FgaService:
                 raise InvalidArgument(f"too many checks: max {MAX_CHECKS} per request")
             parsed = [self._parse_check(c) for c in checks]
             user = await self._subject(request, caller)
-            if any(contextual for _, _, contextual in parsed):
-                await self._require_contextual_trust(caller)
+            if any(check[2] for check in parsed):
+                await self._may_use_contextual(caller)
             await engine.fresh()
             model = engine.model
             if model is None:
                 raise PermissionDenied("authorization check failed")
-            results = []
             operation = "check_permissions"
-            try:
-                shared = self._checker(engine, model, operation, user)
-                for relation, obj, contextual in parsed:
-                    checker = (
-                        self._checker(engine, model, operation, user, contextual)
-                        if contextual
-                        else shared
-                    )
-                    allowed = self._check(model, operation, obj, relation, checker, user)
-                    results.append({"relation": relation, "object": obj, "allowed": allowed})
-            except FgaError:
-                raise PermissionDenied("authorization check failed") from None
+            shared = self._checker(engine, model, operation, user)
+            results = [
+                self._one_check(engine, model, operation, user, shared, check) for check in parsed
+            ]
             return Reply({"results": results})
 
+    def _one_check(
+        self,
+        engine: EngineState,
+        model: ActiveModel,
+        operation: str,
+        user: str,
+        shared: Checker,
+        check: _ParsedCheck,
+    ) -> dict[str, Any]:
+        """One entry of a batch: ``allowed``, plus ``error`` when it could not be evaluated.
+
+        An evaluation error (a missing condition parameter, an unknown relation) is not a
+        permission decision: it is reported on its own check and the batch still answers.
+        """
+        relation, obj, contextual, context = check
+        result: dict[str, Any] = {"relation": relation, "object": obj, "allowed": False}
+        try:
+            checker = (
+                self._checker(engine, model, operation, user, contextual, context)
+                if contextual or context
+                else shared
+            )
+            result["allowed"] = self._check(model, operation, obj, relation, checker, user)
+        except FgaError as exc:
+            result["error"] = {"code": "invalid_argument", "message": str(exc)}
+        return result
+
     @staticmethod
-    def _parse_check(raw: Any) -> tuple[str, str, list[TupleKey]]:
+    def _parse_check(raw: Any) -> _ParsedCheck:
         if not isinstance(raw, Mapping):
             raise InvalidArgument("each check requires relation and object")
         relation, obj = optional_text(raw, "relation"), optional_text(raw, "object")
         if not relation or not obj:
             raise InvalidArgument("each check requires relation and object")
+        return relation, obj, list(FgaService._contextual(raw, "check")), request_context(raw)
+
+    @staticmethod
+    def _contextual(raw: Mapping[str, Any], per: str = "request") -> tuple[TupleKey, ...]:
         contextual = raw.get("contextual_tuples") or []
         if not isinstance(contextual, list):
             raise InvalidArgument("contextual_tuples must be a list")
         if len(contextual) > MAX_CONTEXTUAL_TUPLES:
             raise InvalidArgument(
-                f"too many contextual tuples: max {MAX_CONTEXTUAL_TUPLES} per check"
+                f"too many contextual tuples: max {MAX_CONTEXTUAL_TUPLES} per {per}"
             )
-        keys = [
+        return tuple(
             parse_tuple(t, "each contextual tuple requires user, relation and object")
             for t in contextual
-        ]
-        return relation, obj, keys
+        )
 
     async def list_permissions(self, request: dict[str, Any], caller: CallerContext) -> Reply:
         with self._counted("list_permissions"):
             _, engine = self._enabled()
             relation = optional_text(request, "relation")
             object_type = optional_text(request, "object_type")
+            context = request_context(request)
+            contextual = self._contextual(request)
             user = await self._subject(request, caller)
+            if contextual:
+                await self._may_use_contextual(caller)
             await engine.fresh()
             model = engine.model
             if model is None:
@@ -380,13 +425,14 @@ class FgaService:
             objects: dict[str, None] = {}
             truncated = False
             for type_name, rel in pairs:
-                options = RequestOptions(max_results=LIST_LIMIT - len(permissions))
-                try:
-                    found = list_objects(
-                        model.ts, engine.index, type_name, rel, user, options, graph=model.graph
-                    )
-                except FgaError:
-                    raise PermissionDenied("authorization list failed") from None
+                options = RequestOptions(
+                    max_results=LIST_LIMIT - len(permissions),
+                    context=context,
+                    contextual_tuples=contextual,
+                )
+                found = list_objects(
+                    model.ts, engine.index, type_name, rel, user, options, graph=model.graph
+                )
                 for obj in found.items:
                     permissions.append({"object": obj, "relation": rel})
                     objects.setdefault(obj)
@@ -533,7 +579,11 @@ class FgaService:
                 obj,
                 relation,
                 UserFilter.parse(user_type),
-                RequestOptions(max_results=LIST_LIMIT),
+                RequestOptions(
+                    max_results=LIST_LIMIT,
+                    context=request_context(request),
+                    contextual_tuples=self._contextual(request),
+                ),
             )
             return Reply({"users": list(found.items)})
 

@@ -73,7 +73,12 @@ class Runtime:
         auth = AuthService(settings, storage, origins, custom_claims=_custom_claims(settings))
         service.auth = auth
         auth.metrics = metrics
-        fga = FgaService(service, fga_store, metrics)
+        fga = FgaService(
+            service,
+            fga_store,
+            metrics,
+            allow_user_contextual=settings.allow_user_contextual_tuples,
+        )
         auth.relation_gate = fga
         oauth = OAuthService(auth)
         auth.state_binder = oauth.bind_state

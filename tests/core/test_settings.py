@@ -56,7 +56,6 @@ BASE = [
 #: What this build implements (the brief of issue 2); everything else is refused.
 IMPLEMENTED = {
     "env", "host", "http-port", "metrics-host", "metrics-port", "enable-grpc", "grpc-port",
-    "allow-user-contextual-tuples",
     "migrate",
     "enable-grpc-reflection", "grpc-tls-cert", "grpc-tls-key", "log-level", "url",
     "database-type", "database-url", "database-host", "database-port", "database-name",
@@ -65,7 +64,8 @@ IMPLEMENTED = {
     "jwt-type", "jwt-secret", "jwt-private-key", "jwt-public-key", "allowed-origins",
     "trusted-proxies", "rate-limit-rps", "rate-limit-burst", "rate-limit-fail-closed",
     "enable-hsts", "disable-csp", "cookie-domain", "disable-admin-header-auth",
-    "admin-cookie-secure", "fga-store", "fga-store-url", "webhook-allow-private-targets",
+    "admin-cookie-secure", "fga-store", "fga-store-url",
+    "allow-user-contextual-tuples", "webhook-allow-private-targets",
     # issue 3: authentication flows
     "jwt-role-claim", "refresh-token-expires-in", "app-cookie-secure", "app-cookie-same-site",
     "enable-signup", "enable-basic-authentication", "enable-email-verification",
@@ -224,6 +224,7 @@ def test_defaults() -> None:
     assert not settings.disable_csp
     assert settings.roles == settings.default_roles == ("user",)
     assert settings.protected_roles == ()
+    assert not settings.allow_user_contextual_tuples
     assert (settings.graphql_max_complexity, settings.graphql_max_depth) == (300, 15)
     assert (settings.graphql_max_aliases, settings.graphql_max_body_bytes) == (30, 1048576)
     assert settings.refresh_token_expires_in == 2592000

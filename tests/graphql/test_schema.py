@@ -225,7 +225,12 @@ def _fields(schema: GraphQLSchema, type_name: str) -> dict[str, str]:
         ("FgaTuples", {"tuples": "[FgaTuple!]!", "continuation_token": "String"}),
         (
             "PermissionCheckResult",
-            {"relation": "String!", "object": "String!", "allowed": "Boolean!"},
+            {
+                "relation": "String!",
+                "object": "String!",
+                "allowed": "Boolean!",
+                "error": "PermissionCheckError",
+            },
         ),
         ("FgaExpandResponse", {"tree": "String!"}),
         (
@@ -265,7 +270,12 @@ def _fields(schema: GraphQLSchema, type_name: str) -> dict[str, str]:
         ),
         (
             "PermissionCheckInput",
-            {"relation": "String!", "object": "String!", "contextual_tuples": "[FgaTupleInput!]"},
+            {
+                "relation": "String!",
+                "object": "String!",
+                "contextual_tuples": "[FgaTupleInput!]",
+                "context": "Map",
+            },
         ),
         (
             "ListAuditLogRequest",
@@ -282,7 +292,16 @@ def _fields(schema: GraphQLSchema, type_name: str) -> dict[str, str]:
         ),
         ("DeleteUserRequest", {"email": "String!"}),
         ("UpdateAccessRequest", {"user_id": "String!"}),
-        ("FgaListUsersInput", {"object": "String!", "relation": "String!", "user_type": "String!"}),
+        (
+            "FgaListUsersInput",
+            {
+                "object": "String!",
+                "relation": "String!",
+                "user_type": "String!",
+                "context": "Map",
+                "contextual_tuples": "[FgaTupleInput!]",
+            },
+        ),
     ],
 )
 def test_type_fields_and_nullability(

@@ -40,6 +40,12 @@ BASTION_EXTENSIONS = {
     ("authorizer.v1.UpdateProfileRequest", "otp"),
     ("authorizer.v1.UpdateProfileRequest", "regenerate_recovery_codes"),
     ("authorizer.v1.UpdateProfileResponse", "authenticator_recovery_codes"),
+    ("authorizer.v1.PermissionCheckInput", "context"),
+    ("authorizer.v1.PermissionCheckResult", "error"),
+    ("authorizer.v1.ListPermissionsRequest", "context"),
+    ("authorizer.v1.ListPermissionsRequest", "contextual_tuples"),
+    ("authorizer.v1.FgaListUsersRequest", "context"),
+    ("authorizer.v1.FgaListUsersRequest", "contextual_tuples"),
 }
 
 _SCALAR_NAMES = {

@@ -238,3 +238,65 @@ def test_grpc_reset_succeeds_on_an_empty_store(tmp_path: Path) -> None:
         assert reset.message == "Authorization model reset successfully"
         after = stub.FgaGetModel(admin_pb2.FgaGetModelRequest(), metadata=METADATA, timeout=10)
         assert (after.model.id, after.model.dsl) == ("", "")
+
+
+def test_request_context_and_per_check_errors_on_every_surface(
+    client: httpx.Client,
+    stubs: tuple[
+        admin_pb2_grpc.AuthorizerAdminServiceStub, authorizer_pb2_grpc.AuthorizerServiceStub
+    ],
+) -> None:
+    admin(client, "/v1/admin/fga/model", {"dsl": MODEL})
+    who = uid()
+    doc = f"document:{who}"
+    conditional = tuple_(who, "viewer", doc, condition={"name": "in_hours"})
+    admin(client, "/v1/admin/fga/tuples", {"tuples": [conditional]})
+    contexts: list[dict[str, Any] | None] = [None, {"hour": 10}, {"hour": 20}]
+
+    def answers(results: list[dict[str, Any]]) -> list[tuple[bool, str | None]]:
+        return [(r["allowed"], (r.get("error") or {}).get("message")) for r in results]
+
+    rest = admin(
+        client,
+        "/v1/check_permissions",
+        {
+            "user": who,
+            "checks": [
+                {"relation": "viewer", "object": doc, **({"context": c} if c else {})}
+                for c in contexts
+            ],
+        },
+    )["results"]
+    missing = rest[0]["error"]["message"]
+    assert "'hour'" in missing
+    assert answers(rest) == [(False, missing), (True, None), (False, None)]
+
+    data = gql_data(
+        client,
+        "query($p: CheckPermissionsInput!) { check_permissions(params: $p) "
+        "{ results { relation object allowed error { code message } } } }",
+        p={
+            "user": who,
+            "checks": [{"relation": "viewer", "object": doc, "context": c} for c in contexts],
+        },
+    )
+    results = data["check_permissions"]["results"]
+    assert answers(results) == answers(rest)
+    assert results[0]["error"]["code"] == "invalid_argument"
+
+    _, public = stubs
+    checks = []
+    for c in contexts:
+        check = types_pb2.PermissionCheckInput(relation="viewer", object=doc)
+        if c:
+            check.context.update(c)
+        checks.append(check)
+    reply = public.CheckPermissions(
+        authorizer_pb2.CheckPermissionsRequest(user=who, checks=checks),
+        metadata=METADATA,
+        timeout=10,
+    )
+    assert [
+        (r.allowed, r.error.message if r.HasField("error") else None) for r in reply.results
+    ] == answers(rest)
+    assert reply.results[0].error.code == "invalid_argument"

@@ -51,6 +51,7 @@ def fga_routes(fga: FgaService) -> list[Route]:
             "relation": {"type": _S},
             "object": {"type": _S},
             "contextual_tuples": {"type": "array", "items": _TUPLE, "maxItems": 100},
+            "context": {"type": "object"},
         },
     }
     return [
@@ -79,6 +80,13 @@ def fga_routes(fga: FgaService) -> list[Route]:
                                 "relation": {"type": _S},
                                 "object": {"type": _S},
                                 "allowed": {"type": "boolean"},
+                                "error": {
+                                    "type": "object",
+                                    "properties": {
+                                        "code": {"type": _S},
+                                        "message": {"type": _S},
+                                    },
+                                },
                             },
                         },
                     }
@@ -91,7 +99,14 @@ def fga_routes(fga: FgaService) -> list[Route]:
             path="/v1/list_permissions",
             operation=fga.list_permissions,
             summary="List the objects the subject holds relations on (at most 1000 entries)",
-            request_schema=_strings("relation", "object_type", "user"),
+            request_schema={
+                "type": "object",
+                "properties": {
+                    **_strings("relation", "object_type", "user")["properties"],
+                    "context": {"type": "object"},
+                    "contextual_tuples": {"type": "array", "items": _TUPLE, "maxItems": 100},
+                },
+            },
             response_schema={
                 "type": "object",
                 "properties": {
@@ -166,9 +181,16 @@ def fga_routes(fga: FgaService) -> list[Route]:
             path="/v1/admin/fga/list_users",
             operation=fga.list_users,
             summary="Users holding a relation on an object",
-            request_schema=_strings(
-                "object", "relation", "user_type", required=("object", "relation", "user_type")
-            ),
+            request_schema={
+                **_strings(
+                    "object", "relation", "user_type", required=("object", "relation", "user_type")
+                ),
+                "properties": {
+                    **_strings("object", "relation", "user_type")["properties"],
+                    "context": {"type": "object"},
+                    "contextual_tuples": {"type": "array", "items": _TUPLE, "maxItems": 100},
+                },
+            },
             response_schema={
                 "type": "object",
                 "properties": {"users": {"type": "array", "items": {"type": _S}}},

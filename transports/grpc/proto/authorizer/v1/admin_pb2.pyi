@@ -1,3 +1,4 @@
+from google.protobuf import struct_pb2 as _struct_pb2
 from transports.grpc.proto.authorizer.v1 import common_pb2 as _common_pb2
 from transports.grpc.proto.authorizer.v1 import pagination_pb2 as _pagination_pb2
 from transports.grpc.proto.authorizer.v1 import types_pb2 as _types_pb2
@@ -598,14 +599,18 @@ class FgaReadTuplesResponse(_message.Message):
     def __init__(self, tuples: _Optional[_Iterable[_Union[FgaTuple, _Mapping]]] = ..., continuation_token: _Optional[str] = ...) -> None: ...
 
 class FgaListUsersRequest(_message.Message):
-    __slots__ = ("object", "relation", "user_type")
+    __slots__ = ("object", "relation", "user_type", "context", "contextual_tuples")
     OBJECT_FIELD_NUMBER: _ClassVar[int]
     RELATION_FIELD_NUMBER: _ClassVar[int]
     USER_TYPE_FIELD_NUMBER: _ClassVar[int]
+    CONTEXT_FIELD_NUMBER: _ClassVar[int]
+    CONTEXTUAL_TUPLES_FIELD_NUMBER: _ClassVar[int]
     object: str
     relation: str
     user_type: str
-    def __init__(self, object: _Optional[str] = ..., relation: _Optional[str] = ..., user_type: _Optional[str] = ...) -> None: ...
+    context: _struct_pb2.Struct
+    contextual_tuples: _containers.RepeatedCompositeFieldContainer[_types_pb2.FgaTupleInput]
+    def __init__(self, object: _Optional[str] = ..., relation: _Optional[str] = ..., user_type: _Optional[str] = ..., context: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., contextual_tuples: _Optional[_Iterable[_Union[_types_pb2.FgaTupleInput, _Mapping]]] = ...) -> None: ...
 
 class FgaListUsersResponse(_message.Message):
     __slots__ = ("users",)

@@ -22,83 +22,84 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 from transports.grpc.proto.authorizer.v1 import common_pb2 as transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_common__pb2
 from transports.grpc.proto.authorizer.v1 import types_pb2 as transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_types__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n4transports/grpc/proto/authorizer/v1/authorizer.proto\x12\rauthorizer.v1\x1a\x30transports/grpc/proto/authorizer/v1/common.proto\x1a/transports/grpc/proto/authorizer/v1/types.proto\"\x9d\x03\n\rSignupRequest\x12\r\n\x05\x65mail\x18\x01 \x01(\t\x12\x14\n\x0cphone_number\x18\x02 \x01(\t\x12\x10\n\x08password\x18\x03 \x01(\t\x12\x18\n\x10\x63onfirm_password\x18\x04 \x01(\t\x12\x12\n\ngiven_name\x18\x05 \x01(\t\x12\x13\n\x0b\x66\x61mily_name\x18\x06 \x01(\t\x12\x13\n\x0bmiddle_name\x18\x07 \x01(\t\x12\x10\n\x08nickname\x18\x08 \x01(\t\x12\x0e\n\x06gender\x18\t \x01(\t\x12\x11\n\tbirthdate\x18\n \x01(\t\x12\x0f\n\x07picture\x18\x0b \x01(\t\x12\r\n\x05roles\x18\x0c \x03(\t\x12\r\n\x05scope\x18\r \x03(\t\x12\x14\n\x0credirect_uri\x18\x0e \x01(\t\x12)\n\x1cis_multi_factor_auth_enabled\x18\x0f \x01(\x08H\x00\x88\x01\x01\x12\r\n\x05state\x18\x10 \x01(\t\x12(\n\x08\x61pp_data\x18\x11 \x01(\x0b\x32\x16.authorizer.v1.AppDataB\x1f\n\x1d_is_multi_factor_auth_enabled\"r\n\x0cLoginRequest\x12\r\n\x05\x65mail\x18\x01 \x01(\t\x12\x14\n\x0cphone_number\x18\x02 \x01(\t\x12\x10\n\x08password\x18\x03 \x01(\t\x12\r\n\x05roles\x18\x04 \x03(\t\x12\r\n\x05scope\x18\x05 \x03(\t\x12\r\n\x05state\x18\x06 \x01(\t\"\x0f\n\rLogoutRequest\"!\n\x0eLogoutResponse\x12\x0f\n\x07message\x18\x01 \x01(\t\"i\n\x15MagicLinkLoginRequest\x12\r\n\x05\x65mail\x18\x01 \x01(\t\x12\r\n\x05roles\x18\x02 \x03(\t\x12\r\n\x05scope\x18\x03 \x03(\t\x12\r\n\x05state\x18\x04 \x01(\t\x12\x14\n\x0credirect_uri\x18\x05 \x01(\t\")\n\x16MagicLinkLoginResponse\x12\x0f\n\x07message\x18\x01 \x01(\t\"2\n\x12VerifyEmailRequest\x12\r\n\x05token\x18\x01 \x01(\t\x12\r\n\x05state\x18\x02 \x01(\t\"L\n\x18ResendVerifyEmailRequest\x12\r\n\x05\x65mail\x18\x01 \x01(\t\x12\x12\n\nidentifier\x18\x02 \x01(\t\x12\r\n\x05state\x18\x03 \x01(\t\",\n\x19ResendVerifyEmailResponse\x12\x0f\n\x07message\x18\x01 \x01(\t\"d\n\x10VerifyOtpRequest\x12\r\n\x05\x65mail\x18\x01 \x01(\t\x12\x14\n\x0cphone_number\x18\x02 \x01(\t\x12\x0b\n\x03otp\x18\x03 \x01(\t\x12\x0f\n\x07is_totp\x18\x04 \x01(\x08\x12\r\n\x05state\x18\x05 \x01(\t\"F\n\x10ResendOtpRequest\x12\r\n\x05\x65mail\x18\x01 \x01(\t\x12\x14\n\x0cphone_number\x18\x02 \x01(\t\x12\r\n\x05state\x18\x03 \x01(\t\"$\n\x11ResendOtpResponse\x12\x0f\n\x07message\x18\x01 \x01(\t\"a\n\x15\x46orgotPasswordRequest\x12\r\n\x05\x65mail\x18\x01 \x01(\t\x12\x14\n\x0cphone_number\x18\x02 \x01(\t\x12\r\n\x05state\x18\x03 \x01(\t\x12\x14\n\x0credirect_uri\x18\x04 \x01(\t\"P\n\x16\x46orgotPasswordResponse\x12\x0f\n\x07message\x18\x01 \x01(\t\x12%\n\x1dshould_show_mobile_otp_screen\x18\x02 \x01(\x08\"t\n\x14ResetPasswordRequest\x12\r\n\x05token\x18\x01 \x01(\t\x12\x0b\n\x03otp\x18\x02 \x01(\t\x12\x14\n\x0cphone_number\x18\x03 \x01(\t\x12\x10\n\x08password\x18\x04 \x01(\t\x12\x18\n\x10\x63onfirm_password\x18\x05 \x01(\t\"(\n\x15ResetPasswordResponse\x12\x0f\n\x07message\x18\x01 \x01(\t\"\x10\n\x0eProfileRequest\"\xd4\x03\n\x14UpdateProfileRequest\x12\x14\n\x0cold_password\x18\x01 \x01(\t\x12\x14\n\x0cnew_password\x18\x02 \x01(\t\x12\x1c\n\x14\x63onfirm_new_password\x18\x03 \x01(\t\x12\r\n\x05\x65mail\x18\x04 \x01(\t\x12\x12\n\ngiven_name\x18\x05 \x01(\t\x12\x13\n\x0b\x66\x61mily_name\x18\x06 \x01(\t\x12\x13\n\x0bmiddle_name\x18\x07 \x01(\t\x12\x10\n\x08nickname\x18\x08 \x01(\t\x12\x0e\n\x06gender\x18\t \x01(\t\x12\x11\n\tbirthdate\x18\n \x01(\t\x12\x14\n\x0cphone_number\x18\x0b \x01(\t\x12\x0f\n\x07picture\x18\x0c \x01(\t\x12)\n\x1cis_multi_factor_auth_enabled\x18\r \x01(\x08H\x00\x88\x01\x01\x12(\n\x08\x61pp_data\x18\x0e \x01(\x0b\x32\x16.authorizer.v1.AppData\x12\x0c\n\x03otp\x18\xe8\x07 \x01(\t\x12\'\n\x19regenerate_recovery_codes\x18\xe9\x07 \x01(\x08H\x01\x88\x01\x01\x42\x1f\n\x1d_is_multi_factor_auth_enabledB\x1c\n\x1a_regenerate_recovery_codes\"O\n\x15UpdateProfileResponse\x12\x0f\n\x07message\x18\x01 \x01(\t\x12%\n\x1c\x61uthenticator_recovery_codes\x18\xe8\x07 \x03(\t\"\x1a\n\x18\x44\x65\x61\x63tivateAccountRequest\",\n\x19\x44\x65\x61\x63tivateAccountResponse\x12\x0f\n\x07message\x18\x01 \x01(\t\"&\n\rRevokeRequest\x12\x15\n\rrefresh_token\x18\x01 \x01(\t\"!\n\x0eRevokeResponse\x12\x0f\n\x07message\x18\x01 \x01(\t\"z\n\x0eSessionRequest\x12\r\n\x05roles\x18\x01 \x03(\t\x12\r\n\x05scope\x18\x02 \x03(\t\x12\r\n\x05state\x18\x03 \x01(\t\x12;\n\x12required_relations\x18\x04 \x03(\x0b\x32\x1f.authorizer.v1.FgaRelationInput\"\x88\x01\n\x17ValidateJwtTokenRequest\x12\x12\n\ntoken_type\x18\x01 \x01(\t\x12\r\n\x05token\x18\x02 \x01(\t\x12\r\n\x05roles\x18\x03 \x03(\t\x12;\n\x12required_relations\x18\x04 \x03(\x0b\x32\x1f.authorizer.v1.FgaRelationInput\"T\n\x18ValidateJwtTokenResponse\x12\x10\n\x08is_valid\x18\x01 \x01(\x08\x12&\n\x06\x63laims\x18\x02 \x01(\x0b\x32\x16.authorizer.v1.AppData\"t\n\x16ValidateSessionRequest\x12\x0e\n\x06\x63ookie\x18\x01 \x01(\t\x12\r\n\x05roles\x18\x02 \x03(\t\x12;\n\x12required_relations\x18\x03 \x03(\x0b\x32\x1f.authorizer.v1.FgaRelationInput\"N\n\x17ValidateSessionResponse\x12\x10\n\x08is_valid\x18\x01 \x01(\x08\x12!\n\x04user\x18\x02 \x01(\x0b\x32\x13.authorizer.v1.User\"\r\n\x0bMetaRequest\"\\\n\x17\x43heckPermissionsRequest\x12\x33\n\x06\x63hecks\x18\x01 \x03(\x0b\x32#.authorizer.v1.PermissionCheckInput\x12\x0c\n\x04user\x18\x02 \x01(\t\"Q\n\x18\x43heckPermissionsResponse\x12\x35\n\x07results\x18\x01 \x03(\x0b\x32$.authorizer.v1.PermissionCheckResult\"M\n\x16ListPermissionsRequest\x12\x10\n\x08relation\x18\x01 \x01(\t\x12\x13\n\x0bobject_type\x18\x02 \x01(\t\x12\x0c\n\x04user\x18\x03 \x01(\t\"m\n\x17ListPermissionsResponse\x12\x0f\n\x07objects\x18\x01 \x03(\t\x12.\n\x0bpermissions\x18\x02 \x03(\x0b\x32\x19.authorizer.v1.Permission\x12\x11\n\ttruncated\x18\x03 \x01(\x08\x32\xa6\r\n\x11\x41uthorizerService\x12\x43\n\x06Signup\x12\x1c.authorizer.v1.SignupRequest\x1a\x1b.authorizer.v1.AuthResponse\x12\x41\n\x05Login\x12\x1b.authorizer.v1.LoginRequest\x1a\x1b.authorizer.v1.AuthResponse\x12\x45\n\x06Logout\x12\x1c.authorizer.v1.LogoutRequest\x1a\x1d.authorizer.v1.LogoutResponse\x12]\n\x0eMagicLinkLogin\x12$.authorizer.v1.MagicLinkLoginRequest\x1a%.authorizer.v1.MagicLinkLoginResponse\x12M\n\x0bVerifyEmail\x12!.authorizer.v1.VerifyEmailRequest\x1a\x1b.authorizer.v1.AuthResponse\x12\x66\n\x11ResendVerifyEmail\x12\'.authorizer.v1.ResendVerifyEmailRequest\x1a(.authorizer.v1.ResendVerifyEmailResponse\x12I\n\tVerifyOtp\x12\x1f.authorizer.v1.VerifyOtpRequest\x1a\x1b.authorizer.v1.AuthResponse\x12N\n\tResendOtp\x12\x1f.authorizer.v1.ResendOtpRequest\x1a .authorizer.v1.ResendOtpResponse\x12]\n\x0e\x46orgotPassword\x12$.authorizer.v1.ForgotPasswordRequest\x1a%.authorizer.v1.ForgotPasswordResponse\x12Z\n\rResetPassword\x12#.authorizer.v1.ResetPasswordRequest\x1a$.authorizer.v1.ResetPasswordResponse\x12=\n\x07Profile\x12\x1d.authorizer.v1.ProfileRequest\x1a\x13.authorizer.v1.User\x12Z\n\rUpdateProfile\x12#.authorizer.v1.UpdateProfileRequest\x1a$.authorizer.v1.UpdateProfileResponse\x12\x66\n\x11\x44\x65\x61\x63tivateAccount\x12\'.authorizer.v1.DeactivateAccountRequest\x1a(.authorizer.v1.DeactivateAccountResponse\x12\x45\n\x06Revoke\x12\x1c.authorizer.v1.RevokeRequest\x1a\x1d.authorizer.v1.RevokeResponse\x12\x45\n\x07Session\x12\x1d.authorizer.v1.SessionRequest\x1a\x1b.authorizer.v1.AuthResponse\x12\x63\n\x10ValidateJwtToken\x12&.authorizer.v1.ValidateJwtTokenRequest\x1a\'.authorizer.v1.ValidateJwtTokenResponse\x12`\n\x0fValidateSession\x12%.authorizer.v1.ValidateSessionRequest\x1a&.authorizer.v1.ValidateSessionResponse\x12\x37\n\x04Meta\x12\x1a.authorizer.v1.MetaRequest\x1a\x13.authorizer.v1.Meta\x12\x63\n\x10\x43heckPermissions\x12&.authorizer.v1.CheckPermissionsRequest\x1a\'.authorizer.v1.CheckPermissionsResponse\x12`\n\x0fListPermissions\x12%.authorizer.v1.ListPermissionsRequest\x1a&.authorizer.v1.ListPermissionsResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n4transports/grpc/proto/authorizer/v1/authorizer.proto\x12\rauthorizer.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x30transports/grpc/proto/authorizer/v1/common.proto\x1a/transports/grpc/proto/authorizer/v1/types.proto\"\x9d\x03\n\rSignupRequest\x12\r\n\x05\x65mail\x18\x01 \x01(\t\x12\x14\n\x0cphone_number\x18\x02 \x01(\t\x12\x10\n\x08password\x18\x03 \x01(\t\x12\x18\n\x10\x63onfirm_password\x18\x04 \x01(\t\x12\x12\n\ngiven_name\x18\x05 \x01(\t\x12\x13\n\x0b\x66\x61mily_name\x18\x06 \x01(\t\x12\x13\n\x0bmiddle_name\x18\x07 \x01(\t\x12\x10\n\x08nickname\x18\x08 \x01(\t\x12\x0e\n\x06gender\x18\t \x01(\t\x12\x11\n\tbirthdate\x18\n \x01(\t\x12\x0f\n\x07picture\x18\x0b \x01(\t\x12\r\n\x05roles\x18\x0c \x03(\t\x12\r\n\x05scope\x18\r \x03(\t\x12\x14\n\x0credirect_uri\x18\x0e \x01(\t\x12)\n\x1cis_multi_factor_auth_enabled\x18\x0f \x01(\x08H\x00\x88\x01\x01\x12\r\n\x05state\x18\x10 \x01(\t\x12(\n\x08\x61pp_data\x18\x11 \x01(\x0b\x32\x16.authorizer.v1.AppDataB\x1f\n\x1d_is_multi_factor_auth_enabled\"r\n\x0cLoginRequest\x12\r\n\x05\x65mail\x18\x01 \x01(\t\x12\x14\n\x0cphone_number\x18\x02 \x01(\t\x12\x10\n\x08password\x18\x03 \x01(\t\x12\r\n\x05roles\x18\x04 \x03(\t\x12\r\n\x05scope\x18\x05 \x03(\t\x12\r\n\x05state\x18\x06 \x01(\t\"\x0f\n\rLogoutRequest\"!\n\x0eLogoutResponse\x12\x0f\n\x07message\x18\x01 \x01(\t\"i\n\x15MagicLinkLoginRequest\x12\r\n\x05\x65mail\x18\x01 \x01(\t\x12\r\n\x05roles\x18\x02 \x03(\t\x12\r\n\x05scope\x18\x03 \x03(\t\x12\r\n\x05state\x18\x04 \x01(\t\x12\x14\n\x0credirect_uri\x18\x05 \x01(\t\")\n\x16MagicLinkLoginResponse\x12\x0f\n\x07message\x18\x01 \x01(\t\"2\n\x12VerifyEmailRequest\x12\r\n\x05token\x18\x01 \x01(\t\x12\r\n\x05state\x18\x02 \x01(\t\"L\n\x18ResendVerifyEmailRequest\x12\r\n\x05\x65mail\x18\x01 \x01(\t\x12\x12\n\nidentifier\x18\x02 \x01(\t\x12\r\n\x05state\x18\x03 \x01(\t\",\n\x19ResendVerifyEmailResponse\x12\x0f\n\x07message\x18\x01 \x01(\t\"d\n\x10VerifyOtpRequest\x12\r\n\x05\x65mail\x18\x01 \x01(\t\x12\x14\n\x0cphone_number\x18\x02 \x01(\t\x12\x0b\n\x03otp\x18\x03 \x01(\t\x12\x0f\n\x07is_totp\x18\x04 \x01(\x08\x12\r\n\x05state\x18\x05 \x01(\t\"F\n\x10ResendOtpRequest\x12\r\n\x05\x65mail\x18\x01 \x01(\t\x12\x14\n\x0cphone_number\x18\x02 \x01(\t\x12\r\n\x05state\x18\x03 \x01(\t\"$\n\x11ResendOtpResponse\x12\x0f\n\x07message\x18\x01 \x01(\t\"a\n\x15\x46orgotPasswordRequest\x12\r\n\x05\x65mail\x18\x01 \x01(\t\x12\x14\n\x0cphone_number\x18\x02 \x01(\t\x12\r\n\x05state\x18\x03 \x01(\t\x12\x14\n\x0credirect_uri\x18\x04 \x01(\t\"P\n\x16\x46orgotPasswordResponse\x12\x0f\n\x07message\x18\x01 \x01(\t\x12%\n\x1dshould_show_mobile_otp_screen\x18\x02 \x01(\x08\"t\n\x14ResetPasswordRequest\x12\r\n\x05token\x18\x01 \x01(\t\x12\x0b\n\x03otp\x18\x02 \x01(\t\x12\x14\n\x0cphone_number\x18\x03 \x01(\t\x12\x10\n\x08password\x18\x04 \x01(\t\x12\x18\n\x10\x63onfirm_password\x18\x05 \x01(\t\"(\n\x15ResetPasswordResponse\x12\x0f\n\x07message\x18\x01 \x01(\t\"\x10\n\x0eProfileRequest\"\xd4\x03\n\x14UpdateProfileRequest\x12\x14\n\x0cold_password\x18\x01 \x01(\t\x12\x14\n\x0cnew_password\x18\x02 \x01(\t\x12\x1c\n\x14\x63onfirm_new_password\x18\x03 \x01(\t\x12\r\n\x05\x65mail\x18\x04 \x01(\t\x12\x12\n\ngiven_name\x18\x05 \x01(\t\x12\x13\n\x0b\x66\x61mily_name\x18\x06 \x01(\t\x12\x13\n\x0bmiddle_name\x18\x07 \x01(\t\x12\x10\n\x08nickname\x18\x08 \x01(\t\x12\x0e\n\x06gender\x18\t \x01(\t\x12\x11\n\tbirthdate\x18\n \x01(\t\x12\x14\n\x0cphone_number\x18\x0b \x01(\t\x12\x0f\n\x07picture\x18\x0c \x01(\t\x12)\n\x1cis_multi_factor_auth_enabled\x18\r \x01(\x08H\x00\x88\x01\x01\x12(\n\x08\x61pp_data\x18\x0e \x01(\x0b\x32\x16.authorizer.v1.AppData\x12\x0c\n\x03otp\x18\xe8\x07 \x01(\t\x12\'\n\x19regenerate_recovery_codes\x18\xe9\x07 \x01(\x08H\x01\x88\x01\x01\x42\x1f\n\x1d_is_multi_factor_auth_enabledB\x1c\n\x1a_regenerate_recovery_codes\"O\n\x15UpdateProfileResponse\x12\x0f\n\x07message\x18\x01 \x01(\t\x12%\n\x1c\x61uthenticator_recovery_codes\x18\xe8\x07 \x03(\t\"\x1a\n\x18\x44\x65\x61\x63tivateAccountRequest\",\n\x19\x44\x65\x61\x63tivateAccountResponse\x12\x0f\n\x07message\x18\x01 \x01(\t\"&\n\rRevokeRequest\x12\x15\n\rrefresh_token\x18\x01 \x01(\t\"!\n\x0eRevokeResponse\x12\x0f\n\x07message\x18\x01 \x01(\t\"z\n\x0eSessionRequest\x12\r\n\x05roles\x18\x01 \x03(\t\x12\r\n\x05scope\x18\x02 \x03(\t\x12\r\n\x05state\x18\x03 \x01(\t\x12;\n\x12required_relations\x18\x04 \x03(\x0b\x32\x1f.authorizer.v1.FgaRelationInput\"\x88\x01\n\x17ValidateJwtTokenRequest\x12\x12\n\ntoken_type\x18\x01 \x01(\t\x12\r\n\x05token\x18\x02 \x01(\t\x12\r\n\x05roles\x18\x03 \x03(\t\x12;\n\x12required_relations\x18\x04 \x03(\x0b\x32\x1f.authorizer.v1.FgaRelationInput\"T\n\x18ValidateJwtTokenResponse\x12\x10\n\x08is_valid\x18\x01 \x01(\x08\x12&\n\x06\x63laims\x18\x02 \x01(\x0b\x32\x16.authorizer.v1.AppData\"t\n\x16ValidateSessionRequest\x12\x0e\n\x06\x63ookie\x18\x01 \x01(\t\x12\r\n\x05roles\x18\x02 \x03(\t\x12;\n\x12required_relations\x18\x03 \x03(\x0b\x32\x1f.authorizer.v1.FgaRelationInput\"N\n\x17ValidateSessionResponse\x12\x10\n\x08is_valid\x18\x01 \x01(\x08\x12!\n\x04user\x18\x02 \x01(\x0b\x32\x13.authorizer.v1.User\"\r\n\x0bMetaRequest\"\\\n\x17\x43heckPermissionsRequest\x12\x33\n\x06\x63hecks\x18\x01 \x03(\x0b\x32#.authorizer.v1.PermissionCheckInput\x12\x0c\n\x04user\x18\x02 \x01(\t\"Q\n\x18\x43heckPermissionsResponse\x12\x35\n\x07results\x18\x01 \x03(\x0b\x32$.authorizer.v1.PermissionCheckResult\"\xb2\x01\n\x16ListPermissionsRequest\x12\x10\n\x08relation\x18\x01 \x01(\t\x12\x13\n\x0bobject_type\x18\x02 \x01(\t\x12\x0c\n\x04user\x18\x03 \x01(\t\x12)\n\x07\x63ontext\x18\xe8\x07 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x38\n\x11\x63ontextual_tuples\x18\xe9\x07 \x03(\x0b\x32\x1c.authorizer.v1.FgaTupleInput\"m\n\x17ListPermissionsResponse\x12\x0f\n\x07objects\x18\x01 \x03(\t\x12.\n\x0bpermissions\x18\x02 \x03(\x0b\x32\x19.authorizer.v1.Permission\x12\x11\n\ttruncated\x18\x03 \x01(\x08\x32\xa6\r\n\x11\x41uthorizerService\x12\x43\n\x06Signup\x12\x1c.authorizer.v1.SignupRequest\x1a\x1b.authorizer.v1.AuthResponse\x12\x41\n\x05Login\x12\x1b.authorizer.v1.LoginRequest\x1a\x1b.authorizer.v1.AuthResponse\x12\x45\n\x06Logout\x12\x1c.authorizer.v1.LogoutRequest\x1a\x1d.authorizer.v1.LogoutResponse\x12]\n\x0eMagicLinkLogin\x12$.authorizer.v1.MagicLinkLoginRequest\x1a%.authorizer.v1.MagicLinkLoginResponse\x12M\n\x0bVerifyEmail\x12!.authorizer.v1.VerifyEmailRequest\x1a\x1b.authorizer.v1.AuthResponse\x12\x66\n\x11ResendVerifyEmail\x12\'.authorizer.v1.ResendVerifyEmailRequest\x1a(.authorizer.v1.ResendVerifyEmailResponse\x12I\n\tVerifyOtp\x12\x1f.authorizer.v1.VerifyOtpRequest\x1a\x1b.authorizer.v1.AuthResponse\x12N\n\tResendOtp\x12\x1f.authorizer.v1.ResendOtpRequest\x1a .authorizer.v1.ResendOtpResponse\x12]\n\x0e\x46orgotPassword\x12$.authorizer.v1.ForgotPasswordRequest\x1a%.authorizer.v1.ForgotPasswordResponse\x12Z\n\rResetPassword\x12#.authorizer.v1.ResetPasswordRequest\x1a$.authorizer.v1.ResetPasswordResponse\x12=\n\x07Profile\x12\x1d.authorizer.v1.ProfileRequest\x1a\x13.authorizer.v1.User\x12Z\n\rUpdateProfile\x12#.authorizer.v1.UpdateProfileRequest\x1a$.authorizer.v1.UpdateProfileResponse\x12\x66\n\x11\x44\x65\x61\x63tivateAccount\x12\'.authorizer.v1.DeactivateAccountRequest\x1a(.authorizer.v1.DeactivateAccountResponse\x12\x45\n\x06Revoke\x12\x1c.authorizer.v1.RevokeRequest\x1a\x1d.authorizer.v1.RevokeResponse\x12\x45\n\x07Session\x12\x1d.authorizer.v1.SessionRequest\x1a\x1b.authorizer.v1.AuthResponse\x12\x63\n\x10ValidateJwtToken\x12&.authorizer.v1.ValidateJwtTokenRequest\x1a\'.authorizer.v1.ValidateJwtTokenResponse\x12`\n\x0fValidateSession\x12%.authorizer.v1.ValidateSessionRequest\x1a&.authorizer.v1.ValidateSessionResponse\x12\x37\n\x04Meta\x12\x1a.authorizer.v1.MetaRequest\x1a\x13.authorizer.v1.Meta\x12\x63\n\x10\x43heckPermissions\x12&.authorizer.v1.CheckPermissionsRequest\x1a\'.authorizer.v1.CheckPermissionsResponse\x12`\n\x0fListPermissions\x12%.authorizer.v1.ListPermissionsRequest\x1a&.authorizer.v1.ListPermissionsResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'transports.grpc.proto.authorizer.v1.authorizer_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_SIGNUPREQUEST']._serialized_start=171
-  _globals['_SIGNUPREQUEST']._serialized_end=584
-  _globals['_LOGINREQUEST']._serialized_start=586
-  _globals['_LOGINREQUEST']._serialized_end=700
-  _globals['_LOGOUTREQUEST']._serialized_start=702
-  _globals['_LOGOUTREQUEST']._serialized_end=717
-  _globals['_LOGOUTRESPONSE']._serialized_start=719
-  _globals['_LOGOUTRESPONSE']._serialized_end=752
-  _globals['_MAGICLINKLOGINREQUEST']._serialized_start=754
-  _globals['_MAGICLINKLOGINREQUEST']._serialized_end=859
-  _globals['_MAGICLINKLOGINRESPONSE']._serialized_start=861
-  _globals['_MAGICLINKLOGINRESPONSE']._serialized_end=902
-  _globals['_VERIFYEMAILREQUEST']._serialized_start=904
-  _globals['_VERIFYEMAILREQUEST']._serialized_end=954
-  _globals['_RESENDVERIFYEMAILREQUEST']._serialized_start=956
-  _globals['_RESENDVERIFYEMAILREQUEST']._serialized_end=1032
-  _globals['_RESENDVERIFYEMAILRESPONSE']._serialized_start=1034
-  _globals['_RESENDVERIFYEMAILRESPONSE']._serialized_end=1078
-  _globals['_VERIFYOTPREQUEST']._serialized_start=1080
-  _globals['_VERIFYOTPREQUEST']._serialized_end=1180
-  _globals['_RESENDOTPREQUEST']._serialized_start=1182
-  _globals['_RESENDOTPREQUEST']._serialized_end=1252
-  _globals['_RESENDOTPRESPONSE']._serialized_start=1254
-  _globals['_RESENDOTPRESPONSE']._serialized_end=1290
-  _globals['_FORGOTPASSWORDREQUEST']._serialized_start=1292
-  _globals['_FORGOTPASSWORDREQUEST']._serialized_end=1389
-  _globals['_FORGOTPASSWORDRESPONSE']._serialized_start=1391
-  _globals['_FORGOTPASSWORDRESPONSE']._serialized_end=1471
-  _globals['_RESETPASSWORDREQUEST']._serialized_start=1473
-  _globals['_RESETPASSWORDREQUEST']._serialized_end=1589
-  _globals['_RESETPASSWORDRESPONSE']._serialized_start=1591
-  _globals['_RESETPASSWORDRESPONSE']._serialized_end=1631
-  _globals['_PROFILEREQUEST']._serialized_start=1633
-  _globals['_PROFILEREQUEST']._serialized_end=1649
-  _globals['_UPDATEPROFILEREQUEST']._serialized_start=1652
-  _globals['_UPDATEPROFILEREQUEST']._serialized_end=2120
-  _globals['_UPDATEPROFILERESPONSE']._serialized_start=2122
-  _globals['_UPDATEPROFILERESPONSE']._serialized_end=2201
-  _globals['_DEACTIVATEACCOUNTREQUEST']._serialized_start=2203
-  _globals['_DEACTIVATEACCOUNTREQUEST']._serialized_end=2229
-  _globals['_DEACTIVATEACCOUNTRESPONSE']._serialized_start=2231
-  _globals['_DEACTIVATEACCOUNTRESPONSE']._serialized_end=2275
-  _globals['_REVOKEREQUEST']._serialized_start=2277
-  _globals['_REVOKEREQUEST']._serialized_end=2315
-  _globals['_REVOKERESPONSE']._serialized_start=2317
-  _globals['_REVOKERESPONSE']._serialized_end=2350
-  _globals['_SESSIONREQUEST']._serialized_start=2352
-  _globals['_SESSIONREQUEST']._serialized_end=2474
-  _globals['_VALIDATEJWTTOKENREQUEST']._serialized_start=2477
-  _globals['_VALIDATEJWTTOKENREQUEST']._serialized_end=2613
-  _globals['_VALIDATEJWTTOKENRESPONSE']._serialized_start=2615
-  _globals['_VALIDATEJWTTOKENRESPONSE']._serialized_end=2699
-  _globals['_VALIDATESESSIONREQUEST']._serialized_start=2701
-  _globals['_VALIDATESESSIONREQUEST']._serialized_end=2817
-  _globals['_VALIDATESESSIONRESPONSE']._serialized_start=2819
-  _globals['_VALIDATESESSIONRESPONSE']._serialized_end=2897
-  _globals['_METAREQUEST']._serialized_start=2899
-  _globals['_METAREQUEST']._serialized_end=2912
-  _globals['_CHECKPERMISSIONSREQUEST']._serialized_start=2914
-  _globals['_CHECKPERMISSIONSREQUEST']._serialized_end=3006
-  _globals['_CHECKPERMISSIONSRESPONSE']._serialized_start=3008
-  _globals['_CHECKPERMISSIONSRESPONSE']._serialized_end=3089
-  _globals['_LISTPERMISSIONSREQUEST']._serialized_start=3091
-  _globals['_LISTPERMISSIONSREQUEST']._serialized_end=3168
-  _globals['_LISTPERMISSIONSRESPONSE']._serialized_start=3170
-  _globals['_LISTPERMISSIONSRESPONSE']._serialized_end=3279
-  _globals['_AUTHORIZERSERVICE']._serialized_start=3282
-  _globals['_AUTHORIZERSERVICE']._serialized_end=4984
+  _globals['_SIGNUPREQUEST']._serialized_start=201
+  _globals['_SIGNUPREQUEST']._serialized_end=614
+  _globals['_LOGINREQUEST']._serialized_start=616
+  _globals['_LOGINREQUEST']._serialized_end=730
+  _globals['_LOGOUTREQUEST']._serialized_start=732
+  _globals['_LOGOUTREQUEST']._serialized_end=747
+  _globals['_LOGOUTRESPONSE']._serialized_start=749
+  _globals['_LOGOUTRESPONSE']._serialized_end=782
+  _globals['_MAGICLINKLOGINREQUEST']._serialized_start=784
+  _globals['_MAGICLINKLOGINREQUEST']._serialized_end=889
+  _globals['_MAGICLINKLOGINRESPONSE']._serialized_start=891
+  _globals['_MAGICLINKLOGINRESPONSE']._serialized_end=932
+  _globals['_VERIFYEMAILREQUEST']._serialized_start=934
+  _globals['_VERIFYEMAILREQUEST']._serialized_end=984
+  _globals['_RESENDVERIFYEMAILREQUEST']._serialized_start=986
+  _globals['_RESENDVERIFYEMAILREQUEST']._serialized_end=1062
+  _globals['_RESENDVERIFYEMAILRESPONSE']._serialized_start=1064
+  _globals['_RESENDVERIFYEMAILRESPONSE']._serialized_end=1108
+  _globals['_VERIFYOTPREQUEST']._serialized_start=1110
+  _globals['_VERIFYOTPREQUEST']._serialized_end=1210
+  _globals['_RESENDOTPREQUEST']._serialized_start=1212
+  _globals['_RESENDOTPREQUEST']._serialized_end=1282
+  _globals['_RESENDOTPRESPONSE']._serialized_start=1284
+  _globals['_RESENDOTPRESPONSE']._serialized_end=1320
+  _globals['_FORGOTPASSWORDREQUEST']._serialized_start=1322
+  _globals['_FORGOTPASSWORDREQUEST']._serialized_end=1419
+  _globals['_FORGOTPASSWORDRESPONSE']._serialized_start=1421
+  _globals['_FORGOTPASSWORDRESPONSE']._serialized_end=1501
+  _globals['_RESETPASSWORDREQUEST']._serialized_start=1503
+  _globals['_RESETPASSWORDREQUEST']._serialized_end=1619
+  _globals['_RESETPASSWORDRESPONSE']._serialized_start=1621
+  _globals['_RESETPASSWORDRESPONSE']._serialized_end=1661
+  _globals['_PROFILEREQUEST']._serialized_start=1663
+  _globals['_PROFILEREQUEST']._serialized_end=1679
+  _globals['_UPDATEPROFILEREQUEST']._serialized_start=1682
+  _globals['_UPDATEPROFILEREQUEST']._serialized_end=2150
+  _globals['_UPDATEPROFILERESPONSE']._serialized_start=2152
+  _globals['_UPDATEPROFILERESPONSE']._serialized_end=2231
+  _globals['_DEACTIVATEACCOUNTREQUEST']._serialized_start=2233
+  _globals['_DEACTIVATEACCOUNTREQUEST']._serialized_end=2259
+  _globals['_DEACTIVATEACCOUNTRESPONSE']._serialized_start=2261
+  _globals['_DEACTIVATEACCOUNTRESPONSE']._serialized_end=2305
+  _globals['_REVOKEREQUEST']._serialized_start=2307
+  _globals['_REVOKEREQUEST']._serialized_end=2345
+  _globals['_REVOKERESPONSE']._serialized_start=2347
+  _globals['_REVOKERESPONSE']._serialized_end=2380
+  _globals['_SESSIONREQUEST']._serialized_start=2382
+  _globals['_SESSIONREQUEST']._serialized_end=2504
+  _globals['_VALIDATEJWTTOKENREQUEST']._serialized_start=2507
+  _globals['_VALIDATEJWTTOKENREQUEST']._serialized_end=2643
+  _globals['_VALIDATEJWTTOKENRESPONSE']._serialized_start=2645
+  _globals['_VALIDATEJWTTOKENRESPONSE']._serialized_end=2729
+  _globals['_VALIDATESESSIONREQUEST']._serialized_start=2731
+  _globals['_VALIDATESESSIONREQUEST']._serialized_end=2847
+  _globals['_VALIDATESESSIONRESPONSE']._serialized_start=2849
+  _globals['_VALIDATESESSIONRESPONSE']._serialized_end=2927
+  _globals['_METAREQUEST']._serialized_start=2929
+  _globals['_METAREQUEST']._serialized_end=2942
+  _globals['_CHECKPERMISSIONSREQUEST']._serialized_start=2944
+  _globals['_CHECKPERMISSIONSREQUEST']._serialized_end=3036
+  _globals['_CHECKPERMISSIONSRESPONSE']._serialized_start=3038
+  _globals['_CHECKPERMISSIONSRESPONSE']._serialized_end=3119
+  _globals['_LISTPERMISSIONSREQUEST']._serialized_start=3122
+  _globals['_LISTPERMISSIONSREQUEST']._serialized_end=3300
+  _globals['_LISTPERMISSIONSRESPONSE']._serialized_start=3302
+  _globals['_LISTPERMISSIONSRESPONSE']._serialized_end=3411
+  _globals['_AUTHORIZERSERVICE']._serialized_start=3414
+  _globals['_AUTHORIZERSERVICE']._serialized_end=5116
 # @@protoc_insertion_point(module_scope)

@@ -1,3 +1,4 @@
+from google.protobuf import struct_pb2 as _struct_pb2
 from transports.grpc.proto.authorizer.v1 import common_pb2 as _common_pb2
 from transports.grpc.proto.authorizer.v1 import types_pb2 as _types_pb2
 from google.protobuf.internal import containers as _containers
@@ -325,14 +326,18 @@ class CheckPermissionsResponse(_message.Message):
     def __init__(self, results: _Optional[_Iterable[_Union[_types_pb2.PermissionCheckResult, _Mapping]]] = ...) -> None: ...
 
 class ListPermissionsRequest(_message.Message):
-    __slots__ = ("relation", "object_type", "user")
+    __slots__ = ("relation", "object_type", "user", "context", "contextual_tuples")
     RELATION_FIELD_NUMBER: _ClassVar[int]
     OBJECT_TYPE_FIELD_NUMBER: _ClassVar[int]
     USER_FIELD_NUMBER: _ClassVar[int]
+    CONTEXT_FIELD_NUMBER: _ClassVar[int]
+    CONTEXTUAL_TUPLES_FIELD_NUMBER: _ClassVar[int]
     relation: str
     object_type: str
     user: str
-    def __init__(self, relation: _Optional[str] = ..., object_type: _Optional[str] = ..., user: _Optional[str] = ...) -> None: ...
+    context: _struct_pb2.Struct
+    contextual_tuples: _containers.RepeatedCompositeFieldContainer[_types_pb2.FgaTupleInput]
+    def __init__(self, relation: _Optional[str] = ..., object_type: _Optional[str] = ..., user: _Optional[str] = ..., context: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., contextual_tuples: _Optional[_Iterable[_Union[_types_pb2.FgaTupleInput, _Mapping]]] = ...) -> None: ...
 
 class ListPermissionsResponse(_message.Message):
     __slots__ = ("objects", "permissions", "truncated")

@@ -1,3 +1,4 @@
+from google.protobuf import struct_pb2 as _struct_pb2
 from transports.grpc.proto.authorizer.v1 import common_pb2 as _common_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
@@ -106,24 +107,35 @@ class FgaTupleInput(_message.Message):
     def __init__(self, user: _Optional[str] = ..., relation: _Optional[str] = ..., object: _Optional[str] = ...) -> None: ...
 
 class PermissionCheckInput(_message.Message):
-    __slots__ = ("relation", "object", "contextual_tuples")
+    __slots__ = ("relation", "object", "contextual_tuples", "context")
     RELATION_FIELD_NUMBER: _ClassVar[int]
     OBJECT_FIELD_NUMBER: _ClassVar[int]
     CONTEXTUAL_TUPLES_FIELD_NUMBER: _ClassVar[int]
+    CONTEXT_FIELD_NUMBER: _ClassVar[int]
     relation: str
     object: str
     contextual_tuples: _containers.RepeatedCompositeFieldContainer[FgaTupleInput]
-    def __init__(self, relation: _Optional[str] = ..., object: _Optional[str] = ..., contextual_tuples: _Optional[_Iterable[_Union[FgaTupleInput, _Mapping]]] = ...) -> None: ...
+    context: _struct_pb2.Struct
+    def __init__(self, relation: _Optional[str] = ..., object: _Optional[str] = ..., contextual_tuples: _Optional[_Iterable[_Union[FgaTupleInput, _Mapping]]] = ..., context: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
 class PermissionCheckResult(_message.Message):
-    __slots__ = ("relation", "object", "allowed")
+    __slots__ = ("relation", "object", "allowed", "error")
+    class Error(_message.Message):
+        __slots__ = ("code", "message")
+        CODE_FIELD_NUMBER: _ClassVar[int]
+        MESSAGE_FIELD_NUMBER: _ClassVar[int]
+        code: str
+        message: str
+        def __init__(self, code: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
     RELATION_FIELD_NUMBER: _ClassVar[int]
     OBJECT_FIELD_NUMBER: _ClassVar[int]
     ALLOWED_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
     relation: str
     object: str
     allowed: bool
-    def __init__(self, relation: _Optional[str] = ..., object: _Optional[str] = ..., allowed: _Optional[bool] = ...) -> None: ...
+    error: PermissionCheckResult.Error
+    def __init__(self, relation: _Optional[str] = ..., object: _Optional[str] = ..., allowed: _Optional[bool] = ..., error: _Optional[_Union[PermissionCheckResult.Error, _Mapping]] = ...) -> None: ...
 
 class Meta(_message.Message):
     __slots__ = ("version", "client_id", "is_google_login_enabled", "is_facebook_login_enabled", "is_github_login_enabled", "is_linkedin_login_enabled", "is_apple_login_enabled", "is_discord_login_enabled", "is_twitter_login_enabled", "is_microsoft_login_enabled", "is_twitch_login_enabled", "is_roblox_login_enabled", "is_email_verification_enabled", "is_basic_authentication_enabled", "is_magic_link_login_enabled", "is_sign_up_enabled", "is_strong_password_enabled", "is_multi_factor_auth_enabled", "is_mobile_basic_authentication_enabled", "is_phone_verification_enabled")

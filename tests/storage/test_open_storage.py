@@ -96,6 +96,7 @@ def test_public_exports() -> None:
 
     assert sorted(storage.__all__) == [
         "SUPPORTED_DATABASE_TYPES",
+        "SchemaMismatch",
         "Storage",
         "StorageConfig",
         "StorageUnavailable",

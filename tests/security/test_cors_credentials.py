@@ -4,6 +4,8 @@ own origin (or a listed one) with them. Each case fails if the attack works."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -15,9 +17,11 @@ from tests.security.conftest import (
     SESSION_COOKIE,
     Deployment,
     admin_cookie,
+    flags_for,
     set_cookie_header,
     victim,
 )
+from tests.server.harness import running
 
 SESSION_QUERY = {"query": "query { session { access_token refresh_token } }"}
 PROFILE_QUERY = {"query": "query { profile { email } }"}
@@ -182,3 +186,35 @@ def test_session_cookies_are_lax_by_default(deployment: Deployment) -> None:
     assert "samesite=lax" in cookie
     assert "httponly" in cookie
     assert "samesite=strict" in set_cookie_header(admin, ADMIN_COOKIE).lower()
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgres-redis"])
+def listed(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Deployment]:
+    """One subdomain listed: its siblings are foreign."""
+    tmp: Path = tmp_path_factory.mktemp(f"listed-{request.param}")
+    flags = flags_for(request.param, tmp, "--allowed-origins=https://app.example.com")
+    with running(flags, tmp) as server:
+        yield Deployment(server, request.param)
+
+
+def test_only_the_listed_subdomain_is_trusted_with_cookies(listed: Deployment) -> None:
+    user = victim(listed)
+    cookie = {"cookie": f"{SESSION_COOKIE}={user.session}"}
+    for sibling in ("https://evil.example.com", "https://app.example.com.evil.io"):
+        with listed.http(sibling) as http:
+            refused = http.post("/v1/session", json={}, headers=cookie)
+            preflight = http.options(
+                "/v1/session", headers={"access-control-request-method": "POST"}
+            )
+        assert refused.status_code == 403, (sibling, refused.text)
+        no_credentialed_grant(refused, sibling)
+        no_credentialed_grant(preflight, sibling)
+        # Without "*" an unlisted origin gets no CORS answer at all.
+        assert "access-control-allow-origin" not in refused.headers
+    with listed.http("https://app.example.com") as http:
+        served = http.post("/v1/session", json={}, headers=cookie)
+    assert served.status_code == 200, served.text
+    assert served.headers["access-control-allow-origin"] == "https://app.example.com"
+    assert served.headers["access-control-allow-credentials"] == "true"

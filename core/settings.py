@@ -461,7 +461,9 @@ class Settings:
     # -- pages and branding
     enable_login_page: bool = _flag(True, _P, "Serve the login page.")
     enable_playground: bool = _flag(True, _P, "Serve the GraphQL playground.")
-    organization_name: str = _flag("Authorizer", _P, "Organization name shown to users.")
+    organization_name: str = _flag(
+        "bastion", _P, "Organization name shown to users (pages and mails)."
+    )
     organization_logo: str = _flag(
         "https://authorizer.dev/images/logo.png", _P, "Organization logo URL."
     )

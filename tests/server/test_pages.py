@@ -233,7 +233,7 @@ def test_login_page_is_plain_branded_html_under_the_default_csp(site: Site) -> N
 def test_the_default_logo_from_the_internet_is_not_shown(site: Site) -> None:
     page = httpx.get(f"{site.totp.url}/app")
     assert "<img" not in page.text
-    assert "Authorizer" in page.text
+    assert "bastion" in page.text  # the default organisation name, as text
 
 
 def test_pages_are_404_when_the_flag_is_off(site: Site) -> None:
@@ -722,3 +722,11 @@ def test_a_failed_link_lands_on_login_with_a_fixed_message(site: Site) -> None:
     injected = httpx.get(f"{site.links.url}/app", params={"error": "Call +1 555 0100 now"})
     assert "That link did not work" in injected.text
     assert "555" not in injected.text
+
+
+def test_pages_carry_bastions_name_by_default(site: Site) -> None:
+    with browser(site.totp) as client:
+        page = client.get("/app")
+    assert page.status_code == 200
+    assert "<title>Sign in \u2013 bastion</title>" in page.text
+    assert "Authorizer" not in page.text

@@ -36,9 +36,9 @@ import trio
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from service.passwords import PasswordHasher  # noqa: E402
 from tests.dbfixtures import fresh_postgres_url, fresh_redis_url  # noqa: E402
 from tests.server.harness import base_flags, running  # noqa: E402
-from transports.passwords import PasswordHasher  # noqa: E402
 
 PASSWORD = "Bench!pass1"
 CONNECTIONS = 16

@@ -27,10 +27,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.fga import MODEL, Organisation, generate  # noqa: E402
+from service.context import CallerContext, Protocol  # noqa: E402
+from service.fga.service import FgaService  # noqa: E402
+from service.metrics import Metrics  # noqa: E402
 from storage.fga import MemoryFgaStore, StoredModel  # noqa: E402
-from transports.context import CallerContext, Protocol  # noqa: E402
-from transports.fga_service import FgaService  # noqa: E402
-from transports.metrics import Metrics  # noqa: E402
 
 
 class _AdminService:

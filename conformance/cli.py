@@ -19,7 +19,7 @@ from conformance import catalogue, mailsink, smssink
 from conformance.coverage import lines as coverage_lines
 from conformance.coverage import uncovered
 from conformance.discovery import DiscoveryError, discover
-from conformance.fuzz import fuzz
+from conformance.fuzz import FUZZ_ROW, fuzz
 from conformance.pacing import Pacer
 from conformance.profiles import PROFILES, describe, profile
 from conformance.report import write_junit, write_text
@@ -27,8 +27,6 @@ from conformance.runner import FAIL, NA, PASS, SKIP, Cell, ScenarioResult, run_c
 from conformance.scenario import Scenario
 from conformance.surfaces import GraphQLSurface, GrpcSurface, RestSurface
 from conformance.surfaces.base import Surface
-
-FUZZ_ROW = "schemathesis.openapi"
 
 
 def parser() -> argparse.ArgumentParser:

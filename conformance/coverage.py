@@ -37,7 +37,7 @@ def lines(rows: Sequence[str]) -> list[str]:
 
 def main(argv: Sequence[str]) -> int:
     from conformance import catalogue
-    from conformance.cli import FUZZ_ROW
+    from conformance.fuzz import FUZZ_ROW
 
     if not argv:
         print("usage: bastion-conformance coverage REPORT.xml...", file=sys.stderr)

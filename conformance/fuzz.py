@@ -14,6 +14,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+#: The fuzz run's row in reports, beside the catalogue's.
+FUZZ_ROW = "schemathesis.openapi"
 CHECKS = "not_a_server_error,response_schema_conformance,status_code_conformance"
 
 

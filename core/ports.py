@@ -2,7 +2,7 @@
 
 Time, randomness and identifiers are injected so that every transition is
 deterministic under test. The runtime passes the real implementations
-(``transports.system``); tests pass fixed ones.
+(``service.system``); tests pass fixed ones.
 """
 
 from __future__ import annotations

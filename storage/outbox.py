@@ -4,7 +4,7 @@ A flow that must send mail or deliver a webhook calls :func:`enqueue` on the con
 of the transaction that makes the change, so the work exists if and only if the change
 committed. Workers on any instance :func:`claim` due items under a lease (a crashed
 worker's items come back when the lease lapses), then :func:`complete` or
-:func:`reschedule` them. Nothing here runs the work; ``transports.outbox`` does.
+:func:`reschedule` them. Nothing here runs the work; ``service.outbox`` does.
 """
 
 from __future__ import annotations

@@ -28,6 +28,7 @@ from cryptography.x509.oid import NameOID
 from hypothesis import given
 from hypothesis import strategies as st
 
+from bastion.cli import HelpRequested, default_label, main, parse_args, render_help
 from core.settings import (
     FLAGS,
     FLAGS_BY_NAME,
@@ -41,7 +42,6 @@ from core.settings import (
     settings_from_flags,
     validate,
 )
-from transports.cli import HelpRequested, default_label, main, parse_args, render_help
 
 BASE = [
     "--admin-secret=admin-secret",

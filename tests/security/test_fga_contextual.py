@@ -15,10 +15,10 @@ import grpc
 import httpx
 import pytest
 
+from service.fga.service import CONTEXTUAL_REFUSED
 from tests.server.harness import ServerProcess, base_flags, running
 from tests.server.test_auth_flows import bearer, new_user
 from tests.server.test_fga_api import ADMIN, MODEL, admin, tuple_, uid
-from transports.fga_service import CONTEXTUAL_REFUSED
 from transports.grpc.proto.authorizer.v1 import authorizer_pb2, authorizer_pb2_grpc, types_pb2
 
 GQL = (

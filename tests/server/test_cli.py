@@ -1,6 +1,6 @@
 """The real command refuses bad configurations before anything listens.
 
-Each test runs ``python -m transports.cli`` in a subprocess and checks its exit status
+Each test runs ``python -m bastion.cli`` in a subprocess and checks its exit status
 and its one stderr line. The process runs in an empty directory holding a ``.env`` file
 and with look-alike environment variables set, to show neither is read. The rules
 themselves are covered in process by tests/core/test_settings.py.
@@ -35,7 +35,7 @@ def run_bastion(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
         "DATABASE_URL": "from-environment.db",
     }
     return subprocess.run(
-        [sys.executable, "-m", "transports.cli", *args],
+        [sys.executable, "-m", "bastion.cli", *args],
         cwd=cwd,
         env=env,
         capture_output=True,

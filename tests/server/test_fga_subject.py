@@ -13,11 +13,11 @@ import pytest
 
 from core.errors import FailedPrecondition, InvalidArgument, PermissionDenied, Unauthenticated
 from core.fga.tuples import TupleKey
+from service.context import CallerContext, Protocol
+from service.fga.service import NOT_ENABLED, FgaService
+from service.metrics import Metrics
 from storage.fga import MemoryFgaStore, StoredModel
 from tests.server.test_fga_api import MODEL
-from transports.context import CallerContext, Protocol
-from transports.fga_service import NOT_ENABLED, FgaService
-from transports.metrics import Metrics
 
 CALLER = CallerContext(protocol=Protocol.REST, client_ip="127.0.0.1", bearer_token="token-of-ann")
 ONE_CHECK = {"checks": [{"relation": "reader", "object": "sheet:1"}]}

@@ -20,11 +20,11 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from joserfc import jwt
 from joserfc.jwk import KeySet, RSAKey
 
+from bastion.cli import parse_args
 from core.settings import ConfigError
 from tests.dbfixtures import fresh_sqlite_url
 from tests.server.harness import CLIENT_ID, CLIENT_SECRET, base_flags, running
 from tests.server.test_auth_flows import client_for, new_user, validate
-from transports.cli import parse_args
 
 ISSUER = "https://auth.example.test"
 

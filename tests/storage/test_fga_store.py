@@ -10,6 +10,7 @@ import pytest
 import sqlalchemy as sa
 
 from core.fga.tuples import TupleKey
+from service.fga.engine import EngineState
 from storage.fga import (
     MAX_REPLAY,
     FgaStore,
@@ -23,7 +24,6 @@ from storage.fga import (
 from storage.sql import open_database
 from storage.sql.schema import fga_changelog, fga_models, fga_tuples
 from tests.storage.helpers import config_for
-from transports.fga.engine import EngineState
 
 BACKENDS = ["memory", "sqlite", "postgres", "mariadb"]
 MODEL = StoredModel(

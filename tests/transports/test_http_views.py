@@ -7,7 +7,7 @@ from typing import Any
 from quart import g
 from quart_trio import QuartTrio
 
-from transports.context import CallerContext, Reply
+from service.context import CallerContext, Reply
 from transports.http.app import route_view
 from transports.http.routes import Route
 

@@ -14,11 +14,10 @@ from typing import Any
 
 from core import input_rules
 from core.errors import InvalidArgument
-from transports.context import CallerContext, Cookie, Reply
+from service.context import CallerContext, Cookie, Reply
 from transports.graphql.execution import execute_operation
 from transports.graphql.limits import QueryLimits
 from transports.graphql.schema import Resolver, build_schema
-from transports.service import Service
 
 ServiceOperation = Callable[[dict[str, Any], CallerContext], Awaitable[Reply]]
 
@@ -42,30 +41,13 @@ def _resolver(operation: ServiceOperation) -> Resolver:
     return resolve
 
 
-def resolvers(
-    service: Service, extra: Mapping[str, ServiceOperation] | None = None
-) -> dict[str, Resolver]:
-    """Every root field that has a service operation in this build (``extra``: operations
-    of feature services the Runtime holds, e.g. the authorization engine's)."""
-    operations: dict[str, ServiceOperation] = {
-        "meta": service.meta,
-        "_admin_login": service.admin_login,
-        "_admin_logout": service.admin_logout,
-        "_admin_session": service.admin_session,
-        "_admin_meta": service.admin_meta,
-    }
-    operations.update(extra or {})
+def resolvers(operations: Mapping[str, ServiceOperation]) -> dict[str, Resolver]:
     return {name: _resolver(op) for name, op in operations.items()}
 
 
 class GraphQLSurface:
-    def __init__(
-        self,
-        service: Service,
-        limits: QueryLimits,
-        extra: Mapping[str, ServiceOperation] | None = None,
-    ) -> None:
-        self.schema = build_schema(resolvers(service, extra))
+    def __init__(self, operations: Mapping[str, ServiceOperation], limits: QueryLimits) -> None:
+        self.schema = build_schema(resolvers(operations))
         self.limits = limits
 
     async def execute(self, body: dict[str, Any], caller: CallerContext) -> Reply:

@@ -22,9 +22,9 @@ import trio
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from service.runtime import Runtime
 from storage import StorageUnavailable
 from transports.grpc.bridge import CallCancelled, run_for_call
-from transports.runtime import Runtime
 
 log = logging.getLogger("bastion.grpc")
 

@@ -21,9 +21,11 @@ from google.protobuf import json_format
 from google.protobuf.message import Message
 
 from core import errors, input_rules
-from transports.admin.grpc_shapes import renamed, unwrapped, wrapped
-from transports.auth.grpc_shapes import grpc_shaped
-from transports.context import CallerContext, Cookie, Protocol, Reply
+from core.networks import client_ip
+from service.context import CallerContext, Cookie, Protocol, Reply
+from service.runtime import Runtime
+from transports.grpc.admin_shapes import renamed, unwrapped, wrapped
+from transports.grpc.auth_shapes import grpc_shaped
 from transports.grpc.bridge import CallCancelled, run_for_call
 from transports.grpc.proto.authorizer.v1 import (
     admin_pb2,
@@ -32,8 +34,6 @@ from transports.grpc.proto.authorizer.v1 import (
     authorizer_pb2_grpc,
     types_pb2,
 )
-from transports.http.edge import client_ip
-from transports.runtime import Runtime
 
 log = logging.getLogger("bastion.grpc")
 

@@ -1,4 +1,4 @@
-"""The quart-trio application: REST under /v1, health, discovery, and the HTTP edge.
+"""The quart-trio application: the HTTP edge in front of the routes and views it is given.
 
 Order of the edge, for every request: client address (``--trusted-proxies``) -> CORS
 preflight -> per-IP rate limit -> CSRF -> route. Every response, errors included, gets
@@ -7,12 +7,10 @@ the security headers, CORS headers for an allowed origin, and a metrics sample.
 
 from __future__ import annotations
 
-import contextlib
-import hmac
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import trio
@@ -21,34 +19,19 @@ from quart_trio import QuartTrio
 from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound, RequestEntityTooLarge
 
 from core import errors, input_rules
-from core.settings import Settings
+from core.networks import client_ip
+from service.context import CallerContext, Protocol, Reply
+from service.runtime import Runtime
 from storage import StorageUnavailable
-from transports.admin.routes import admin_graphql, admin_routes
-from transports.auth.routes import auth_graphql, auth_routes, register_oauth_views
-from transports.context import CallerContext, Protocol, Reply
-from transports.fga.routes import fga_graphql, fga_routes
-from transports.graphql.limits import QueryLimits, check_body_size
-from transports.graphql.playground import register_playground
-from transports.graphql.surface import GraphQLSurface
 from transports.http import edge
 from transports.http.cookies import with_cookies
 from transports.http.errors import http_status
 from transports.http.routes import Route, openapi_document
-from transports.oauth.routes import register_provider_views
-from transports.pages import register_login_pages
-from transports.runtime import Runtime
-from transports.social.routes import register_social_views
 
 log = logging.getLogger("bastion.http")
 
 #: Largest request body accepted on any route.
 MAX_BODY_BYTES = 1024 * 1024
-
-_HEALTH_SCHEMA = {
-    "type": "object",
-    "required": ["status"],
-    "properties": {"status": {"type": "string"}, "error": {"type": "string"}},
-}
 
 
 def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
@@ -127,186 +110,30 @@ def caller_context() -> CallerContext:
     )
 
 
-def health_routes(runtime: Runtime) -> list[Route]:
-    async def live(_: dict[str, Any], __: CallerContext) -> Reply:
-        """Liveness: the process answers. Never storage: a database outage must not make
-        an orchestrator restart every instance (readiness, /readyz, reports it)."""
-        return Reply({"status": "ok"})
-
-    async def ready(_: dict[str, Any], __: CallerContext) -> Reply:
-        await runtime.check_ready()
-        return Reply({"status": "ready"})
-
-    common = {
-        "tag": "health",
-        "response_schema": _HEALTH_SCHEMA,
-        "rate_limit_exempt": True,
-        "extra_statuses": (503,),
-    }
-    return [
-        Route(
-            method="GET",
-            path="/healthz",
-            operation=live,
-            summary="Liveness: the process answers (never storage)",
-            **common,
-        ),
-        Route(
-            method="GET",
-            path="/health",
-            operation=live,
-            summary="Liveness (alias of /healthz)",
-            **common,
-        ),
-        Route(
-            method="GET",
-            path="/readyz",
-            operation=ready,
-            summary="Readiness: storage and the memory store answer, the schema is current",
-            **common,
-        ),
-    ]
-
-
-def api_routes(runtime: Runtime) -> list[Route]:
-    """REST under /v1. Mounted only with the gRPC server enabled (spec, Surfaces rule 2)."""
-    service = runtime.service
-    message = {"type": "object", "properties": {"message": {"type": "string"}}}
-    return [
-        Route(
-            method="GET",
-            path="/v1/meta",
-            operation=service.meta,
-            summary="Server feature flags and provider availability",
-            tag="public",
-        ),
-        Route(
-            method="POST",
-            path="/v1/admin/login",
-            operation=service.admin_login,
-            summary="Exchange the admin secret for the admin session cookie",
-            tag="admin",
-            request_schema={
-                "type": "object",
-                "required": ["admin_secret"],
-                "properties": {"admin_secret": {"type": "string"}},
-            },
-            response_schema=message,
-            extra_statuses=(401,),
-        ),
-        Route(
-            method="POST",
-            path="/v1/admin/logout",
-            operation=service.admin_logout,
-            summary="End the admin session",
-            tag="admin",
-            request_schema={"type": "object"},
-            response_schema=message,
-            extra_statuses=(401,),
-        ),
-        Route(
-            method="GET",
-            path="/v1/admin/session",
-            operation=service.admin_session,
-            summary="Renew the admin session cookie",
-            tag="admin",
-            response_schema=message,
-            extra_statuses=(401,),
-        ),
-        Route(
-            method="GET",
-            path="/v1/admin/meta",
-            operation=service.admin_meta,
-            summary="Meta plus the admin-only fields",
-            tag="admin",
-            extra_statuses=(401,),
-        ),
-        *fga_routes(runtime.fga),
-        *admin_routes(runtime.admin),
-        *auth_routes(runtime.auth),
-    ]
-
-
-def graphql_limits(settings: Settings) -> QueryLimits:
-    """``--graphql-max-*`` and ``--enable-graphql-introspection``."""
-    return QueryLimits(
-        max_depth=settings.graphql_max_depth,
-        max_aliases=settings.graphql_max_aliases,
-        max_complexity=settings.graphql_max_complexity,
-        max_body_bytes=settings.graphql_max_body_bytes,
-        introspection=settings.enable_graphql_introspection,
-    )
-
-
-async def graphql_refusal(settings: Settings) -> Response | None:
-    """What ``/graphql`` refuses before running anything, in Authorizer's shapes: a client
-    id header naming another application (reference §2), a declared body over the limit."""
-    # Empty counts as absent (Authorizer reads it with Go's Header.Get): authorizer-js
-    # sends an empty one when configured without a client id.
-    claimed = request.headers.get("x-authorizer-client-id")
-    if claimed and not hmac.compare_digest(claimed.encode(), settings.client_id.encode()):
-        return json_response(
-            {"error": "invalid_client_id", "error_description": "The client id is invalid"}, 400
-        )
-    size = request.content_length
-    too_big = None if size is None else check_body_size(size, graphql_limits(settings))
-    if too_big is None:
-        return None
-    # Drain what the client is sending (at most the app's ceiling; beyond it the server
-    # discards), or it may block writing and never read the answer.
-    with contextlib.suppress(RequestEntityTooLarge):
-        await request.get_data(cache=False)
-    return json_response({"data": None, "errors": [too_big.formatted]}, 413)
-
-
-def graphql_route(runtime: Runtime) -> Route:
-    surface = GraphQLSurface(
-        runtime.service,
-        graphql_limits(runtime.settings),
-        {
-            **fga_graphql(runtime.fga),
-            **admin_graphql(runtime.admin),
-            **auth_graphql(runtime.auth),
-        },
-    )
-
-    async def graphql(body: dict[str, Any], caller: CallerContext) -> Reply:
-        return await surface.execute(body, caller)
-
-    return Route(
-        method="POST",
-        path="/graphql",
-        operation=graphql,
-        summary="GraphQL (Authorizer 2.3 schema); errors come back in the body with HTTP 200",
-        tag="graphql",
-        request_schema={
-            "type": "object",
-            "required": ["query"],
-            "properties": {
-                "query": {"type": "string"},
-                "variables": {"type": "object"},
-                "operationName": {"type": "string"},
-            },
-        },
-    )
-
-
 _HEALTH_FAILURE = {
     "/readyz": {"status": "not ready", "error": "storage unavailable"},
 }
 
 
-def create_app(runtime: Runtime) -> QuartTrio:
+#: Adds the views that are not JSON-in/JSON-out (redirects, forms, pages) to the app;
+#: given how to read the caller of the current request.
+ViewRegistrar = Callable[[QuartTrio, Callable[[], CallerContext]], None]
+
+
+def create_app(
+    runtime: Runtime, routes: list[Route], views: Sequence[ViewRegistrar] = ()
+) -> QuartTrio:
+    """The HTTP server's application: ``routes`` (JSON operations, and /openapi.json
+    generated from them) and ``views`` behind the edge's checks."""
     settings = runtime.settings
     app = QuartTrio("bastion")
-    # The hard ceiling for every route; /graphql has its own (possibly larger) limit.
-    app.config["MAX_CONTENT_LENGTH"] = max(MAX_BODY_BYTES, settings.graphql_max_body_bytes)
+    # The hard ceiling for every route; a route may read less (``Route.body_limit``).
+    app.config["MAX_CONTENT_LENGTH"] = max(
+        [MAX_BODY_BYTES, *(r.body_limit for r in routes if r.body_limit is not None)]
+    )
     app.config["PROVIDE_AUTOMATIC_OPTIONS"] = False
 
-    routes = health_routes(runtime)
-    if settings.enable_grpc:
-        routes += api_routes(runtime)
-    routes.append(graphql_route(runtime))
+    routes = list(routes)
     document: dict[str, Any] = {}
 
     async def openapi(_: dict[str, Any], __: CallerContext) -> Reply:
@@ -335,13 +162,8 @@ def create_app(runtime: Runtime) -> QuartTrio:
         app.add_url_rule(
             route.path, endpoint=endpoint, view_func=route_view(route), methods=[route.method]
         )
-    register_oauth_views(app, runtime.auth, caller_context)
-    register_social_views(app, runtime.social, caller_context)
-    register_provider_views(app, runtime.oauth, caller_context)
-    if settings.enable_playground:
-        register_playground(app)
-    if settings.enable_login_page:
-        register_login_pages(app, settings, runtime.auth, runtime.service.meta, caller_context)
+    for register in views:
+        register(app, caller_context)
 
     security = edge.security_headers(csp=not settings.disable_csp, hsts=settings.enable_hsts)
 
@@ -349,7 +171,7 @@ def create_app(runtime: Runtime) -> QuartTrio:
     async def edge_in() -> Response | None:
         g.started = time.perf_counter()
         peer = (request.scope.get("client") or ("unknown", 0))[0]
-        g.client_ip = edge.client_ip(
+        g.client_ip = client_ip(
             peer, request.headers.get("x-forwarded-for"), runtime.trusted_proxies
         )
         if request.method == "OPTIONS":
@@ -362,9 +184,11 @@ def create_app(runtime: Runtime) -> QuartTrio:
         refusal = edge.csrf_refusal(request.method, request.path, request.headers, runtime.origins)
         if refusal is not None:
             raise errors.PermissionDenied(refusal)
-        if request.path == "/graphql":
-            g.body_limit = settings.graphql_max_body_bytes
-            return await graphql_refusal(settings)
+        if route is not None and route.body_limit is not None:
+            g.body_limit = route.body_limit
+        if route is not None and route.guard is not None:
+            refused: Response | None = await route.guard()
+            return refused
         return None
 
     def _preflight_headers() -> dict[str, str]:

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from quart import Response
 
-from transports.context import Cookie
+from service.context import Cookie
 
 
 def with_cookies(response: Response, cookies: Iterable[Cookie]) -> Response:

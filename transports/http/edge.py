@@ -1,28 +1,23 @@
 """Decisions the HTTP edge makes before a request reaches the service layer.
 
 Plain functions over plain values (no framework objects), so each rule can be tested
-exhaustively: which origin may call us (CORS and CSRF share one matcher), which
-address is the client (``--trusted-proxies``), and which headers every response
-carries.
+exhaustively: what CORS answers, which requests CSRF refuses (both over
+:class:`core.origins.OriginPolicy`), and which headers every response carries.
 """
 
 from __future__ import annotations
 
-import ipaddress
-import re
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping
 from urllib.parse import urlsplit
+
+from core.origins import OriginPolicy
 
 __all__ = [
     "CORS_ALLOW_HEADERS",
     "CORS_ALLOW_METHODS",
     "CSRF_EXEMPT_PREFIXES",
-    "OriginPolicy",
-    "client_ip",
     "cors_headers",
     "csrf_refusal",
-    "parse_networks",
     "request_origin",
     "security_headers",
 ]
@@ -39,88 +34,6 @@ CORS_ALLOW_METHODS = "GET, POST, PUT, OPTIONS"
 CSRF_EXEMPT_PREFIXES = ("/oauth/token", "/oauth/revoke", "/oauth/introspect", "/oauth_callback/")
 _CSRF_GUARDED_PREFIXES = ("/v1/", "/graphql")
 _STATE_CHANGING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
-_DEFAULT_PORTS = {"http": 80, "https": 443}
-
-
-@dataclass(frozen=True, slots=True)
-class _Origin:
-    host: str
-    port: int | None
-
-
-def _parse_origin(value: str) -> _Origin | None:
-    """``scheme://host[:port]`` -> host and explicit non-default port; None if unparsable."""
-    try:
-        parts = urlsplit(value if "://" in value else f"http://{value}")
-        host = (parts.hostname or "").lower()
-        port = parts.port
-    except ValueError:
-        return None
-    if not host:
-        return None
-    if port is not None and port == _DEFAULT_PORTS.get(parts.scheme.lower()):
-        port = None
-    return _Origin(host, port)
-
-
-def _label_matches(pattern: str, label: str) -> bool:
-    """A pattern label may hold ``*`` standing for any run of characters."""
-    if "*" not in pattern:
-        return pattern == label
-    return re.fullmatch(re.escape(pattern).replace(r"\*", ".*"), label) is not None
-
-
-def _host_matches(pattern: str, host: str) -> bool:
-    p_labels = pattern.split(".")
-    h_labels = host.split(".")
-    if p_labels[0] == "*":
-        # "*.example.com": one or more sub-domain labels in front of example.com.
-        rest = p_labels[1:]
-        return len(h_labels) > len(rest) and all(
-            _label_matches(p, h) for p, h in zip(rest, h_labels[-len(rest) :], strict=True)
-        )
-    return len(p_labels) == len(h_labels) and all(
-        _label_matches(p, h) for p, h in zip(p_labels, h_labels, strict=True)
-    )
-
-
-class OriginPolicy:
-    """Which browser origins may call us, from ``--allowed-origins`` and ``--url``.
-
-    Two levels. An origin is *trusted* (with the user's cookies: credentialed CORS,
-    cookie-carrying state changes, redirects) when it is the server's own (``--url``) or
-    matches a listed entry: origins or host patterns, where the scheme is not compared,
-    a port is compared unless it is the scheme's default, and ``*`` stands for one or
-    more sub-domain labels (``*.example.com``) or for characters inside a label
-    (``app-*.example.com``). ``*`` in the list trusts nobody more: it lets any origin
-    call *without* cookies (CORS answers ``*``). ``null`` (sandboxed frames, files,
-    some redirects) is never allowed at all.
-    """
-
-    def __init__(self, allowed_origins: Iterable[str], own_url: str) -> None:
-        entries = [e.strip() for e in allowed_origins if e.strip()]
-        self.allow_any = "*" in entries
-        self._patterns = [o for o in (_parse_origin(e) for e in entries if e != "*") if o]
-        self._own = _parse_origin(own_url)
-
-    def trusts(self, origin: str) -> bool:
-        """May ``origin`` act with the user's cookies?"""
-        if origin.strip().lower() == "null":
-            return False
-        parsed = _parse_origin(origin)
-        if parsed is None:
-            return False
-        if parsed == self._own:
-            return True
-        return any(
-            p.port == parsed.port and _host_matches(p.host, parsed.host) for p in self._patterns
-        )
-
-    def allows(self, origin: str) -> bool:
-        """May ``origin`` call at all (without cookies)?"""
-        if origin.strip().lower() == "null":
-            return False
-        return self.allow_any or self.trusts(origin)
 
 
 def request_origin(headers: Mapping[str, str]) -> str | None:
@@ -196,45 +109,6 @@ def cors_headers(origin: str | None, policy: OriginPolicy) -> dict[str, str]:
     if policy.allow_any:
         return {"Access-Control-Allow-Origin": "*"}
     return {}
-
-
-Network = ipaddress.IPv4Network | ipaddress.IPv6Network
-
-
-def parse_networks(entries: Sequence[str]) -> tuple[Network, ...]:
-    """CIDRs (or single addresses) from ``--trusted-proxies``; validated at startup."""
-    return tuple(ipaddress.ip_network(e.strip(), strict=False) for e in entries if e.strip())
-
-
-def _trusted(address: str, networks: Sequence[Network]) -> bool:
-    try:
-        ip = ipaddress.ip_address(address)
-    except ValueError:
-        return False
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    return any(ip.version == n.version and ip in n for n in networks)
-
-
-def client_ip(peer: str, forwarded_for: str | None, trusted: Sequence[Network]) -> str:
-    """The client's address as ``--trusted-proxies`` defines it.
-
-    With no trusted network, or a peer outside them, the socket peer is the client and
-    ``X-Forwarded-For`` is ignored (it is whatever the client wrote). From a trusted
-    peer, ``X-Forwarded-For`` is read right to left, skipping trusted hops: the first
-    untrusted address is the client, because only the hops we trust appended honestly.
-    """
-    if not trusted or not forwarded_for or not _trusted(peer, trusted):
-        return peer
-    hops = [h.strip() for h in forwarded_for.split(",") if h.strip()]
-    for hop in reversed(hops):
-        try:
-            ipaddress.ip_address(hop)
-        except ValueError:
-            return peer
-        if not _trusted(hop, trusted):
-            return hop
-    return hops[0] if hops else peer
 
 
 def security_headers(*, csp: bool, hsts: bool) -> dict[str, str]:

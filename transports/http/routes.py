@@ -6,10 +6,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from transports.context import CallerContext, Reply
+from service.context import CallerContext, Reply
 
 JsonObject = dict[str, Any]
 Operation = Callable[[JsonObject, CallerContext], Awaitable[Reply]]
+#: Runs before the route reads its body, after the edge's checks: an answer (a framework
+#: response) refuses the request there and then; None lets it through.
+Guard = Callable[[], Awaitable[Any]]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -29,6 +32,9 @@ class Route:
     extra_statuses: tuple[int, ...] = ()
     #: The answer never changes (a GET without cookies): serialised once, then served as is.
     constant: bool = False
+    #: Largest body this route reads (None: the server-wide ceiling).
+    body_limit: int | None = None
+    guard: Guard | None = None
 
 
 ERROR_SCHEMA: JsonObject = {

@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from transports.context import Cookie
+from service.context import Cookie
 from transports.http.edge import request_origin
 
 __all__ = ["CSRF_COOKIE", "CSRF_FIELD", "FormGuard"]

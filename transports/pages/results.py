@@ -12,7 +12,7 @@ from quart import Response
 
 from core import errors
 from core.auth.passwords import MAX_LENGTH, MIN_LENGTH
-from transports.context import Cookie
+from service.context import Cookie
 from transports.http.cookies import with_cookies
 from transports.http.errors import http_status
 from transports.pages.render import FormError, field_for

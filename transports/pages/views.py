@@ -15,9 +15,7 @@ the page's ``form-action 'self'`` and blocked when it leaves this origin.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from pathlib import Path
 from typing import Any
 
 from quart import Response, request
@@ -25,23 +23,16 @@ from quart_trio import QuartTrio
 
 from core import errors
 from core.settings import Settings
-from transports.auth.service import AuthService
-from transports.context import CallerContext, Cookie, Reply
-from transports.http.cookies import with_cookies
-from transports.http.errors import http_status
-from transports.pages.csrf import FormGuard
-from transports.pages.query import HIDDEN_PREFIX, PageQuery
+from service.auth.service import AuthService
+from service.context import Cookie, Reply
+from transports.pages.base import LINK_FAILED, PAGES_CSS, CallerFactory, PageBase
+from transports.pages.query import PageQuery
 from transports.pages.render import (
-    Branding,
     FormError,
-    PageContext,
-    render,
     social_links,
 )
 from transports.pages.results import (
     MFA_TEXT,
-    challenge_method,
-    enrolment_of,
     form_error,
     identifier_field,
     password_hint,
@@ -50,147 +41,8 @@ from transports.pages.results import (
 
 __all__ = ["LoginPages", "register_login_pages"]
 
-log = logging.getLogger("bastion.pages")
 
-CallerFactory = Callable[[], CallerContext]
-_HTML = "text/html; charset=utf-8"
-_CSS = Path(__file__).with_name("static") / "pages.css"
-
-
-_LINK_FAILED = (
-    "That link did not work: it may have expired or been used already. "
-    "Sign in, or ask for a new link."
-)
-
-
-class _FormRefused(Exception):
-    """A form post that failed the CSRF checks; never reaches the service."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
-class LoginPages:
-    def __init__(
-        self,
-        settings: Settings,
-        auth: AuthService,
-        meta: Callable[..., Awaitable[Reply]],
-        caller: CallerFactory,
-    ) -> None:
-        self.auth = auth
-        self.issuer = auth.policy.issuer
-        self.branding = Branding.from_settings(settings)
-        self.guard = FormGuard(
-            settings.client_secret,
-            secure=settings.app_cookie_secure,
-            origin_allowed=auth.redirect_allowed,
-        )
-        self._meta = meta
-        self.caller = caller
-
-    # -- plumbing -----------------------------------------------------------------------------
-
-    async def _context(
-        self, query: PageQuery, error: FormError | None = None, notice: str = ""
-    ) -> tuple[PageContext, list[Cookie]]:
-        token, cookie = self.guard.issue(request.cookies)
-        meta = (await self._meta({}, self.caller())).body
-        page = PageContext(
-            branding=self.branding,
-            query=query,
-            csrf_token=token,
-            meta=meta,
-            error=error,
-            notice=notice,
-        )
-        return page, [] if cookie is None else [cookie]
-
-    async def _show(
-        self,
-        template: str,
-        query: PageQuery,
-        *,
-        error: FormError | None = None,
-        notice: str = "",
-        cookies: Iterable[Cookie] = (),
-        **values: Any,
-    ) -> Response:
-        page, own = await self._context(query, error, notice)
-        status = 200 if error is None else error.status
-        headers = {"Cache-Control": "no-store"}
-        if error is not None and error.retry_after:
-            headers["Retry-After"] = str(error.retry_after)
-        body = render(template, page, **values)
-        response = Response(body, status=status, content_type=_HTML, headers=headers)
-        return with_cookies(response, [*cookies, *own])
-
-    async def _posted(self) -> tuple[dict[str, str], PageQuery]:
-        form = {k: v for k, v in (await request.form).items() if isinstance(v, str)}
-        sources = {name: request.headers.get(name, "") for name in ("origin", "referer")}
-        refusal = self.guard.refusal(sources, request.cookies, form)
-        if refusal is not None:
-            raise _FormRefused(refusal)
-        return form, PageQuery.parse(form, HIDDEN_PREFIX)
-
-    async def _signed_in(self) -> Mapping[str, Any] | None:
-        try:
-            return (await self.auth.profile({}, self.caller())).body
-        except errors.Unauthenticated:
-            return None
-
-    def _forward(self, query: PageQuery) -> Response:
-        target = query.after_login(self.issuer, self.auth.redirect_allowed)
-        return redirect(target or "/app/profile")
-
-    async def _refused_redirect(self) -> Response:
-        return await self._show(
-            "refused.html",
-            PageQuery(),
-            error=FormError("This sign-in link names a return address that is not allowed."),
-            title="Sign-in link not allowed",
-            reason="The redirect_uri of this link is not an allowed address, so it is ignored.",
-            retry_url="/app",
-        )
-
-    async def _finish(self, reply: Reply, query: PageQuery, identifier: str) -> Response:
-        """Render what a login, signup or MFA operation answered; ``identifier`` is the
-        email or phone number the user gave, which a second-factor challenge names."""
-        body = reply.body
-        method = challenge_method(body)
-        if method is not None:
-            return await self._show_mfa(
-                query,
-                method,
-                identifier,
-                cookies=reply.cookies,
-                enrolment=enrolment_of(body),
-            )
-        if body.get("access_token"):
-            target = query.after_login(self.issuer, self.auth.redirect_allowed)
-            if target is None:
-                return redirect("/app/profile", reply.cookies)
-            return await self._show(
-                "continue.html", query, cookies=reply.cookies, title="Signed in", target=target
-            )
-        return await self._message(query, body.get("message", ""), reply.cookies)
-
-    async def _message(
-        self, query: PageQuery, message: str, cookies: Iterable[Cookie] = ()
-    ) -> Response:
-        return await self._show(
-            "message.html",
-            query,
-            cookies=cookies,
-            title="Check your email" if "email" in message.lower() else "Done",
-            message=message,
-            next_url=query.url("/app"),
-            next_label="Back to sign in",
-        )
-
-    # -- login --------------------------------------------------------------------------------
-
+class LoginPages(PageBase):
     async def _show_login(
         self,
         query: PageQuery,
@@ -230,7 +82,7 @@ class LoginPages:
             return self._forward(query)
         # An emailed link that failed lands here with ``error=<why>``. The text is never
         # echoed (anyone can write a query): one fixed message says what to do.
-        failed = FormError(_LINK_FAILED, status=200) if request.args.get("error") else None
+        failed = FormError(LINK_FAILED, status=200) if request.args.get("error") else None
         return await self._show_login(query, error=failed)
 
     async def login_submit(self) -> Response:
@@ -493,38 +345,8 @@ class LoginPages:
 
     # -- registration -------------------------------------------------------------------------
 
-    def _guarded(
-        self, view: Callable[[], Awaitable[Response]]
-    ) -> Callable[[], Awaitable[Response]]:
-        async def guarded() -> Response:
-            try:
-                return await view()
-            except _FormRefused as refused:
-                return await self._show(
-                    "refused.html",
-                    PageQuery(),
-                    error=FormError(refused.reason, status=403),
-                    title="Form not accepted",
-                    reason="For your safety this form was not processed. Reload the page "
-                    "and try again.",
-                    retry_url="/app",
-                )
-            except errors.ServerError as error:
-                log.exception("login page failed", extra={"error_code": error.code})
-                return await self._show(
-                    "refused.html",
-                    PageQuery(),
-                    error=FormError("Something went wrong on our side.", status=http_status(error)),
-                    title="Something went wrong",
-                    reason="Please try again in a moment.",
-                    retry_url="/app",
-                )
-
-        guarded.__name__ = getattr(view, "__name__", "view")
-        return guarded
-
     def register(self, app: QuartTrio) -> None:
-        css = _CSS.read_bytes()
+        css = PAGES_CSS.read_bytes()
 
         async def stylesheet() -> Response:
             return Response(

@@ -1,0 +1,362 @@
+"""The ``bastion`` command: startup flags -> :class:`~core.settings.Settings` -> server.
+
+Flags are ``--name``, ``--name=VALUE`` or ``--name VALUE``; a boolean takes its value
+only after ``=`` (``--enable-grpc=false``), so ``--enable-grpc false`` is refused rather
+than misread. ``@FILE`` reads flags from FILE, one per line. Nothing is read from the
+environment. The flag table and the rules that need no I/O live in :mod:`core.settings`;
+this module adds what does need I/O: reading flag files and TLS files, and parsing the
+PEM key material with ``cryptography``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.exceptions import UnsupportedAlgorithm
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes, PublicKeyTypes
+from cryptography.hazmat.primitives.serialization import (
+    Encoding,
+    PublicFormat,
+    load_pem_private_key,
+    load_pem_public_key,
+)
+
+from core.settings import (
+    FLAGS,
+    FLAGS_BY_NAME,
+    NOSQL_ONLY_FLAGS,
+    RENAMED_FLAGS,
+    ConfigError,
+    Flag,
+    Group,
+    Kind,
+    Settings,
+    settings_from_flags,
+)
+
+__all__ = ["HelpRequested", "main", "parse_args", "read_flags", "render_help"]
+
+#: Exit status for a configuration the server refuses.
+EXIT_CONFIG = 2
+
+
+class HelpRequested(Exception):  # a request to print help, not a failure
+    """``--help`` or ``-h`` was given."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``bastion`` console script."""
+    args = sys.argv[1:] if argv is None else argv
+    if args[:1] == ["--version"]:
+        print(f"bastion {_version()}")
+        return 0
+    command = args[0] if args[:1] == ["migrate"] else None
+    dry_run = False
+    if command == "migrate":
+        args = args[1:]
+        dry_run = "--dry-run" in args
+        args = [a for a in args if a != "--dry-run"]
+    try:
+        settings = parse_args(args)
+    except HelpRequested:
+        sys.stdout.write(render_help())
+        return 0
+    except ConfigError as exc:
+        print(f"bastion: {exc.message}", file=sys.stderr)
+        return EXIT_CONFIG
+    if command == "migrate":
+        from bastion.migrate_command import run_migrate
+
+        return run_migrate(settings, dry_run=dry_run)
+    from bastion.server import run
+
+    return run(settings)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("bastion")
+    except PackageNotFoundError:
+        return "0.0.0 (not installed)"
+
+
+def parse_args(argv: list[str]) -> Settings:
+    """Settings from command-line arguments; raises ConfigError (or HelpRequested)."""
+    settings = settings_from_flags(read_flags(argv))
+    _check_jwt_keys(settings)
+    _check_grpc_tls(settings)
+    return settings
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def read_flags(argv: list[str]) -> dict[str, str]:
+    """The flags given in ``argv`` (``@FILE`` expanded) as texts keyed by flag name."""
+    values: dict[str, str] = {}
+    given_at: dict[str, str] = {}
+
+    def store(flag: Flag, value: str | None, where: str) -> None:
+        if value is None:
+            if flag.kind is not Kind.BOOL:
+                raise ConfigError(f"{where}{flag.option} needs a value")
+            value = "true"
+        here = where.removesuffix(": ") or "the command line"
+        if flag.name in values:
+            first = given_at[flag.name]
+            places = f"twice on {here}" if first == here else f"on {first} and on {here}"
+            raise ConfigError(f"{flag.option} is given more than once ({places})")
+        values[flag.name] = value
+        given_at[flag.name] = here
+
+    position = 0
+    previous_bool = ""
+    while position < len(argv):
+        arg = argv[position]
+        position += 1
+        if arg in ("--help", "-h"):
+            raise HelpRequested
+        if arg.startswith("@") and len(arg) > 1:
+            for name, value, where in _read_flag_file(arg[1:]):
+                store(_lookup(name, where), value, where)
+            previous_bool = ""
+            continue
+        if not arg.startswith("--") or arg == "--":
+            # Never echo the argument: it may be a secret that lost its flag.
+            if previous_bool and arg.lower() in ("true", "false"):
+                raise ConfigError(
+                    f"write {previous_bool}={arg.lower()}: a boolean flag takes its value after '='"
+                )
+            raise ConfigError(
+                f"unexpected argument #{position}: bastion takes only --flag, --flag=VALUE, "
+                f"--flag VALUE and @FILE"
+            )
+        name, equals, value = arg[2:].partition("=")
+        flag = _lookup(name, "")
+        previous_bool = flag.option if flag.kind is Kind.BOOL and not equals else ""
+        if not equals and flag.kind is not Kind.BOOL:
+            if position >= len(argv):
+                raise ConfigError(f"{flag.option} needs a value")
+            value = argv[position]
+            position += 1
+        store(flag, value if equals or flag.kind is not Kind.BOOL else None, "")
+    return values
+
+
+def _lookup(name: str, where: str) -> Flag:
+    if name == "help":
+        raise HelpRequested
+    flag = FLAGS_BY_NAME.get(name)
+    if flag is not None:
+        return flag
+    if name in RENAMED_FLAGS:
+        replacement = RENAMED_FLAGS[name]
+        if replacement is None:
+            raise ConfigError(
+                f"{where}--{name} is not accepted: bastion reads its configuration only from "
+                f"flags (no replacement)"
+            )
+        raise ConfigError(f"{where}--{name} is not accepted; use --{replacement}")
+    if name in NOSQL_ONLY_FLAGS:
+        raise ConfigError(f"{where}--{name} is not accepted: NoSQL backends are not supported")
+    kebab = name.replace("_", "-")
+    if kebab in FLAGS_BY_NAME:
+        raise ConfigError(f"{where}unknown flag --{name}; flag names are kebab-case: --{kebab}")
+    close = difflib.get_close_matches(name, FLAGS_BY_NAME, n=1)
+    hint = f"did you mean --{close[0]}?" if close else "see bastion --help"
+    raise ConfigError(f"{where}unknown flag --{name} ({hint})")
+
+
+_FILE_LINE = re.compile(r"--([^=\s]+)(.*)", re.DOTALL)
+
+
+def _read_flag_file(path: str) -> Iterator[tuple[str, str | None, str]]:
+    """(name, value or None, where) per flag line of a flag file."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read flag file {path!r}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"flag file {path!r} is not UTF-8 text") from None
+    for number, raw_line in enumerate(text.splitlines(), start=1):
+        line = raw_line.strip()
+        if not line or line.startswith("#"):
+            continue
+        where = f"{path} line {number}: "
+        match = _FILE_LINE.fullmatch(line)
+        if match is None:
+            raise ConfigError(f"{where}expected --flag, --flag=VALUE or --flag VALUE")
+        name, rest = match.groups()
+        if rest.startswith("="):
+            yield name, rest[1:], where
+        elif rest:
+            yield name, rest.lstrip(), where
+        else:
+            yield name, None, where
+
+
+# ---------------------------------------------------------------- key material (I/O)
+
+_EC_CURVES = {"ES256": "secp256r1", "ES384": "secp384r1", "ES512": "secp521r1"}
+_CURVE_NAMES = {"secp256r1": "P-256", "secp384r1": "P-384", "secp521r1": "P-521"}
+_MIN_RSA_BITS = 2048
+
+
+def _check_jwt_keys(settings: Settings) -> None:
+    """RS*/ES* keys must parse, be of the algorithm's kind and form one pair."""
+    if settings.is_hmac:
+        return
+    private = _load_private_key(settings.jwt_private_key.encode(), "--jwt-private-key")
+    try:
+        public = load_pem_public_key(settings.jwt_public_key.encode())
+    except (ValueError, UnsupportedAlgorithm):
+        raise ConfigError("--jwt-public-key is not a PEM public key") from None
+    algorithm = settings.jwt_type
+    if algorithm.startswith("RS"):
+        for option, key in (("--jwt-private-key", private), ("--jwt-public-key", public)):
+            if not isinstance(key, rsa.RSAPrivateKey | rsa.RSAPublicKey):
+                raise ConfigError(
+                    f"--jwt-type {algorithm} needs an RSA key, but {option} is {_describe(key)}"
+                )
+            if key.key_size < _MIN_RSA_BITS:
+                raise ConfigError(
+                    f"{option} has {key.key_size} bits; RSA keys need at least {_MIN_RSA_BITS}"
+                )
+    else:
+        curve = _EC_CURVES[algorithm]
+        for option, key in (("--jwt-private-key", private), ("--jwt-public-key", public)):
+            if not isinstance(key, ec.EllipticCurvePrivateKey | ec.EllipticCurvePublicKey):
+                raise ConfigError(
+                    f"--jwt-type {algorithm} needs an EC key, but {option} is {_describe(key)}"
+                )
+            if key.curve.name != curve:
+                raise ConfigError(
+                    f"--jwt-type {algorithm} needs a {_CURVE_NAMES[curve]} key, but {option} "
+                    f"is on {_CURVE_NAMES.get(key.curve.name, key.curve.name)}"
+                )
+    if _spki(private.public_key()) != _spki(public):
+        raise ConfigError("--jwt-public-key does not match --jwt-private-key")
+
+
+def _check_grpc_tls(settings: Settings) -> None:
+    """The gRPC TLS files must be readable, parse, and belong together."""
+    if not (settings.enable_grpc and settings.grpc_tls_cert):
+        return
+    cert_path, key_path = settings.grpc_tls_cert, settings.grpc_tls_key
+    try:
+        certificates = x509.load_pem_x509_certificates(_read_file(cert_path, "--grpc-tls-cert"))
+    except ValueError:
+        raise ConfigError(f"--grpc-tls-cert {cert_path!r} holds no PEM certificate") from None
+    key = _load_private_key(_read_file(key_path, "--grpc-tls-key"), "--grpc-tls-key")
+    if _spki(certificates[0].public_key()) != _spki(key.public_key()):
+        raise ConfigError("--grpc-tls-key does not match the certificate of --grpc-tls-cert")
+
+
+def _read_file(path: str, option: str) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"cannot read {option} file {path!r}: {exc.strerror}") from None
+
+
+def _load_private_key(pem: bytes, option: str) -> PrivateKeyTypes:
+    # Messages never quote the key.
+    if b"ENCRYPTED" in pem:
+        raise ConfigError(f"{option} is encrypted; give an unencrypted PEM private key")
+    try:
+        return load_pem_private_key(pem, password=None)
+    except (ValueError, TypeError, UnsupportedAlgorithm):
+        raise ConfigError(f"{option} is not a PEM private key") from None
+
+
+def _describe(key: object) -> str:
+    if isinstance(key, rsa.RSAPrivateKey | rsa.RSAPublicKey):
+        return "an RSA key"
+    if isinstance(key, ec.EllipticCurvePrivateKey | ec.EllipticCurvePublicKey):
+        return "an EC key"
+    return f"a {type(key).__name__.lstrip('_')} key"
+
+
+def _spki(public_key: PublicKeyTypes) -> bytes:
+    return public_key.public_bytes(Encoding.DER, PublicFormat.SubjectPublicKeyInfo)
+
+
+# ---------------------------------------------------------------------------- help
+
+_METAVARS = {
+    Kind.INT: "=N",
+    Kind.FLOAT: "=X",
+    Kind.TEXT: "=TEXT",
+    Kind.LIST: "=A,B,...",
+    Kind.PEM: "=PEM",
+    Kind.BOOL: "[=true|false]",
+}
+
+_PREAMBLE = """\
+usage: bastion [--FLAG | --FLAG=VALUE | --FLAG VALUE | @FILE] ...
+
+Runs the bastion authentication and authorization server. All configuration is given
+as flags; nothing is read from environment variables or env files.
+
+  Booleans:  --flag means true; otherwise --flag=true or --flag=false.
+  Lists:     comma-separated, e.g. --allowed-origins=https://a.example,https://b.example
+  PEM keys:  the PEM text itself; on one line, write line breaks as \\n.
+  @FILE:     reads flags from FILE, one per line (--flag, --flag=VALUE or --flag VALUE;
+             a value may contain spaces and '='; blank lines and lines starting with #
+             are ignored). Files and arguments mix; each flag may be given only once.
+
+Flags marked [not implemented in this build] belong to features that have not landed
+yet: giving one, with any value, stops the server. Exit status 2 means the
+configuration was refused (one line on stderr says why).
+"""
+
+_EPILOGUE = """\
+not accepted:
+  --database_url, --database_type, --log_level, --redis_url (v1 names; use the
+  kebab-case flags, --memory-store-url for --redis_url), --env_file (no replacement),
+  --twilio-* (use --sms-*), and the NoSQL backend flags --couchbase-bucket,
+  --couchbase-ram-quota, --couchbase-scope, --aws-region, --aws-access-key-id,
+  --aws-secret-access-key (NoSQL backends are not supported).
+"""
+
+
+def render_help() -> str:
+    """``bastion --help``: every flag with its default, by group."""
+    out = [_PREAMBLE]
+    for group in Group:
+        out.append(f"\n{group.value}:\n")
+        for flag in FLAGS:
+            if flag.group is group:
+                out.append(_help_entry(flag))
+    out.append("\n" + _EPILOGUE)
+    return "".join(out)
+
+
+def default_label(flag: Flag) -> str:
+    """How ``--help`` shows a flag's default: ``required`` or ``default: VALUE``."""
+    return (
+        flag.shown_default if flag.shown_default == "required" else f"default: {flag.shown_default}"
+    )
+
+
+def _help_entry(flag: Flag) -> str:
+    metavar = f"={{{'|'.join(flag.choices)}}}" if flag.choices else _METAVARS[flag.kind]
+    if flag.kind is Kind.BOOL:
+        metavar = _METAVARS[Kind.BOOL]
+    marker = "" if flag.implemented else "  [not implemented in this build]"
+    head = f"  {flag.option}{metavar}  ({default_label(flag)}){marker}\n"
+    body = textwrap.fill(flag.doc, width=88, initial_indent=" " * 6, subsequent_indent=" " * 6)
+    return head + body + "\n"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,191 @@
+"""One trio process, one nursery: the HTTP, gRPC and metrics listeners.
+
+Start-up binds every listener before any of them serves, so a taken port is a clean
+failure. SIGTERM or SIGINT starts a graceful stop: the listeners stop accepting, calls
+and requests in flight finish (up to :data:`GRACE_SECONDS`), storage closes last.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import trio
+from hypercorn.config import Config as HypercornConfig
+from hypercorn.config import Sockets
+from hypercorn.trio.run import worker_serve
+from hypercorn.utils import wrap_app
+
+from bastion import logs
+from bastion.web import build_http_app
+from core.settings import Settings
+from service.fga.opening import open_fga_store
+from service.metrics import Metrics
+from service.runtime import Runtime
+from storage import SchemaMismatch, StorageConfig, StorageUnavailable, open_storage
+from transports.grpc.server import GrpcListener
+from transports.grpc.services import registrations
+from transports.http.app import MAX_BODY_BYTES
+from transports.http.shield import shield_server_send
+
+log = logging.getLogger("bastion.server")
+
+#: How long requests and calls in flight may take to finish after SIGTERM.
+GRACE_SECONDS = 10.0
+#: How long an idle keep-alive HTTP connection stays open.
+KEEP_ALIVE_SECONDS = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class Listening:
+    http: str
+    metrics: str
+    grpc: str | None
+
+
+def storage_config(settings: Settings) -> StorageConfig:
+    return StorageConfig(
+        database_type=settings.database_type,
+        database_url=settings.database_url,
+        database_host=settings.database_host,
+        database_port=settings.database_port,
+        database_name=settings.database_name,
+        database_username=settings.database_username,
+        database_password=settings.database_password,
+        database_cert=settings.database_cert,
+        database_ca_cert=settings.database_ca_cert,
+        database_cert_key=settings.database_cert_key,
+        memory_store_url=settings.memory_store_url,
+        run_migrations=settings.migrate == "auto",
+        check_schema=settings.migrate == "off",
+    )
+
+
+def _hypercorn_config(host: str, port: int) -> tuple[HypercornConfig, Sockets]:
+    config = HypercornConfig()
+    config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
+    config.graceful_timeout = GRACE_SECONDS
+    config.keep_alive_timeout = KEEP_ALIVE_SECONDS
+    config.accesslog = None
+    config.errorlog = logging.getLogger("bastion.hypercorn")
+    config.h11_max_incomplete_size = 64 * 1024
+    config.wsgi_max_body_size = MAX_BODY_BYTES
+    sockets = config.create_sockets()
+    for sock in sockets.insecure_sockets:
+        sock.listen(config.backlog)
+    return config, sockets
+
+
+async def _stop_on_signal(stop: trio.Event) -> None:
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for signum in signals:
+            log.info("stopping", extra={"signal": signal.Signals(signum).name})
+            stop.set()
+
+
+async def serve(
+    settings: Settings,
+    *,
+    stop: trio.Event | None = None,
+    task_status: trio.TaskStatus[Listening] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Run the server until ``stop`` is set (or a signal arrives)."""
+    stop = stop or trio.Event()
+    for warning in settings.startup_warnings():
+        log.warning(warning)
+    metrics = Metrics()
+    async with (
+        open_storage(storage_config(settings)) as storage,
+        open_fga_store(settings, storage) as fga_store,
+    ):
+        metrics.watch_storage(storage.statistics)
+        runtime = Runtime.build(settings, storage, metrics, fga_store=fga_store)
+        token = trio.lowlevel.current_trio_token()
+        grpc_listener = (
+            GrpcListener(runtime, token, register=registrations(runtime, token))
+            if settings.enable_grpc
+            else None
+        )
+        http_config, http_sockets = _hypercorn_config(settings.host, settings.http_port)
+        metrics_config, metrics_sockets = _hypercorn_config(
+            settings.metrics_host, settings.metrics_port
+        )
+        app = build_http_app(runtime)
+        async with trio.open_nursery() as outer:
+            outer.start_soon(_stop_on_signal, stop)
+            outer.start_soon(runtime.fga.warm_up)
+            await outer.start(runtime.outbox.run)
+            async with trio.open_nursery() as listeners:
+                http_binds = await listeners.start(
+                    partial(
+                        worker_serve,
+                        wrap_app(shield_server_send(app), MAX_BODY_BYTES, "asgi"),
+                        http_config,
+                        sockets=http_sockets,
+                        shutdown_trigger=stop.wait,
+                    )
+                )
+                metrics_binds = await listeners.start(
+                    partial(
+                        worker_serve,
+                        wrap_app(metrics.asgi_app(), MAX_BODY_BYTES, "asgi"),
+                        metrics_config,
+                        sockets=metrics_sockets,
+                        shutdown_trigger=stop.wait,
+                    )
+                )
+                grpc_address = None
+                if grpc_listener is not None:
+                    grpc_listener.start()
+                    grpc_address = f"{settings.host}:{grpc_listener.port}"
+                listening = Listening(http_binds[0], metrics_binds[0], grpc_address)
+                log.info(
+                    "bastion listening",
+                    extra={
+                        "http": listening.http,
+                        "grpc": listening.grpc or "disabled",
+                        "metrics": listening.metrics + "/metrics",
+                        "database": settings.database_type,
+                        "version": runtime.service.version,
+                    },
+                )
+                task_status.started(listening)
+                await stop.wait()
+                if grpc_listener is not None:
+                    await grpc_listener.stop(GRACE_SECONDS)
+            outer.cancel_scope.cancel()
+    log.info("stopped")
+
+
+def run(settings: Settings) -> int:
+    """The console entry point's second half: serve, and turn start-up failures into exit codes."""
+    logs.configure(settings.log_level, settings.env)
+    try:
+        trio.run(partial(serve, settings))
+    except StorageUnavailable as exc:
+        print(f"bastion: storage unavailable: {exc}", file=sys.stderr)
+        return 1
+    except SchemaMismatch as exc:
+        print(f"bastion: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"bastion: cannot start listeners: {exc}", file=sys.stderr)
+        return 1
+    except BaseExceptionGroup as group:
+        first = _first_leaf(group)
+        if isinstance(first, OSError | StorageUnavailable | SchemaMismatch):
+            print(f"bastion: cannot start: {first}", file=sys.stderr)
+            return 1
+        raise
+    return 0
+
+
+def _first_leaf(group: BaseExceptionGroup[Any]) -> BaseException:
+    leaf: BaseException = group
+    while isinstance(leaf, BaseExceptionGroup):
+        leaf = leaf.exceptions[0]
+    return leaf

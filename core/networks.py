@@ -1,0 +1,46 @@
+"""The client's address behind proxies (``--trusted-proxies``), for every surface."""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Sequence
+
+__all__ = ["Network", "client_ip", "parse_networks"]
+
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+def parse_networks(entries: Sequence[str]) -> tuple[Network, ...]:
+    """CIDRs (or single addresses) from ``--trusted-proxies``; validated at startup."""
+    return tuple(ipaddress.ip_network(e.strip(), strict=False) for e in entries if e.strip())
+
+
+def _trusted(address: str, networks: Sequence[Network]) -> bool:
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return False
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return any(ip.version == n.version and ip in n for n in networks)
+
+
+def client_ip(peer: str, forwarded_for: str | None, trusted: Sequence[Network]) -> str:
+    """The client's address as ``--trusted-proxies`` defines it.
+
+    With no trusted network, or a peer outside them, the socket peer is the client and
+    ``X-Forwarded-For`` is ignored (it is whatever the client wrote). From a trusted
+    peer, ``X-Forwarded-For`` is read right to left, skipping trusted hops: the first
+    untrusted address is the client, because only the hops we trust appended honestly.
+    """
+    if not trusted or not forwarded_for or not _trusted(peer, trusted):
+        return peer
+    hops = [h.strip() for h in forwarded_for.split(",") if h.strip()]
+    for hop in reversed(hops):
+        try:
+            ipaddress.ip_address(hop)
+        except ValueError:
+            return peer
+        if not _trusted(hop, trusted):
+            return hop
+    return hops[0] if hops else peer

@@ -1,0 +1,136 @@
+"""What every authentication flow works with: the settings, storage and the machinery
+built from them (token signer, session and challenge stores, cookies, password hasher),
+set up once per server. :class:`service.auth.service.AuthService` is built on it; the
+flow driver and the self-service MFA steps take it as their host.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Protocol
+
+from core.auth import otp
+from core.auth.claims import SESSION_TTL
+from core.auth.mfa import Method, MfaPolicy
+from core.auth.policy import AuthPolicy, FlowEnv
+from core.auth.secretbox import SecretBox
+from core.errors import FailedPrecondition
+from core.origins import OriginPolicy
+from core.ports import Clock, IdSource
+from core.settings import Settings
+from core.state_machines.effects import IssueTokens
+from core.state_machines.mfa_effects import MfaOutcome
+from service.auth.authenticators import AuthenticatorStore
+from service.auth.cookies import SessionCookies
+from service.auth.devices import DeviceCookies
+from service.auth.issuer import CustomClaims, TokenIssuer
+from service.auth.sessions import Lifetimes, SessionStore
+from service.context import CallerContext
+from service.metrics import Metrics
+from service.mfa_challenges import ChallengeStore
+from service.passwords import PasswordHasher
+from service.sms import sms_configured
+from service.system import SystemClock, SystemIds, SystemRandom
+from service.tokens import TokenSigner
+from storage import Storage
+
+__all__ = ["AuthParts", "RelationGate", "policy_from"]
+
+
+class RelationGate(Protocol):
+    async def require_relations(
+        self, user: str, relations: Sequence[Mapping[str, Any]]
+    ) -> None: ...
+
+
+def policy_from(settings: Settings) -> AuthPolicy:
+    return AuthPolicy(
+        url=settings.url,
+        client_id=settings.client_id,
+        roles=settings.roles,
+        default_roles=settings.default_roles,
+        protected_roles=settings.protected_roles,
+        enable_signup=settings.enable_signup,
+        enable_basic_authentication=settings.enable_basic_authentication,
+        enable_mobile_basic_authentication=settings.enable_mobile_basic_authentication,
+        enable_email_verification=settings.enable_email_verification,
+        enable_magic_link_login=settings.enable_magic_link_login,
+        enable_strong_password=settings.enable_strong_password,
+        enforce_mfa=settings.enforce_mfa,
+        email_enabled=bool(settings.smtp_host),
+        sms_enabled=sms_configured(settings),
+        enable_phone_verification=settings.enable_phone_verification,
+        reset_password_url=settings.reset_password_url,
+        jwt_role_claim=settings.jwt_role_claim,
+        refresh_token_ttl=settings.refresh_token_expires_in,
+        organization_name=settings.organization_name,
+        organization_logo=settings.organization_logo,
+    )
+
+
+class AuthParts:
+    def __init__(
+        self,
+        settings: Settings,
+        storage: Storage,
+        origins: OriginPolicy,
+        *,
+        clock: Clock | None = None,
+        ids: IdSource | None = None,
+        custom_claims: CustomClaims | None = None,
+    ) -> None:
+        self.settings = settings
+        self.storage = storage
+        self.origins = origins
+        self.clock: Clock = clock or SystemClock()
+        self.ids: IdSource = ids or SystemIds()
+        self.policy = policy_from(settings)
+        self.env = FlowEnv(policy=self.policy, clock=self.clock, ids=self.ids)
+        self.signer = TokenSigner(settings)
+        self.cookies = SessionCookies(settings)
+        self.devices = DeviceCookies(settings)
+        self.lifetimes = Lifetimes(
+            session=SESSION_TTL,
+            access=self.policy.access_token_ttl,
+            refresh=self.policy.refresh_token_ttl,
+        )
+        self.sessions = SessionStore(storage, self.lifetimes)
+        self.hasher = PasswordHasher()
+        self.issuer = TokenIssuer(self.policy, self.signer, self.cookies, custom_claims)
+        #: the authorization engine's ``required_relations`` gate, attached by the Runtime
+        self.relation_gate: RelationGate | None = None
+        self.mfa_policy = MfaPolicy.from_settings(settings)
+        self.challenges = ChallengeStore(
+            storage.memory,
+            otp_key=otp.derive_key(settings.client_secret),
+            randomness=SystemRandom(),
+            clock=self.clock,
+        )
+        self.authenticators = AuthenticatorStore(
+            storage.db,
+            SecretBox(settings.client_secret, SystemRandom()),
+            randomness=SystemRandom(),
+            clock=self.clock,
+            ids=self.ids,
+        )
+        #: binds a login carrying an authorize ``state`` to that request (the OAuth
+        #: provider's ``bind_state``), attached by the Runtime
+        self.state_binder: Callable[[IssueTokens, CallerContext], Awaitable[IssueTokens]] | None = (
+            None
+        )
+        #: the server's metrics (MFA challenges issued, passed, failed), attached by the Runtime
+        self.metrics: Metrics | None = None
+
+    def record_mfa_outcome(self, method: Method, outcome: MfaOutcome) -> None:
+        if self.metrics is not None:
+            self.metrics.mfa_challenges.labels(method.value, outcome.value).inc()
+
+    async def require_relations(self, user_id: str, wanted: Sequence[tuple[str, str]]) -> None:
+        """``required_relations``: every (relation, object) must hold for the user."""
+        if not wanted:
+            return
+        if self.relation_gate is None:
+            raise FailedPrecondition("fga is not enabled on this server")
+        await self.relation_gate.require_relations(
+            f"user:{user_id}", [{"relation": r, "object": o} for r, o in wanted]
+        )

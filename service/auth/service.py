@@ -1,0 +1,380 @@
+"""The authentication operations (issue 3), shared by REST, GraphQL and gRPC.
+
+Each public coroutine is a service operation: ``(request mapping, caller) -> Reply``. The
+flows with a machine in ``core.state_machines`` (signup, login, magic link, verification,
+password reset, session rotation/refresh/logout/revoke) are run by
+:class:`~service.auth.driver.FlowRun`; the account operations (profile, update,
+deactivate, validation) live in :mod:`service.auth.account`, mixed in here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+from collections.abc import Mapping
+from typing import Any
+
+from core.auth import otp
+from core.auth.claims import TokenType
+from core.auth.user import has_control_character, is_valid_email, normalise_email
+from core.errors import (
+    ClientError,
+    InvalidArgument,
+    ResourceExhausted,
+    Unauthenticated,
+)
+from core.state_machines import (
+    LoginMachine,
+    MagicLinkMachine,
+    PasswordResetMachine,
+    SessionMachine,
+    SignupMachine,
+    VerificationMachine,
+)
+from core.state_machines.login import LoginRequested
+from core.state_machines.magic_link import MagicLinkRequested
+from core.state_machines.mfa import (
+    RESEND_TOO_SOON,
+    MfaMachine,
+    ResendOtpRequested,
+    VerifyOtpRequested,
+)
+from core.state_machines.password_reset import ForgotPasswordRequested, ResetPasswordRequested
+from core.state_machines.session import (
+    LogoutRequested,
+    RefreshRequested,
+    RevokeRequested,
+    SessionRef,
+    SessionRequested,
+)
+from core.state_machines.signup import SignupRequested
+from core.state_machines.verification import ResendVerifyEmailRequested, VerifyEmailRequested
+from service.auth.account import AccountOperations
+from service.auth.driver import FlowRun
+from service.auth.mfa_selfservice import mark_fresh_factor
+from service.auth.requests import flag, mapping, optional_text, relations, strings, text
+from service.auth.sessions import ACCESS
+from service.context import CallerContext, Reply
+
+__all__ = ["AuthService"]
+
+#: Failed logins per (identifier, client address), then per identifier alone, per window.
+#: Mailed links (reset, verification, magic link) per address and window.
+MAILS_PER_ADDRESS = 5
+MAILS_PER_ADDRESS_WINDOW = 15 * 60
+TOO_MANY_MAILS = "too many emails to this address, please try again later"
+LOGIN_FAILURES_PER_ADDRESS = 5
+LOGIN_FAILURES_PER_ADDRESS_WINDOW = 300
+LOGIN_FAILURES_PER_IDENTIFIER = 20
+LOGIN_FAILURES_PER_IDENTIFIER_WINDOW = 900
+INVALID_CREDENTIALS = "invalid credentials"
+INVALID_REDIRECT = "invalid redirect URI"
+
+
+def _digest(value: str) -> str:
+    return hashlib.sha256(value.encode()).hexdigest()[:32]
+
+
+class AuthService(AccountOperations):
+    # -- shared helpers -----------------------------------------------------------------------
+
+    def redirect_uri(self, request: Mapping[str, Any]) -> str | None:
+        """The request's ``redirect_uri`` if our origin rules allow it (same origin as
+        ``--url`` when every origin is allowed), else InvalidArgument."""
+        uri = optional_text(request, "redirect_uri")
+        if uri is None:
+            return None
+        if not self.redirect_allowed(uri):
+            raise InvalidArgument(INVALID_REDIRECT)
+        return uri
+
+    def redirect_allowed(self, uri: str) -> bool:
+        if not uri.lower().startswith(("http://", "https://")):
+            return False
+        # URL parsers drop CR, LF and tab before checking; a header or page built from
+        # the raw value would not: no control character is ever a redirect target.
+        if any(ord(c) < 0x20 or ord(c) == 0x7F for c in uri):
+            return False
+        return self.origins.trusts(uri)
+
+    @staticmethod
+    def reply(result: Any, run: FlowRun) -> Reply:
+        return Reply(result.to_api_dict(), tuple(run.cookies))
+
+    # -- signup and login ---------------------------------------------------------------------
+
+    async def signup(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+        event = SignupRequested(
+            email=optional_text(request, "email"),
+            phone_number=optional_text(request, "phone_number"),
+            password=text(request, "password"),
+            confirm_password=text(request, "confirm_password"),
+            roles=strings(request, "roles"),
+            scope=strings(request, "scope"),
+            redirect_uri=self.redirect_uri(request),
+            state=optional_text(request, "state"),
+            given_name=optional_text(request, "given_name"),
+            family_name=optional_text(request, "family_name"),
+            middle_name=optional_text(request, "middle_name"),
+            nickname=optional_text(request, "nickname"),
+            gender=optional_text(request, "gender"),
+            birthdate=optional_text(request, "birthdate"),
+            picture=optional_text(request, "picture"),
+            is_multi_factor_auth_enabled=flag(request, "is_multi_factor_auth_enabled"),
+            app_data=mapping(request, "app_data") or {},
+        )
+        run = FlowRun(self, caller)
+        try:
+            result = await run.run(SignupMachine(self.env), event)
+        except InvalidArgument:
+            # The spec's duplicate message wins over the machine's vague one (README).
+            if run.taken == "email":
+                raise InvalidArgument("user with given email already exists") from None
+            if run.taken == "phone_number":
+                raise InvalidArgument("user with given phone number already exists") from None
+            raise
+        return self.reply(result, run)
+
+    def _throttle_keys(self, identifier: str, caller: CallerContext) -> tuple[str, str]:
+        who = _digest(identifier)
+        return f"throttle:login:{who}:{caller.client_ip}", f"throttle:login:{who}"
+
+    async def _reserve_login(self, keys: tuple[str, str], known_device: bool) -> list[str]:
+        """Take this attempt out of the budgets BEFORE the password hash is checked
+        (increment, then compare: parallel attempts can never pass a limit); a refused
+        attempt gives its reservation back at once. A client that signed in to this
+        account before (its device cookie) is held to the per-address budget only, so a
+        stranger exhausting the account's budget cannot lock the owner out."""
+        memory = self.storage.memory
+        budgets = [(keys[0], LOGIN_FAILURES_PER_ADDRESS, LOGIN_FAILURES_PER_ADDRESS_WINDOW)]
+        if not known_device:
+            budgets.append(
+                (keys[1], LOGIN_FAILURES_PER_IDENTIFIER, LOGIN_FAILURES_PER_IDENTIFIER_WINDOW)
+            )
+        reserved: list[str] = []
+        for key, limit, window in budgets:
+            reserved.append(key)
+            if await memory.incr(key, ttl=window) > limit:
+                await self._give_back(reserved)
+                raise ResourceExhausted(INVALID_CREDENTIALS, retry_after=window)
+        return reserved
+
+    async def _give_back(self, keys: list[str]) -> None:
+        for key in keys:
+            await self.storage.memory.incr(key, -1)
+
+    async def login(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+        email, phone = optional_text(request, "email"), optional_text(request, "phone_number")
+        event = LoginRequested(
+            email=email,
+            phone_number=phone,
+            password=text(request, "password"),
+            roles=strings(request, "roles"),
+            scope=strings(request, "scope"),
+            state=optional_text(request, "state"),
+        )
+        identifier = normalise_email(email) if email else (phone or "").strip()
+        if has_control_character(identifier):
+            raise InvalidArgument("invalid email" if email else "invalid phone number")
+        reserved: list[str] = []
+        if identifier:
+            known = self.devices.recognises(caller, identifier)
+            reserved = await self._reserve_login(self._throttle_keys(identifier, caller), known)
+        run = FlowRun(self, caller)
+        try:
+            result = await run.run(LoginMachine(self.env), event)
+        except Unauthenticated:
+            # A wrong password keeps its reservation; unknown identifiers count exactly
+            # like known ones: nothing tells them apart.
+            raise
+        except BaseException:
+            await self._give_back(reserved)
+            raise
+        await self._give_back(reserved)
+        reply = self.reply(result, run)
+        if identifier:
+            reply = Reply(reply.body, (*reply.cookies, self.devices.cookie(identifier)))
+        return reply
+
+    # -- the second factor -------------------------------------------------------------------
+
+    async def verify_otp(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+        """Finish the challenge named by the ``mfa`` cookie with its code."""
+        event = VerifyOtpRequested(
+            challenge_id=self.cookies.presented_mfa(caller),
+            code=text(request, "otp"),
+            is_totp=bool(flag(request, "is_totp")),
+            email=optional_text(request, "email"),
+            phone_number=optional_text(request, "phone_number"),
+        )
+        run = FlowRun(self, caller)
+        result = await run.run(MfaMachine(self.env), event)
+        if run.sid:  # the new session passed a second factor just now (update_profile)
+            await mark_fresh_factor(self.storage.memory, run.sid)
+        return self.reply(result, run)
+
+    async def resend_otp(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+        """Replace the challenge named by the ``mfa`` cookie; the old code dies with it."""
+        event = ResendOtpRequested(
+            challenge_id=self.cookies.presented_mfa(caller),
+            email=optional_text(request, "email"),
+            phone_number=optional_text(request, "phone_number"),
+        )
+        run = FlowRun(self, caller)
+        return self.reply(await run.run(MfaMachine(self.env), event), run)
+
+    # -- emailed links ------------------------------------------------------------------------
+
+    async def _throttle_mails(self, email: str) -> None:
+        """At most :data:`MAILS_PER_ADDRESS` mailed links per address and window, for
+        known and unknown addresses alike: asking needs no password, so anyone could
+        otherwise flood a mailbox (and the operator's sender reputation)."""
+        address = normalise_email(email)
+        if not is_valid_email(address):
+            return  # no mail can go there: the flow refuses it
+        key = f"throttle:mail:{_digest(address)}"
+        memory = self.storage.memory
+        if await memory.incr(key, ttl=MAILS_PER_ADDRESS_WINDOW) > MAILS_PER_ADDRESS:
+            await memory.incr(key, -1)
+            raise ResourceExhausted(TOO_MANY_MAILS, retry_after=MAILS_PER_ADDRESS_WINDOW)
+
+    async def magic_link_login(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+        await self._throttle_mails(text(request, "email"))
+        event = MagicLinkRequested(
+            email=text(request, "email"),
+            roles=strings(request, "roles"),
+            scope=strings(request, "scope"),
+            state=optional_text(request, "state"),
+            redirect_uri=self.redirect_uri(request),
+        )
+        run = FlowRun(self, caller)
+        return self.reply(await run.run(MagicLinkMachine(self.env), event), run)
+
+    async def verify_email(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+        token = text(request, "token")
+        if not token:
+            raise InvalidArgument("invalid verification token")
+        event = VerifyEmailRequested(
+            token=token,
+            state=optional_text(request, "state"),
+            roles=strings(request, "roles"),
+            scope=strings(request, "scope"),
+        )
+        run = FlowRun(self, caller)
+        return self.reply(await run.run(VerificationMachine(self.env), event), run)
+
+    async def resend_verify_email(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+        await self._throttle_mails(text(request, "email"))
+        event = ResendVerifyEmailRequested(
+            email=text(request, "email"),
+            identifier=text(request, "identifier"),
+            state=optional_text(request, "state"),
+        )
+        run = FlowRun(self, caller)
+        return self.reply(await run.run(VerificationMachine(self.env), event), run)
+
+    async def forgot_password(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+        event = ForgotPasswordRequested(
+            email=optional_text(request, "email"),
+            phone_number=optional_text(request, "phone_number"),
+            state=optional_text(request, "state"),
+            redirect_uri=self.redirect_uri(request),
+        )
+        phone = (event.phone_number or "").strip()
+        if phone and not (event.email or "").strip() and self.policy.sms_enabled:
+            await self._throttle_reset_texts(phone)
+        else:
+            await self._throttle_mails(event.email or "")
+        run = FlowRun(self, caller)
+        return self.reply(await run.run(PasswordResetMachine(self.env), event), run)
+
+    async def _throttle_reset_texts(self, phone: str) -> None:
+        """One reset code per number every ``RESEND_INTERVAL`` s, for known and unknown
+        numbers alike: asking needs no password, so anyone could otherwise text a number
+        (at the operator's cost) as fast as the rate limit allows."""
+        key = f"throttle:reset_sms:{_digest(phone)}"
+        if not await self.storage.memory.set_if_absent(key, b"1", ttl=otp.RESEND_INTERVAL):
+            raise ResourceExhausted(RESEND_TOO_SOON, retry_after=otp.RESEND_INTERVAL)
+
+    async def reset_password(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+        event = ResetPasswordRequested(
+            challenge_id=self.cookies.presented_mfa(caller),
+            token=optional_text(request, "token"),
+            otp=optional_text(request, "otp"),
+            phone_number=optional_text(request, "phone_number"),
+            password=text(request, "password"),
+            confirm_password=text(request, "confirm_password"),
+        )
+        run = FlowRun(self, caller)
+        return self.reply(await run.run(PasswordResetMachine(self.env), event), run)
+
+    # -- sessions -----------------------------------------------------------------------------
+
+    async def session(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+        """Fresh tokens from the session cookie ONLY (a bearer token is not enough); the
+        cookie rotates and the old one stops working."""
+        cookie = self.cookies.presented(caller)
+        if not cookie:
+            raise Unauthenticated("unauthorized")
+        claims = self.cookies.open(cookie)
+        if claims is None or not await self.sessions.accepts(
+            str(claims.get("sub")), claims.get("iat")
+        ):
+            raise Unauthenticated("unauthorized")
+        event = SessionRequested(
+            cookie=cookie,
+            claims=claims,
+            roles=strings(request, "roles"),
+            scope=strings(request, "scope"),
+            state=optional_text(request, "state"),
+            required_relations=relations(request),
+        )
+        run = FlowRun(self, caller, sid=str(claims.get("sid", "")))
+        return self.reply(await run.run(SessionMachine(self.env), event), run)
+
+    async def refresh(self, refresh_token: str, caller: CallerContext) -> Reply:
+        """The ``refresh_token`` grant of ``POST /oauth/token``: rotate, within the grace
+        window tolerate the just-replaced token, after it treat reuse as theft."""
+        claims = self._verified(refresh_token)
+        if claims is not None and not await self.sessions.accepts(
+            str(claims.get("sub")), claims.get("iat")
+        ):
+            raise Unauthenticated("Invalid refresh token")
+        event = RefreshRequested(refresh_token=refresh_token, claims=claims)
+        sid = "" if claims is None else str(claims.get("sid", ""))
+        run = FlowRun(self, caller, sid=sid, refresh=True)
+        return self.reply(await run.run(SessionMachine(self.env), event), run)
+
+    async def revoke(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+        token = text(request, "refresh_token")
+        if not token:
+            raise InvalidArgument("invalid token")
+        claims = self._verified(token)
+        sid = "" if claims is None else str(claims.get("sid", ""))
+        run = FlowRun(self, caller, sid=sid)
+        event = RevokeRequested(refresh_token=token, claims=claims)
+        return self.reply(await run.run(SessionMachine(self.env), event), run)
+
+    async def revoke_token(self, token: str, caller: CallerContext) -> None:
+        """RFC 7009 revocation: a refresh token as ``revoke`` does; an access token ends
+        its session. Unknown, forged or already revoked tokens are no error."""
+        claims = self._verified(token)
+        if claims is None:
+            return
+        if claims.get("token_type") == TokenType.ACCESS:
+            who = await self._from_stored(claims, ACCESS, token)
+            if who is not None:
+                await self.sessions.delete(who.user_id, who.sid, who.nonce)
+            return
+        with contextlib.suppress(ClientError):
+            await self.revoke({"refresh_token": token}, caller)
+
+    async def logout(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+        who = await self.authenticate(caller)
+        ref = None
+        if who is not None:
+            ref = SessionRef(user_id=who.user_id, login_method=who.login_method, nonce=who.nonce)
+        run = FlowRun(self, caller, sid=None if who is None else who.sid)
+        return self.reply(
+            await run.run(SessionMachine(self.env), LogoutRequested(session=ref)), run
+        )

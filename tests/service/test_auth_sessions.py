@@ -1,0 +1,150 @@
+"""The session store over a real SQLite database and the in-process memory store: the
+memory-store layout, families, the replaced-refresh record, and the SQL-side marker."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from bastion.server import storage_config
+from core.auth.responses import IssuedTokens
+from core.auth.user import User
+from core.settings import settings_from_flags
+from service.auth.sessions import ACCESS, REFRESH, SESSION, Lifetimes, SessionStore
+from storage import Storage, open_storage
+from storage import users as user_rows
+
+LIFETIMES = Lifetimes(session=600, access=300, refresh=900)
+
+
+@pytest.fixture
+async def storage(tmp_path: Path) -> AsyncIterator[Storage]:
+    settings = settings_from_flags(
+        {
+            "admin-secret": "a",
+            "client-id": "c",
+            "client-secret": "s",
+            "database-type": "sqlite",
+            "database-url": str(tmp_path / "sessions.db"),
+            "memory-store-url": "memory://",
+            "jwt-type": "HS256",
+            "jwt-secret": "x" * 32,
+        }
+    )
+    async with open_storage(storage_config(settings)) as opened:
+        yield opened
+
+
+def _tokens(nonce: str, *, refresh: bool = True) -> IssuedTokens:
+    return IssuedTokens(
+        nonce=nonce,
+        access_token=f"access-{nonce}",
+        id_token=f"id-{nonce}",
+        refresh_token=f"refresh-{nonce}" if refresh else None,
+        session_token=f"session-{nonce}",
+        expires_in=300,
+    )
+
+
+async def test_sessions_families_and_users_end_by_prefix(storage: Storage) -> None:
+    store = SessionStore(storage, LIFETIMES)
+    await store.persist("u1", "f1", _tokens("n1"))
+    await store.persist("u1", "f1", _tokens("n2", refresh=False))
+    await store.persist("u1", "f2", _tokens("n3"))
+    await store.persist("u2", "f4", _tokens("n4"))
+    assert await store.get("u1", "f1", "n1", SESSION) == "session-n1"
+    assert await store.get("u1", "f1", "n2", REFRESH) is None
+    await store.delete("u1", "f1", "n2")
+    assert await store.get("u1", "f1", "n2", ACCESS) is None
+    await store.end_family("u1", "f1")
+    assert await store.get("u1", "f1", "n1", ACCESS) is None
+    assert await store.get("u1", "f2", "n3", ACCESS) == "access-n3"
+    await store.persist("u1", "f5", _tokens("n5"))
+    await store.end_memory_sessions("u1", keep=("f5", "n5"))
+    assert await store.get("u1", "f2", "n3", ACCESS) is None
+    assert await store.get("u1", "f5", "n5", REFRESH) == "refresh-n5"
+    await store.end_memory_sessions("u1")
+    assert await store.get("u1", "f5", "n5", SESSION) is None
+    assert await store.get("u2", "f4", "n4", SESSION) == "session-n4"
+
+
+async def test_a_replaced_refresh_token_is_remembered_once(storage: Storage) -> None:
+    store = SessionStore(storage, LIFETIMES)
+    assert await store.replaced("u1", "f1", "n1") is None
+    await store.remember_replaced("u1", "f1", "n1", "refresh-old")
+    first = await store.replaced("u1", "f1", "n1")
+    await store.remember_replaced("u1", "f1", "n1", "refresh-other")
+    again = await store.replaced("u1", "f1", "n1")
+    assert first is not None
+    assert again == first
+    assert first.token == "refresh-old"
+
+
+async def test_the_sql_marker_and_revocation_refuse_older_tokens(storage: Storage) -> None:
+    store = SessionStore(storage, LIFETIMES)
+    user = User(id="u9", email="u9@example.com", roles=("user",), created_at=100, updated_at=100)
+    await storage.db.run(lambda conn: user_rows.insert(conn, user), write=True)
+    assert await store.accepts("u9", 50)
+    assert not await store.accepts("u9", "50")
+    assert not await store.accepts("nobody", 50)
+    await storage.db.run(
+        lambda conn: user_rows.end_sessions_marker(conn, "u9", valid_after=200), write=True
+    )
+    assert await store.accepts("u9", 50)  # still cached: the cache is the documented window
+    store.forget_status("u9")
+    assert not await store.accepts("u9", 199)
+    assert await store.accepts("u9", 200)
+    await storage.db.run(
+        lambda conn: user_rows.end_sessions_marker(conn, "u9", valid_after=150), write=True
+    )
+    store.forget_status("u9")
+    assert not await store.accepts("u9", 199)  # the marker never moves back
+    revoked = dataclasses.replace(user, revoked_timestamp=300)
+    await storage.db.run(lambda conn: user_rows.update(conn, revoked), write=True)
+    store.forget_status("u9")
+    assert not await store.accepts("u9", 400)
+
+
+async def test_user_repository_round_trip(storage: Storage) -> None:
+    """storage/users.py: what the flows and the admin operations read and write."""
+    ada = User(
+        id="a1",
+        email="ada@example.com",
+        phone_number="+15550003333",
+        roles=("user", "editor"),
+        signup_methods=("basic_auth",),
+        app_data={"plan": "pro"},
+        password_hash="$argon2id$x",
+        created_at=10,
+        updated_at=10,
+    )
+    bob = User(id="b1", email="bob@example.com", created_at=20, updated_at=20)
+
+    def write(conn: sa.Connection) -> tuple[str | None, str | None, str | None]:
+        return (
+            user_rows.insert_unique(conn, ada),
+            user_rows.insert_unique(conn, dataclasses.replace(ada, id="a2")),
+            user_rows.insert_unique(
+                conn, dataclasses.replace(bob, phone_number="+15550003333", email="b@x.co")
+            ),
+        )
+
+    assert await storage.db.run(write, write=True) == (None, "email", "phone_number")
+    await storage.db.run(lambda conn: user_rows.insert(conn, bob), write=True)
+    by_email = await storage.db.run(lambda conn: user_rows.get_by_email(conn, "ADA@example.com "))
+    by_phone = await storage.db.run(lambda conn: user_rows.get_by_phone(conn, "+15550003333"))
+    assert by_email == by_phone == ada
+    assert by_email is not None
+    assert by_email.password_hash == "$argon2id$x"
+    page, total = await storage.db.run(lambda conn: user_rows.list_page(conn, limit=1, offset=0))
+    assert total == 2
+    assert [u.id for u in page] == ["b1"]
+    assert await storage.db.run(lambda conn: user_rows.delete(conn, "b1"), write=True)
+    assert await storage.db.run(lambda conn: user_rows.get_by_id(conn, "b1")) is None
+    assert not await storage.db.run(
+        lambda conn: user_rows.email_taken(conn, "ada@example.com", exclude_id="a1")
+    )

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import time
 import uuid
+from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, Protocol
 
@@ -20,6 +21,7 @@ from core.errors import InvalidArgument, ResourceExhausted, Unauthenticated
 from core.settings import Settings
 from service.audit import record_admin_action
 from service.context import CallerContext, Cookie, Reply
+from service.requests import EmptyRequest
 from storage import Storage
 
 
@@ -57,13 +59,9 @@ def _version() -> str:
         return "0.0.0"
 
 
-def _text(request: dict[str, Any], name: str) -> str:
-    value = request.get(name)
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        raise InvalidArgument(f"{name} must be a string")
-    return value
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AdminLoginRequest:
+    admin_secret: str = ""
 
 
 class Service:
@@ -101,7 +99,7 @@ class Service:
             raise Unauthenticated("unauthorized")
         return await self.auth.caller_subject(caller)
 
-    async def meta(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+    async def meta(self, request: EmptyRequest, caller: CallerContext) -> Reply:
         """Server feature flags and provider availability (reference §2.3 ``Meta``)."""
         return Reply(self._meta())
 
@@ -176,8 +174,8 @@ class Service:
             write=True,
         )
 
-    async def admin_login(self, request: dict[str, Any], caller: CallerContext) -> Reply:
-        secret = _text(request, "admin_secret")
+    async def admin_login(self, request: AdminLoginRequest, caller: CallerContext) -> Reply:
+        secret = request.admin_secret
         if not secret:
             raise InvalidArgument("admin_secret is required")
         if not await self._secret_matches(caller, secret):
@@ -188,7 +186,7 @@ class Service:
             {"message": "admin logged in successfully"}, (await self._new_admin_session(),)
         )
 
-    async def admin_logout(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+    async def admin_logout(self, request: EmptyRequest, caller: CallerContext) -> Reply:
         await self.require_admin(caller)
         session_id = await self._admin_session_id(caller)
         if session_id is not None:
@@ -196,7 +194,7 @@ class Service:
         await self._audit_admin(caller, "admin.logout")
         return Reply({"message": "admin logged out successfully"}, (self._admin_cookie("", 0),))
 
-    async def admin_session(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+    async def admin_session(self, request: EmptyRequest, caller: CallerContext) -> Reply:
         await self.require_admin(caller)
         old = await self._admin_session_id(caller)
         if old is not None:
@@ -206,7 +204,7 @@ class Service:
             (await self._new_admin_session(),),
         )
 
-    async def admin_meta(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+    async def admin_meta(self, request: EmptyRequest, caller: CallerContext) -> Reply:
         await self.require_admin(caller)
         s = self.settings
         return Reply(

@@ -1,4 +1,5 @@
-"""bastion's storage: the SQL database and the memory store, opened together::
+"""bastion's storage: the SQL database and the memory store, opened together. Imports
+``core`` only (never ``service`` or a transport)::
 
 async with open_storage(config) as storage:
     user = await storage.db.run(lambda conn: ..., write=True)

@@ -1,8 +1,8 @@
 """The super-admin surface beyond the admin session: users and access, invitations,
 webhooks and their delivery, email templates, the audit log.
 
-:class:`Admin` groups the feature services the Runtime holds; ``routes`` maps them to
-REST, GraphQL and gRPC.
+:class:`Admin` groups the feature services the Runtime holds; ``transports.rest.admin``,
+``transports.graphql.operations`` and ``transports.grpc.services`` map them to the wire.
 """
 
 from __future__ import annotations

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from core.errors import InvalidArgument
-from core.pagination import parse_pagination
 from service.access import Service
-from service.admin import fields
+from service.admin.requests import AuditLogsRequest
 from service.audit import ADMIN_ACTOR_ID, record_admin_action
 from service.context import CallerContext, Reply
 from storage import Storage
@@ -16,11 +13,11 @@ from storage.audit_query import AuditFilter, list_audit_logs
 __all__ = ["ADMIN_ACTOR_ID", "AuditLogAdmin", "record_admin_action"]
 
 
-def _filter(request: dict[str, Any]) -> AuditFilter:
-    resource_type = fields.text(request, "resource_type") or None
-    resource_id = fields.text(request, "resource_id") or None
+def _filter(request: AuditLogsRequest) -> AuditFilter:
+    resource_type = request.resource_type or None
+    resource_id = request.resource_id or None
     # The spec's ``resource``: ``<resource_type>`` or ``<resource_type>:<resource_id>``.
-    resource = fields.text(request, "resource")
+    resource = request.resource
     if resource:
         kind, _, ident = resource.partition(":")
         if (resource_type and resource_type != kind) or (
@@ -29,13 +26,13 @@ def _filter(request: dict[str, Any]) -> AuditFilter:
             raise InvalidArgument("resource contradicts resource_type / resource_id")
         resource_type = kind
         resource_id = ident or resource_id
-    start = fields.integer(request, "from_timestamp") or None
-    end = fields.integer(request, "to_timestamp") or None
+    start = request.from_timestamp or None
+    end = request.to_timestamp or None
     if start is not None and end is not None and start > end:
         raise InvalidArgument("from_timestamp must not be after to_timestamp")
     return AuditFilter(
-        action=fields.text(request, "action") or None,
-        actor_id=fields.text(request, "actor_id") or None,
+        action=request.action or None,
+        actor_id=request.actor_id or None,
         resource_type=resource_type,
         resource_id=resource_id,
         from_timestamp=start,
@@ -48,11 +45,11 @@ class AuditLogAdmin:
         self._service = service
         self._db = storage.db
 
-    async def audit_logs(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+    async def audit_logs(self, request: AuditLogsRequest, caller: CallerContext) -> Reply:
         """Newest first; ``action``, ``actor_id``, ``resource`` / ``resource_type`` /
         ``resource_id`` and ``from_timestamp`` / ``to_timestamp`` narrow the list."""
         await self._service.require_admin(caller)
-        page = parse_pagination(request.get("pagination"))
+        page = request.pagination
         where = _filter(request)
         rows, total = await self._db.run(
             lambda c: list_audit_logs(c, where, offset=page.offset, limit=page.limit)

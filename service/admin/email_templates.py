@@ -11,12 +11,16 @@ import time
 from typing import Any
 
 from core.errors import AlreadyExists, InvalidArgument, NotFound
-from core.pagination import parse_pagination
 from core.templating import TemplateSyntaxError, compile_template
 from service.access import Service
-from service.admin import fields
 from service.admin.audit import record_admin_action
 from service.admin.events import EMAIL_TEMPLATE_EVENTS
+from service.admin.requests import (
+    AddEmailTemplateRequest,
+    IdRequest,
+    ListRequest,
+    UpdateEmailTemplateRequest,
+)
 from service.context import CallerContext, Reply
 from storage import Storage, email_templates
 
@@ -39,8 +43,8 @@ def _checked(kind: str, value: str | None) -> str:
     return value
 
 
-def _required_id(request: dict[str, Any]) -> str:
-    template_id = fields.text(request, "id")
+def _required_id(request: IdRequest | UpdateEmailTemplateRequest) -> str:
+    template_id = request.id
     if not template_id:
         raise InvalidArgument("email template ID required")
     return template_id
@@ -55,12 +59,14 @@ class EmailTemplateAdmin:
         self._service = service
         self._db = storage.db
 
-    async def add_email_template(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+    async def add_email_template(
+        self, request: AddEmailTemplateRequest, caller: CallerContext
+    ) -> Reply:
         await self._service.require_admin(caller)
-        event_name = _event_name(fields.text(request, "event_name"))
-        subject = _checked("subject", fields.text(request, "subject"))
-        template = _checked("template", fields.text(request, "template"))
-        design = fields.text(request, "design") or ""
+        event_name = _event_name(request.event_name)
+        subject = _checked("subject", request.subject)
+        template = _checked("template", request.template)
+        design = request.design or ""
         now = int(time.time())
 
         def add(conn: Any) -> str | None:
@@ -88,17 +94,19 @@ class EmailTemplateAdmin:
             raise _taken(event_name)
         return Reply({"message": "Email template added successfully"})
 
-    async def update_email_template(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+    async def update_email_template(
+        self, request: UpdateEmailTemplateRequest, caller: CallerContext
+    ) -> Reply:
         await self._service.require_admin(caller)
         template_id = _required_id(request)
         changes: dict[str, Any] = {}
-        if (event_name := fields.text(request, "event_name")) is not None:
+        if (event_name := request.event_name) is not None:
             changes["event_name"] = _event_name(event_name)
-        if (subject := fields.text(request, "subject")) is not None:
+        if (subject := request.subject) is not None:
             changes["subject"] = _checked("subject", subject)
-        if (template := fields.text(request, "template")) is not None:
+        if (template := request.template) is not None:
             changes["template"] = _checked("template", template)
-        if (design := fields.text(request, "design")) is not None:
+        if (design := request.design) is not None:
             changes["design"] = design
         now = int(time.time())
 
@@ -128,7 +136,7 @@ class EmailTemplateAdmin:
             raise NotFound("email template not found")
         return Reply({"message": "Email template updated successfully."})
 
-    async def delete_email_template(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+    async def delete_email_template(self, request: IdRequest, caller: CallerContext) -> Reply:
         await self._service.require_admin(caller)
         template_id = _required_id(request)
 
@@ -148,9 +156,9 @@ class EmailTemplateAdmin:
             raise NotFound("email template not found")
         return Reply({"message": "Email templated deleted successfully"})
 
-    async def email_templates(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+    async def email_templates(self, request: ListRequest, caller: CallerContext) -> Reply:
         await self._service.require_admin(caller)
-        page = parse_pagination(request.get("pagination"))
+        page = request.pagination
         rows, total = await self._db.run(
             lambda c: email_templates.list_templates(c, offset=page.offset, limit=page.limit)
         )

@@ -30,10 +30,16 @@ from core.auth.user import (
 )
 from core.auth.verification import VerificationRequest
 from core.errors import FailedPrecondition, InvalidArgument, NotFound
-from core.pagination import parse_pagination
 from service.access import Service
-from service.admin import fields
 from service.admin.audit import record_admin_action
+from service.admin.requests import (
+    DeleteUserRequest,
+    InviteMembersRequest,
+    ListRequest,
+    UpdateUserRequest,
+    UserAccessRequest,
+    UserRequest,
+)
 from service.auth.email_change import EmailChange, prepare_email_change, store_email_change
 from service.auth.mail import compose_mail
 from service.auth.service import AuthService
@@ -66,18 +72,18 @@ class UserAdmin:
 
     # -- reading ----------------------------------------------------------------------------
 
-    async def users(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+    async def users(self, request: ListRequest, caller: CallerContext) -> Reply:
         await self._service.require_admin(caller)
-        page = parse_pagination(request.get("pagination"))
+        page = request.pagination
         rows, total = await self._db.run(
             lambda c: users.list_page(c, limit=page.limit, offset=page.offset)
         )
         return Reply({"users": [u.to_api_dict() for u in rows], "pagination": page.describe(total)})
 
-    async def user(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+    async def user(self, request: UserRequest, caller: CallerContext) -> Reply:
         """The bare User, by ``id`` or by ``email``."""
         await self._service.require_admin(caller)
-        user_id, email = fields.text(request, "id"), fields.text(request, "email")
+        user_id, email = request.id, request.email
         if user_id:
             found = await self._db.run(lambda c: users.get_by_id(c, user_id))
         elif email:
@@ -88,9 +94,9 @@ class UserAdmin:
             raise NotFound("user not found")
         return Reply(found.to_api_dict())
 
-    async def verification_requests(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+    async def verification_requests(self, request: ListRequest, caller: CallerContext) -> Reply:
         await self._service.require_admin(caller)
-        page = parse_pagination(request.get("pagination"))
+        page = request.pagination
         rows, total = await self._db.run(
             lambda c: verification.list_page(c, limit=page.limit, offset=page.offset)
         )
@@ -108,8 +114,8 @@ class UserAdmin:
             log.warning("could not drop the user's sessions from the memory store",
                         extra={"user_id": user_id}, exc_info=True)  # fmt: skip
 
-    def _roles(self, request: dict[str, Any]) -> tuple[str, ...] | None:
-        value = request.get("roles")
+    def _roles(self, request: UpdateUserRequest) -> tuple[str, ...] | None:
+        value = request.roles
         if value is None:
             return None
         if not isinstance(value, list) or not all(isinstance(r, str) and r for r in value):
@@ -120,16 +126,16 @@ class UserAdmin:
             raise InvalidArgument("invalid list of roles")
         return tuple(dict.fromkeys(value))
 
-    async def update_user(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+    async def update_user(self, request: UpdateUserRequest, caller: CallerContext) -> Reply:
         await self._service.require_admin(caller)
-        user_id = fields.text(request, "id")
+        user_id = request.id
         if not user_id:
             raise InvalidArgument("user_id is missing")
         changes: dict[str, Any] = {}
         for name in _TEXT_FIELDS:
-            if (value := fields.text(request, name)) is not None:
+            if (value := getattr(request, name)) is not None:
                 changes[name] = value
-        app_data = request.get("app_data")
+        app_data = request.app_data
         if app_data is not None:
             if not isinstance(app_data, dict):
                 raise InvalidArgument("malformed app_data")
@@ -137,20 +143,20 @@ class UserAdmin:
         roles = self._roles(request)
         if roles is not None:
             changes["roles"] = roles
-        email = fields.text(request, "email")
+        email = request.email
         if email is not None:
             email = normalise_email(email)
             if not is_valid_email(email):
                 raise InvalidArgument("invalid email address")
-        phone = fields.text(request, "phone_number")
+        phone = request.phone_number
         if phone is not None:
             phone = phone.strip()
             if not is_valid_phone_number(phone):
                 raise InvalidArgument("invalid phone number")
-        email_verified = fields.flag(request, "email_verified")
-        phone_verified = fields.flag(request, "phone_number_verified")
-        mfa = fields.flag(request, "is_multi_factor_auth_enabled")
-        reset_mfa = fields.flag(request, "reset_mfa")
+        email_verified = request.email_verified
+        phone_verified = request.phone_number_verified
+        mfa = request.is_multi_factor_auth_enabled
+        reset_mfa = request.reset_mfa
         if mfa is True and not self._auth.settings.enable_mfa:
             raise FailedPrecondition(
                 "cannot enable multi factor authentication as all mfa services are disabled"
@@ -230,10 +236,10 @@ class UserAdmin:
             return None
         return await prepare_email_change(self._auth, dataclasses.replace(user, email=email), now)
 
-    async def delete_user(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+    async def delete_user(self, request: DeleteUserRequest, caller: CallerContext) -> Reply:
         await self._service.require_admin(caller)
         # The spec's and Authorizer 2.3's key is the email; 2.4's is the id: either works.
-        email, user_id = fields.text(request, "email"), fields.text(request, "id")
+        email, user_id = request.email, request.id
         if not email and not user_id:
             raise InvalidArgument("email is required")
         now = int(self._auth.clock.now())
@@ -262,10 +268,10 @@ class UserAdmin:
         return Reply({"message": "user deleted successfully"})
 
     async def _set_access(
-        self, request: dict[str, Any], caller: CallerContext, *, revoke: bool
+        self, request: UserAccessRequest, caller: CallerContext, *, revoke: bool
     ) -> User:
         await self._service.require_admin(caller)
-        user_id = fields.text(request, "user_id")
+        user_id = request.user_id
         if not user_id:
             raise InvalidArgument("user ID is missing")
         now = int(self._auth.clock.now())
@@ -292,19 +298,19 @@ class UserAdmin:
 
         return await self._db.run(write, write=True)
 
-    async def revoke_access(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+    async def revoke_access(self, request: UserAccessRequest, caller: CallerContext) -> Reply:
         user = await self._set_access(request, caller, revoke=True)
         await self._end_sessions(user.id)
         return Reply({"message": "user access revoked successfully"})
 
-    async def enable_access(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+    async def enable_access(self, request: UserAccessRequest, caller: CallerContext) -> Reply:
         user = await self._set_access(request, caller, revoke=False)
         self._auth.sessions.forget_status(user.id)
         return Reply({"message": "user access enabled successfully"})
 
     # -- invitations ------------------------------------------------------------------------
 
-    async def invite_members(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+    async def invite_members(self, request: InviteMembersRequest, caller: CallerContext) -> Reply:
         """Create each new address's user and mail it a link to set a password (or, with
         only magic-link login, to sign in). Invalid or taken addresses are reported, never
         block the valid ones."""
@@ -316,12 +322,12 @@ class UserAdmin:
         basic = auth.policy.enable_basic_authentication
         if not basic and not auth.policy.enable_magic_link_login:
             raise FailedPrecondition("either basic authentication or magic link login is required")
-        emails = request.get("emails")
+        emails = request.emails
         if not isinstance(emails, list) or not all(isinstance(e, str) for e in emails):
             raise InvalidArgument("emails must be a list of strings")
         if len(emails) > MAX_INVITES:
             raise InvalidArgument(f"at most {MAX_INVITES} emails per invitation")
-        redirect = auth.redirect_uri(request) or f"{auth.policy.issuer}/app"
+        redirect = auth.redirect_uri(request.redirect_uri) or f"{auth.policy.issuer}/app"
         refused: dict[str, str] = {}
         wanted: list[str] = []
         for raw in emails:

@@ -13,12 +13,18 @@ import uuid
 from typing import Any
 
 from core.errors import FailedPrecondition, InvalidArgument, NotFound
-from core.pagination import parse_pagination
 from service.access import Service
-from service.admin import fields
 from service.admin.audit import record_admin_action
 from service.admin.delivery import DeliveryError, WebhookSender
 from service.admin.events import WEBHOOK_EVENTS, default_description
+from service.admin.requests import (
+    AddWebhookRequest,
+    IdRequest,
+    ListRequest,
+    TestEndpointRequest,
+    UpdateWebhookRequest,
+    WebhookLogsRequest,
+)
 from service.admin.targets import RefusedTarget, check_saved_endpoint
 from service.context import CallerContext, Reply
 from storage import Storage, webhooks
@@ -32,8 +38,8 @@ def _event_name(value: str | None) -> str:
     return value
 
 
-def _required_id(request: dict[str, Any]) -> str:
-    webhook_id = fields.text(request, "id")
+def _required_id(request: IdRequest | UpdateWebhookRequest) -> str:
+    webhook_id = request.id
     if not webhook_id:
         raise InvalidArgument("webhook ID required")
     return webhook_id
@@ -72,13 +78,13 @@ class WebhookAdmin:
             raise InvalidArgument(f"invalid endpoint: {exc}") from None
         return value.strip()
 
-    async def add_webhook(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+    async def add_webhook(self, request: AddWebhookRequest, caller: CallerContext) -> Reply:
         await self._service.require_admin(caller)
-        event_name = _event_name(fields.text(request, "event_name"))
-        endpoint = await self._endpoint(fields.text(request, "endpoint"))
-        description = fields.text(request, "event_description") or default_description(event_name)
-        enabled = fields.flag(request, "enabled") or False
-        headers = fields.headers(request) or {}
+        event_name = _event_name(request.event_name)
+        endpoint = await self._endpoint(request.endpoint)
+        description = request.event_description or default_description(event_name)
+        enabled = request.enabled or False
+        headers = request.headers or {}
         now = int(time.time())
 
         def add(conn: Any) -> str:
@@ -105,19 +111,19 @@ class WebhookAdmin:
         self._listeners.forget()
         return Reply({"message": "Webhook added successfully"})
 
-    async def update_webhook(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+    async def update_webhook(self, request: UpdateWebhookRequest, caller: CallerContext) -> Reply:
         await self._service.require_admin(caller)
         webhook_id = _required_id(request)
         changes: dict[str, Any] = {}
-        if (event_name := fields.text(request, "event_name")) is not None:
+        if (event_name := request.event_name) is not None:
             changes["event_name"] = _event_name(event_name)
-        if (description := fields.text(request, "event_description")) is not None:
+        if (description := request.event_description) is not None:
             changes["event_description"] = description
-        if (endpoint := fields.text(request, "endpoint")) is not None:
+        if (endpoint := request.endpoint) is not None:
             changes["endpoint"] = await self._endpoint(endpoint)
-        if (enabled := fields.flag(request, "enabled")) is not None:
+        if (enabled := request.enabled) is not None:
             changes["enabled"] = enabled
-        if (headers := fields.headers(request)) is not None:
+        if (headers := request.headers) is not None:
             changes["headers"] = headers
         now = int(time.time())
 
@@ -139,7 +145,7 @@ class WebhookAdmin:
         self._listeners.forget()
         return Reply({"message": "Webhook updated successfully."})
 
-    async def delete_webhook(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+    async def delete_webhook(self, request: IdRequest, caller: CallerContext) -> Reply:
         await self._service.require_admin(caller)
         webhook_id = _required_id(request)
 
@@ -160,7 +166,7 @@ class WebhookAdmin:
         self._listeners.forget()
         return Reply({"message": "Webhook deleted successfully"})
 
-    async def webhook(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+    async def webhook(self, request: IdRequest, caller: CallerContext) -> Reply:
         await self._service.require_admin(caller)
         webhook_id = _required_id(request)
         found = await self._db.run(lambda c: webhooks.get_webhook(c, webhook_id))
@@ -168,18 +174,18 @@ class WebhookAdmin:
             raise NotFound("webhook not found")
         return Reply(found)
 
-    async def webhooks(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+    async def webhooks(self, request: ListRequest, caller: CallerContext) -> Reply:
         await self._service.require_admin(caller)
-        page = parse_pagination(request.get("pagination"))
+        page = request.pagination
         rows, total = await self._db.run(
             lambda c: webhooks.list_webhooks(c, offset=page.offset, limit=page.limit)
         )
         return Reply({"webhooks": rows, "pagination": page.describe(total)})
 
-    async def webhook_logs(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+    async def webhook_logs(self, request: WebhookLogsRequest, caller: CallerContext) -> Reply:
         await self._service.require_admin(caller)
-        page = parse_pagination(request.get("pagination"))
-        webhook_id = fields.text(request, "webhook_id") or None
+        page = request.pagination
+        webhook_id = request.webhook_id or None
         rows, total = await self._db.run(
             lambda c: webhooks.list_logs(
                 c, webhook_id=webhook_id, offset=page.offset, limit=page.limit
@@ -187,14 +193,14 @@ class WebhookAdmin:
         )
         return Reply({"webhook_logs": rows, "pagination": page.describe(total)})
 
-    async def test_endpoint(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+    async def test_endpoint(self, request: TestEndpointRequest, caller: CallerContext) -> Reply:
         """POST a sample event (signed like a real delivery) and report the answer."""
         await self._service.require_admin(caller)
-        name = fields.text(request, "event_name")
+        name = request.event_name
         if name not in WEBHOOK_EVENTS:
             raise InvalidArgument(f"invalid event_name {name or ''}")
-        endpoint = await self._endpoint(fields.text(request, "endpoint"))
-        description = fields.text(request, "event_description") or default_description(name)
+        endpoint = await self._endpoint(request.endpoint)
+        description = request.event_description or default_description(name)
         payload: dict[str, Any] = {
             "event_name": name,
             "event_description": description,
@@ -202,7 +208,7 @@ class WebhookAdmin:
             "auth_recipe": "magic_link_login" if name in {"user.login", "user.signup"} else "",
         }
         body = json.dumps(payload, separators=(",", ":")).encode()
-        headers = self._sender.headers(body, fields.headers(request) or {}, None)
+        headers = self._sender.headers(body, request.headers or {}, None)
         await self._db.run(
             lambda c: record_admin_action(
                 c,

@@ -30,7 +30,13 @@ from core.errors import FailedPrecondition, InvalidArgument, NotFound, Unauthent
 from service.auth.email_change import prepare_email_change, store_email_change
 from service.auth.mfa_selfservice import PreparedMfaChange, prepare_mfa_change
 from service.auth.parts import AuthParts
-from service.auth.requests import flag, mapping, optional_text, relations, strings, text
+from service.auth.requests import (
+    DeactivateAccountRequest,
+    ProfileRequest,
+    UpdateProfileRequest,
+    ValidateJwtTokenRequest,
+    ValidateSessionRequest,
+)
 from service.auth.sessions import ACCESS, REFRESH, SESSION
 from service.context import CallerContext, Cookie, Reply
 from storage import users as user_rows
@@ -176,11 +182,13 @@ class AccountOperations(AuthParts):
 
     # -- own account ------------------------------------------------------------------------
 
-    async def profile(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+    async def profile(self, request: ProfileRequest, caller: CallerContext) -> Reply:
         who = await self.require_caller(caller)
         return Reply((await self._user(who.user_id)).to_api_dict())
 
-    async def deactivate_account(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+    async def deactivate_account(
+        self, request: DeactivateAccountRequest, caller: CallerContext
+    ) -> Reply:
         who = await self.require_caller(caller)
         user = await self._user(who.user_id)
         now = int(self.clock.now())
@@ -201,7 +209,7 @@ class AccountOperations(AuthParts):
         await self.sessions.end_memory_sessions(gone.id)
         return Reply({"message": "user account deactivated successfully"}, self.cookies.clear())
 
-    async def update_profile(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+    async def update_profile(self, request: UpdateProfileRequest, caller: CallerContext) -> Reply:
         """Profile fields, password, email/phone, and the caller's own MFA settings
         (:mod:`core.auth.mfa_settings`: turning MFA off and regenerating recovery codes
         need a fresh second factor)."""
@@ -210,18 +218,18 @@ class AccountOperations(AuthParts):
         now = int(self.clock.now())
         changes: dict[str, Any] = {}
         for name in _PROFILE_FIELDS:
-            value = optional_text(request, name)
+            value = getattr(request, name)
             if value is not None:
                 changes[name] = value
-        app_data = mapping(request, "app_data")
+        app_data = request.app_data
         if app_data is not None:
             changes["app_data"] = app_data
         new_password = await self._password_change(request, user)
-        new_email = optional_text(request, "email")
-        new_phone = optional_text(request, "phone_number")
+        new_email = request.email
+        new_phone = request.phone_number
         asks_mfa = (
-            flag(request, "is_multi_factor_auth_enabled") is not None
-            or flag(request, "regenerate_recovery_codes") is True
+            request.is_multi_factor_auth_enabled is not None
+            or request.regenerate_recovery_codes is True
         )
         asked = changes or asks_mfa or new_password is not None or new_email or new_phone
         if not asked:
@@ -263,9 +271,9 @@ class AccountOperations(AuthParts):
             body["authenticator_recovery_codes"] = list(mfa.recovery_codes)
         return Reply(body, cookies)
 
-    async def _password_change(self, request: Mapping[str, Any], user: User) -> str | None:
-        new, confirm = text(request, "new_password"), text(request, "confirm_new_password")
-        old = text(request, "old_password")
+    async def _password_change(self, request: UpdateProfileRequest, user: User) -> str | None:
+        new, confirm = request.new_password, request.confirm_new_password
+        old = request.old_password
         if not new and not confirm:
             return None
         if new and not confirm:
@@ -333,8 +341,10 @@ class AccountOperations(AuthParts):
 
     # -- validation -------------------------------------------------------------------------
 
-    async def validate_jwt_token(self, request: dict[str, Any], caller: CallerContext) -> Reply:
-        token_type, token = text(request, "token_type"), text(request, "token")
+    async def validate_jwt_token(
+        self, request: ValidateJwtTokenRequest, caller: CallerContext
+    ) -> Reply:
+        token_type, token = request.token_type, request.token
         if token_type not in (TokenType.ACCESS, TokenType.REFRESH, TokenType.ID):
             raise InvalidArgument("invalid token type")
         claims = self._verified(token) if token else None
@@ -360,21 +370,23 @@ class AccountOperations(AuthParts):
             granted = claims.get("roles", [])
         if not isinstance(granted, list) or not all(isinstance(r, str) for r in granted):
             raise Unauthenticated("invalid claims")
-        if not set(strings(request, "roles")) <= set(granted):
+        if not set(request.roles) <= set(granted):
             raise Unauthenticated(UNAUTHORIZED)
-        await self.require_relations(sub, relations(request))
+        await self.require_relations(sub, request.required_relations)
         return Reply({"is_valid": True, "claims": claims})
 
-    async def validate_session(self, request: dict[str, Any], caller: CallerContext) -> Reply:
-        cookie = text(request, "cookie") or self.cookies.presented(caller)
+    async def validate_session(
+        self, request: ValidateSessionRequest, caller: CallerContext
+    ) -> Reply:
+        cookie = request.cookie or self.cookies.presented(caller)
         if not cookie:
             raise Unauthenticated(UNAUTHORIZED)
         who = await self._from_cookie(cookie, int(self.clock.now()))
         if who is None:
             raise Unauthenticated(UNAUTHORIZED)
-        if not set(strings(request, "roles")) <= set(who.roles):
+        if not set(request.roles) <= set(who.roles):
             raise Unauthenticated(UNAUTHORIZED)
-        await self.require_relations(who.user_id, relations(request))
+        await self.require_relations(who.user_id, request.required_relations)
         user = await self._user(who.user_id)
         return Reply({"is_valid": True, "user": user.to_api_dict()})
 

@@ -13,9 +13,9 @@ The "recently passed a challenge" proof is a memory-store key per session family
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
 
@@ -29,7 +29,7 @@ from core.auth.mfa_settings import (
 )
 from core.auth.totp import Authenticator
 from core.errors import FailedPrecondition, InvalidArgument, ResourceExhausted
-from service.auth.requests import flag, text
+from service.auth.requests import UpdateProfileRequest
 from service.mfa_challenges import guesses_key
 from service.system import SystemRandom
 from storage import admin_users
@@ -88,11 +88,11 @@ class PreparedMfaChange:
 
 
 async def prepare_mfa_change(
-    account: AuthParts, sid: str, user: User, request: Mapping[str, Any]
+    account: AuthParts, sid: str, user: User, request: UpdateProfileRequest
 ) -> PreparedMfaChange | None:
     """The request's MFA change, its factor checked; None when it asks for none."""
-    enable = flag(request, "is_multi_factor_auth_enabled")
-    regenerate = flag(request, "regenerate_recovery_codes") is True
+    enable = request.is_multi_factor_auth_enabled
+    regenerate = request.regenerate_recovery_codes is True
     if enable is None and not regenerate:
         return None
     authenticator = await account.authenticators.load(user.id)
@@ -112,7 +112,7 @@ async def prepare_mfa_change(
         memory = account.storage.memory
         if await memory.get(_fresh_key(sid)) is None:
             proof = await _factor_proof(
-                memory, user.id, authenticator, text(request, "otp"), account.clock.now()
+                memory, user.id, authenticator, request.otp, account.clock.now()
             )
     codes = totp.new_recovery_codes(SystemRandom()) if change.regenerate_recovery_codes else ()
     return PreparedMfaChange(change=change, proof=proof, recovery_codes=codes)

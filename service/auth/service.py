@@ -1,6 +1,7 @@
 """The authentication operations (issue 3), shared by REST, GraphQL and gRPC.
 
-Each public coroutine is a service operation: ``(request mapping, caller) -> Reply``. The
+Each public coroutine is a service operation: ``(request, caller) -> Reply``, the request
+one of :mod:`service.auth.requests`. The
 flows with a machine in ``core.state_machines`` (signup, login, magic link, verification,
 password reset, session rotation/refresh/logout/revoke) are run by
 :class:`~service.auth.driver.FlowRun`; the account operations (profile, update,
@@ -11,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-from collections.abc import Mapping
 from typing import Any
 
 from core.auth import otp
@@ -52,7 +52,20 @@ from core.state_machines.verification import ResendVerifyEmailRequested, VerifyE
 from service.auth.account import AccountOperations
 from service.auth.driver import FlowRun
 from service.auth.mfa_selfservice import mark_fresh_factor
-from service.auth.requests import flag, mapping, optional_text, relations, strings, text
+from service.auth.requests import (
+    ForgotPasswordRequest,
+    LoginRequest,
+    LogoutRequest,
+    MagicLinkLoginRequest,
+    ResendOtpRequest,
+    ResendVerifyEmailRequest,
+    ResetPasswordRequest,
+    RevokeRequest,
+    SessionRequest,
+    SignupRequest,
+    VerifyEmailRequest,
+    VerifyOtpRequest,
+)
 from service.auth.sessions import ACCESS
 from service.context import CallerContext, Reply
 
@@ -78,10 +91,9 @@ def _digest(value: str) -> str:
 class AuthService(AccountOperations):
     # -- shared helpers -----------------------------------------------------------------------
 
-    def redirect_uri(self, request: Mapping[str, Any]) -> str | None:
-        """The request's ``redirect_uri`` if our origin rules allow it (same origin as
+    def redirect_uri(self, uri: str | None) -> str | None:
+        """A request's ``redirect_uri`` if our origin rules allow it (same origin as
         ``--url`` when every origin is allowed), else InvalidArgument."""
-        uri = optional_text(request, "redirect_uri")
         if uri is None:
             return None
         if not self.redirect_allowed(uri):
@@ -103,25 +115,25 @@ class AuthService(AccountOperations):
 
     # -- signup and login ---------------------------------------------------------------------
 
-    async def signup(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+    async def signup(self, request: SignupRequest, caller: CallerContext) -> Reply:
         event = SignupRequested(
-            email=optional_text(request, "email"),
-            phone_number=optional_text(request, "phone_number"),
-            password=text(request, "password"),
-            confirm_password=text(request, "confirm_password"),
-            roles=strings(request, "roles"),
-            scope=strings(request, "scope"),
-            redirect_uri=self.redirect_uri(request),
-            state=optional_text(request, "state"),
-            given_name=optional_text(request, "given_name"),
-            family_name=optional_text(request, "family_name"),
-            middle_name=optional_text(request, "middle_name"),
-            nickname=optional_text(request, "nickname"),
-            gender=optional_text(request, "gender"),
-            birthdate=optional_text(request, "birthdate"),
-            picture=optional_text(request, "picture"),
-            is_multi_factor_auth_enabled=flag(request, "is_multi_factor_auth_enabled"),
-            app_data=mapping(request, "app_data") or {},
+            email=request.email,
+            phone_number=request.phone_number,
+            password=request.password,
+            confirm_password=request.confirm_password,
+            roles=request.roles,
+            scope=request.scope,
+            redirect_uri=self.redirect_uri(request.redirect_uri),
+            state=request.state,
+            given_name=request.given_name,
+            family_name=request.family_name,
+            middle_name=request.middle_name,
+            nickname=request.nickname,
+            gender=request.gender,
+            birthdate=request.birthdate,
+            picture=request.picture,
+            is_multi_factor_auth_enabled=request.is_multi_factor_auth_enabled,
+            app_data=request.app_data or {},
         )
         run = FlowRun(self, caller)
         try:
@@ -163,15 +175,15 @@ class AuthService(AccountOperations):
         for key in keys:
             await self.storage.memory.incr(key, -1)
 
-    async def login(self, request: dict[str, Any], caller: CallerContext) -> Reply:
-        email, phone = optional_text(request, "email"), optional_text(request, "phone_number")
+    async def login(self, request: LoginRequest, caller: CallerContext) -> Reply:
+        email, phone = request.email, request.phone_number
         event = LoginRequested(
             email=email,
             phone_number=phone,
-            password=text(request, "password"),
-            roles=strings(request, "roles"),
-            scope=strings(request, "scope"),
-            state=optional_text(request, "state"),
+            password=request.password,
+            roles=request.roles,
+            scope=request.scope,
+            state=request.state,
         )
         identifier = normalise_email(email) if email else (phone or "").strip()
         if has_control_character(identifier):
@@ -198,14 +210,14 @@ class AuthService(AccountOperations):
 
     # -- the second factor -------------------------------------------------------------------
 
-    async def verify_otp(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+    async def verify_otp(self, request: VerifyOtpRequest, caller: CallerContext) -> Reply:
         """Finish the challenge named by the ``mfa`` cookie with its code."""
         event = VerifyOtpRequested(
             challenge_id=self.cookies.presented_mfa(caller),
-            code=text(request, "otp"),
-            is_totp=bool(flag(request, "is_totp")),
-            email=optional_text(request, "email"),
-            phone_number=optional_text(request, "phone_number"),
+            code=request.otp,
+            is_totp=request.is_totp,
+            email=request.email,
+            phone_number=request.phone_number,
         )
         run = FlowRun(self, caller)
         result = await run.run(MfaMachine(self.env), event)
@@ -213,12 +225,12 @@ class AuthService(AccountOperations):
             await mark_fresh_factor(self.storage.memory, run.sid)
         return self.reply(result, run)
 
-    async def resend_otp(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+    async def resend_otp(self, request: ResendOtpRequest, caller: CallerContext) -> Reply:
         """Replace the challenge named by the ``mfa`` cookie; the old code dies with it."""
         event = ResendOtpRequested(
             challenge_id=self.cookies.presented_mfa(caller),
-            email=optional_text(request, "email"),
-            phone_number=optional_text(request, "phone_number"),
+            email=request.email,
+            phone_number=request.phone_number,
         )
         run = FlowRun(self, caller)
         return self.reply(await run.run(MfaMachine(self.env), event), run)
@@ -238,47 +250,51 @@ class AuthService(AccountOperations):
             await memory.incr(key, -1)
             raise ResourceExhausted(TOO_MANY_MAILS, retry_after=MAILS_PER_ADDRESS_WINDOW)
 
-    async def magic_link_login(self, request: dict[str, Any], caller: CallerContext) -> Reply:
-        await self._throttle_mails(text(request, "email"))
+    async def magic_link_login(
+        self, request: MagicLinkLoginRequest, caller: CallerContext
+    ) -> Reply:
+        await self._throttle_mails(request.email)
         event = MagicLinkRequested(
-            email=text(request, "email"),
-            roles=strings(request, "roles"),
-            scope=strings(request, "scope"),
-            state=optional_text(request, "state"),
-            redirect_uri=self.redirect_uri(request),
+            email=request.email,
+            roles=request.roles,
+            scope=request.scope,
+            state=request.state,
+            redirect_uri=self.redirect_uri(request.redirect_uri),
         )
         run = FlowRun(self, caller)
         return self.reply(await run.run(MagicLinkMachine(self.env), event), run)
 
-    async def verify_email(self, request: dict[str, Any], caller: CallerContext) -> Reply:
-        token = text(request, "token")
+    async def verify_email(self, request: VerifyEmailRequest, caller: CallerContext) -> Reply:
+        token = request.token
         if not token:
             raise InvalidArgument("invalid verification token")
         event = VerifyEmailRequested(
             token=token,
-            state=optional_text(request, "state"),
-            roles=strings(request, "roles"),
-            scope=strings(request, "scope"),
+            state=request.state,
+            roles=request.roles,
+            scope=request.scope,
         )
         run = FlowRun(self, caller)
         return self.reply(await run.run(VerificationMachine(self.env), event), run)
 
-    async def resend_verify_email(self, request: dict[str, Any], caller: CallerContext) -> Reply:
-        await self._throttle_mails(text(request, "email"))
+    async def resend_verify_email(
+        self, request: ResendVerifyEmailRequest, caller: CallerContext
+    ) -> Reply:
+        await self._throttle_mails(request.email)
         event = ResendVerifyEmailRequested(
-            email=text(request, "email"),
-            identifier=text(request, "identifier"),
-            state=optional_text(request, "state"),
+            email=request.email,
+            identifier=request.identifier,
+            state=request.state,
         )
         run = FlowRun(self, caller)
         return self.reply(await run.run(VerificationMachine(self.env), event), run)
 
-    async def forgot_password(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+    async def forgot_password(self, request: ForgotPasswordRequest, caller: CallerContext) -> Reply:
         event = ForgotPasswordRequested(
-            email=optional_text(request, "email"),
-            phone_number=optional_text(request, "phone_number"),
-            state=optional_text(request, "state"),
-            redirect_uri=self.redirect_uri(request),
+            email=request.email,
+            phone_number=request.phone_number,
+            state=request.state,
+            redirect_uri=self.redirect_uri(request.redirect_uri),
         )
         phone = (event.phone_number or "").strip()
         if phone and not (event.email or "").strip() and self.policy.sms_enabled:
@@ -296,21 +312,21 @@ class AuthService(AccountOperations):
         if not await self.storage.memory.set_if_absent(key, b"1", ttl=otp.RESEND_INTERVAL):
             raise ResourceExhausted(RESEND_TOO_SOON, retry_after=otp.RESEND_INTERVAL)
 
-    async def reset_password(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+    async def reset_password(self, request: ResetPasswordRequest, caller: CallerContext) -> Reply:
         event = ResetPasswordRequested(
             challenge_id=self.cookies.presented_mfa(caller),
-            token=optional_text(request, "token"),
-            otp=optional_text(request, "otp"),
-            phone_number=optional_text(request, "phone_number"),
-            password=text(request, "password"),
-            confirm_password=text(request, "confirm_password"),
+            token=request.token,
+            otp=request.otp,
+            phone_number=request.phone_number,
+            password=request.password,
+            confirm_password=request.confirm_password,
         )
         run = FlowRun(self, caller)
         return self.reply(await run.run(PasswordResetMachine(self.env), event), run)
 
     # -- sessions -----------------------------------------------------------------------------
 
-    async def session(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+    async def session(self, request: SessionRequest, caller: CallerContext) -> Reply:
         """Fresh tokens from the session cookie ONLY (a bearer token is not enough); the
         cookie rotates and the old one stops working."""
         cookie = self.cookies.presented(caller)
@@ -324,10 +340,10 @@ class AuthService(AccountOperations):
         event = SessionRequested(
             cookie=cookie,
             claims=claims,
-            roles=strings(request, "roles"),
-            scope=strings(request, "scope"),
-            state=optional_text(request, "state"),
-            required_relations=relations(request),
+            roles=request.roles,
+            scope=request.scope,
+            state=request.state,
+            required_relations=request.required_relations,
         )
         run = FlowRun(self, caller, sid=str(claims.get("sid", "")))
         return self.reply(await run.run(SessionMachine(self.env), event), run)
@@ -345,8 +361,8 @@ class AuthService(AccountOperations):
         run = FlowRun(self, caller, sid=sid, refresh=True)
         return self.reply(await run.run(SessionMachine(self.env), event), run)
 
-    async def revoke(self, request: dict[str, Any], caller: CallerContext) -> Reply:
-        token = text(request, "refresh_token")
+    async def revoke(self, request: RevokeRequest, caller: CallerContext) -> Reply:
+        token = request.refresh_token
         if not token:
             raise InvalidArgument("invalid token")
         claims = self._verified(token)
@@ -367,9 +383,9 @@ class AuthService(AccountOperations):
                 await self.sessions.delete(who.user_id, who.sid, who.nonce)
             return
         with contextlib.suppress(ClientError):
-            await self.revoke({"refresh_token": token}, caller)
+            await self.revoke(RevokeRequest(refresh_token=token), caller)
 
-    async def logout(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+    async def logout(self, request: LogoutRequest, caller: CallerContext) -> Reply:
         who = await self.authenticate(caller)
         ref = None
         if who is not None:

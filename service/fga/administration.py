@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import logging
 import time
-from typing import Any
 
 from core.errors import FailedPrecondition, InvalidArgument
 from core.fga.dsl_lexer import DslSyntaxError
@@ -28,10 +27,15 @@ from service.fga.base import (
     request_context,
 )
 from service.fga.requests import (
+    ExpandRequest,
+    ListUsersRequest,
+    ReadTuplesRequest,
+    TuplesRequest,
+    WriteModelRequest,
     normalise_user,
-    optional_text,
     parse_tuples,
 )
+from service.requests import EmptyRequest
 from storage.fga import (
     StoredModel,
     StoreNotEmpty,
@@ -45,17 +49,17 @@ log = logging.getLogger("bastion.fga")
 
 
 class FgaAdministration(FgaBase):
-    async def get_model(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+    async def get_model(self, request: EmptyRequest, caller: CallerContext) -> Reply:
         with self._counted("get_model"):
             _, engine = await self._admin(caller)
             await engine.fresh()
             model = engine.model
             return Reply({"id": model.id if model else "", "dsl": model.dsl if model else ""})
 
-    async def write_model(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+    async def write_model(self, request: WriteModelRequest, caller: CallerContext) -> Reply:
         with self._counted("write_model"):
             store, engine = await self._admin(caller)
-            dsl = optional_text(request, "dsl")
+            dsl = request.dsl
             if not dsl:
                 raise InvalidArgument("dsl is required")
             try:
@@ -72,10 +76,10 @@ class FgaAdministration(FgaBase):
             await self._audit(caller, "admin.fga_model_written", "fga_model", stored.id)
             return Reply({"id": stored.id, "dsl": stored.dsl})
 
-    async def write_tuples(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+    async def write_tuples(self, request: TuplesRequest, caller: CallerContext) -> Reply:
         with self._counted("write_tuples"):
             store, engine = await self._admin(caller)
-            keys = parse_tuples(request)
+            keys = parse_tuples(request.tuples)
             model = await self._model(engine)
             for key in keys:
                 problem = _write_problem(model, key)
@@ -95,10 +99,10 @@ class FgaAdministration(FgaBase):
             )
             return Reply({"message": "Tuples written successfully"})
 
-    async def delete_tuples(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+    async def delete_tuples(self, request: TuplesRequest, caller: CallerContext) -> Reply:
         with self._counted("delete_tuples"):
             store, _ = await self._admin(caller)
-            keys = parse_tuples(request)
+            keys = parse_tuples(request.tuples)
             try:
                 await store.write_tuples((), keys)
             except TupleConflict as conflict:
@@ -110,18 +114,18 @@ class FgaAdministration(FgaBase):
             )
             return Reply({"message": "Tuples deleted successfully"})
 
-    async def read_tuples(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+    async def read_tuples(self, request: ReadTuplesRequest, caller: CallerContext) -> Reply:
         with self._counted("read_tuples"):
             store, _ = await self._admin(caller)
-            user = optional_text(request, "user")
+            user = request.user
             where = TupleFilter(
                 user=normalise_user(user) if user else "",
-                relation=optional_text(request, "relation"),
-                object=optional_text(request, "object"),
+                relation=request.relation,
+                object=request.object,
             )
             try:
                 page = await store.read_tuples(
-                    where, _page_size(request), optional_text(request, "continuation_token")
+                    where, _page_size(request.page_size), request.continuation_token
                 )
             except ValueError:
                 raise InvalidArgument("invalid continuation token") from None
@@ -132,12 +136,12 @@ class FgaAdministration(FgaBase):
                 }
             )
 
-    async def list_users(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+    async def list_users(self, request: ListUsersRequest, caller: CallerContext) -> Reply:
         with self._counted("list_users"):
             _, engine = await self._admin(caller)
-            obj = optional_text(request, "object")
-            relation = optional_text(request, "relation")
-            user_type = optional_text(request, "user_type")
+            obj = request.object
+            relation = request.relation
+            user_type = request.user_type
             if not obj or not relation or not user_type:
                 raise InvalidArgument("object, relation and user_type are required")
             object_type, _, object_id = obj.partition(":")
@@ -152,23 +156,23 @@ class FgaAdministration(FgaBase):
                 UserFilter.parse(user_type),
                 RequestOptions(
                     max_results=LIST_LIMIT,
-                    context=request_context(request),
-                    contextual_tuples=self._contextual(request),
+                    context=request_context(request.context),
+                    contextual_tuples=self._contextual(request.contextual_tuples),
                 ),
             )
             return Reply({"users": list(found.items)})
 
-    async def expand(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+    async def expand(self, request: ExpandRequest, caller: CallerContext) -> Reply:
         with self._counted("expand"):
             _, engine = await self._admin(caller)
-            relation, obj = optional_text(request, "relation"), optional_text(request, "object")
+            relation, obj = request.relation, request.object
             if not relation or not obj:
                 raise InvalidArgument("relation and object are required")
             model = await self._model(engine)
             tree = expand(model.ts, engine.index, obj, relation)["tree"]
             return Reply({"tree": json.dumps(tree, separators=(",", ":"))})
 
-    async def reset(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+    async def reset(self, request: EmptyRequest, caller: CallerContext) -> Reply:
         with self._counted("reset"):
             store, engine = await self._admin(caller)
             try:

@@ -65,8 +65,7 @@ def new_model_id(now: float) -> str:
     return "".join(_CROCKFORD[(value >> shift) & 31] for shift in range(125, -1, -5))
 
 
-def _page_size(request: Mapping[str, Any]) -> int:
-    raw = request.get("page_size")
+def _page_size(raw: Any) -> int:
     if raw is None or raw == "":
         return READ_PAGE_SIZE
     try:
@@ -105,9 +104,8 @@ def _write_problem(model: ActiveModel, key: TupleKey) -> str | None:
 _ParsedCheck = tuple[str, str, list[TupleKey], dict[str, Any]]
 
 
-def request_context(raw: Mapping[str, Any]) -> dict[str, Any]:
+def request_context(context: Any) -> dict[str, Any]:
     """The request ``context`` (values for condition parameters), an object or absent."""
-    context = raw.get("context")
     if context is None:
         return {}
     if not isinstance(context, Mapping):
@@ -215,8 +213,8 @@ class FgaBase:
         return own
 
     @staticmethod
-    def _contextual(raw: Mapping[str, Any], per: str = "request") -> tuple[TupleKey, ...]:
-        contextual = raw.get("contextual_tuples") or []
+    def _contextual(value: Any, per: str = "request") -> tuple[TupleKey, ...]:
+        contextual = value or []
         if not isinstance(contextual, list):
             raise InvalidArgument("contextual_tuples must be a list")
         if len(contextual) > MAX_CONTEXTUAL_TUPLES:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from core.errors import InvalidArgument
 from core.fga.tuples import TupleKey
+from service.requests import wire
 
 __all__ = [
     "MAX_CHECKS",
@@ -79,9 +81,8 @@ def parse_tuple(raw: Any, missing: str) -> TupleKey:
     return TupleKey(obj, relation, normalise_user(user), condition, context)
 
 
-def parse_tuples(request: Mapping[str, Any]) -> list[TupleKey]:
+def parse_tuples(raw: Any) -> list[TupleKey]:
     """The ``tuples`` of a write or delete: 1 to :data:`MAX_TUPLES`, no duplicates."""
-    raw = request.get("tuples")
     if raw is None or (isinstance(raw, list) and not raw):
         raise InvalidArgument("at least one tuple is required")
     if not isinstance(raw, list):
@@ -95,3 +96,70 @@ def parse_tuples(request: Mapping[str, Any]) -> list[TupleKey]:
             raise InvalidArgument(f'duplicate tuple in request: "{key}"')
         seen.add(str(key))
     return keys
+
+
+def fga_text(wire_form: Mapping[str, Any], name: str) -> str:
+    """The engine's text fields: surrounding blanks dropped, absent is ``""``."""
+    return optional_text(wire_form, name)
+
+
+_TEXT = {"type": "string"}
+_TUPLES = {"type": "array", "items": {"type": "object"}}
+
+
+def text_field() -> Any:
+    return wire(read=fga_text, schema=_TEXT, default="")
+
+
+def raw_field(schema: dict[str, Any]) -> Any:
+    """A field the operation parses itself (inside its metrics and per-check errors)."""
+    return wire(schema=schema)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CheckPermissionsRequest:
+    user: str = text_field()
+    checks: Any = raw_field({"type": "array", "items": {"type": "object"}})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ListPermissionsRequest:
+    user: str = text_field()
+    relation: str = text_field()
+    object_type: str = text_field()
+    context: Any = raw_field({"type": "object"})
+    contextual_tuples: Any = raw_field(_TUPLES)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WriteModelRequest:
+    dsl: str = text_field()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TuplesRequest:
+    tuples: Any = raw_field(_TUPLES)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReadTuplesRequest:
+    user: str = text_field()
+    relation: str = text_field()
+    object: str = text_field()
+    page_size: Any = raw_field({"type": "integer"})
+    continuation_token: str = text_field()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ListUsersRequest:
+    object: str = text_field()
+    relation: str = text_field()
+    user_type: str = text_field()
+    context: Any = raw_field({"type": "object"})
+    contextual_tuples: Any = raw_field(_TUPLES)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExpandRequest:
+    relation: str = text_field()
+    object: str = text_field()

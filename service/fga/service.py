@@ -32,6 +32,8 @@ from service.fga.base import (
 from service.fga.engine import ActiveModel, EngineState
 from service.fga.requests import (
     MAX_CHECKS,
+    CheckPermissionsRequest,
+    ListPermissionsRequest,
     normalise_user,
     optional_text,
     subject,
@@ -49,8 +51,7 @@ class FgaService(FgaAdministration):
         if not self.allow_user_contextual and not await self.service.is_admin(caller):
             raise PermissionDenied(CONTEXTUAL_REFUSED)
 
-    async def _subject(self, request: Mapping[str, Any], caller: CallerContext) -> str:
-        explicit = optional_text(request, "user")
+    async def _subject(self, explicit: str, caller: CallerContext) -> str:
         if explicit:
             explicit = subject(explicit)
         if await self.service.is_admin(caller):
@@ -123,10 +124,12 @@ class FgaService(FgaAdministration):
 
     # -- public operations -----------------------------------------------------------------
 
-    async def check_permissions(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+    async def check_permissions(
+        self, request: CheckPermissionsRequest, caller: CallerContext
+    ) -> Reply:
         with self._counted("check_permissions"):
             _, engine = self._enabled()
-            checks = request.get("checks")
+            checks = request.checks
             if checks is None or (isinstance(checks, list) and not checks):
                 raise InvalidArgument("at least one check is required")
             if not isinstance(checks, list):
@@ -134,7 +137,7 @@ class FgaService(FgaAdministration):
             if len(checks) > MAX_CHECKS:
                 raise InvalidArgument(f"too many checks: max {MAX_CHECKS} per request")
             parsed = [self._parse_check(c) for c in checks]
-            user = await self._subject(request, caller)
+            user = await self._subject(request.user, caller)
             if any(check[2] for check in parsed):
                 await self._may_use_contextual(caller)
             await engine.fresh()
@@ -182,16 +185,23 @@ class FgaService(FgaAdministration):
         relation, obj = optional_text(raw, "relation"), optional_text(raw, "object")
         if not relation or not obj:
             raise InvalidArgument("each check requires relation and object")
-        return relation, obj, list(FgaService._contextual(raw, "check")), request_context(raw)
+        return (
+            relation,
+            obj,
+            list(FgaService._contextual(raw.get("contextual_tuples"), "check")),
+            request_context(raw.get("context")),
+        )
 
-    async def list_permissions(self, request: dict[str, Any], caller: CallerContext) -> Reply:
+    async def list_permissions(
+        self, request: ListPermissionsRequest, caller: CallerContext
+    ) -> Reply:
         with self._counted("list_permissions"):
             _, engine = self._enabled()
-            relation = optional_text(request, "relation")
-            object_type = optional_text(request, "object_type")
-            context = request_context(request)
-            contextual = self._contextual(request)
-            user = await self._subject(request, caller)
+            relation = request.relation
+            object_type = request.object_type
+            context = request_context(request.context)
+            contextual = self._contextual(request.contextual_tuples)
+            user = await self._subject(request.user, caller)
             if contextual:
                 await self._may_use_contextual(caller)
             await engine.fresh()

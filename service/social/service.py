@@ -91,7 +91,7 @@ class SocialLogin:
         client = self._client(name)
         auth = self.auth
         wanted = args.get("redirect_uri") or f"{auth.policy.issuer}/app"
-        redirect_uri = auth.redirect_uri({"redirect_uri": wanted}) or wanted
+        redirect_uri = auth.redirect_uri(wanted) or wanted
         if len(args.get("state", "")) > _MAX_APP_STATE:
             raise InvalidArgument("state is too long")
         binding, state = secrets.token_urlsafe(32), secrets.token_urlsafe(32)

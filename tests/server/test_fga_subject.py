@@ -16,6 +16,7 @@ from core.fga.tuples import TupleKey
 from service.context import CallerContext, Protocol
 from service.fga.service import NOT_ENABLED, FgaService
 from service.metrics import Metrics
+from service.requests import bind
 from storage.fga import MemoryFgaStore, StoredModel
 from tests.server.test_fga_api import MODEL
 
@@ -49,11 +50,11 @@ async def _fga() -> FgaService:
 
 async def test_the_caller_is_the_subject() -> None:
     fga = await _fga()
-    own = await fga.check_permissions(dict(ONE_CHECK), CALLER)
+    own = await bind(fga.check_permissions)(dict(ONE_CHECK), CALLER)
     assert own.body["results"][0]["allowed"] is True
-    same = await fga.check_permissions({**ONE_CHECK, "user": "ann"}, CALLER)
+    same = await bind(fga.check_permissions)({**ONE_CHECK, "user": "ann"}, CALLER)
     assert same.body == own.body
-    listed = await fga.list_permissions({"user": "user:ann"}, CALLER)
+    listed = await bind(fga.list_permissions)({"user": "user:ann"}, CALLER)
     assert listed.body["objects"] == ["sheet:1"]
 
 
@@ -63,7 +64,7 @@ async def test_another_subject_is_refused(operation: str) -> None:
     with pytest.raises(
         PermissionDenied, match="not authorized to query authorization for another subject"
     ):
-        await getattr(fga, operation)({**ONE_CHECK, "user": "bob"}, CALLER)
+        await bind(getattr(fga, operation))({**ONE_CHECK, "user": "bob"}, CALLER)
 
 
 async def test_without_the_seam_a_non_admin_is_unauthenticated() -> None:
@@ -72,7 +73,7 @@ async def test_without_the_seam_a_non_admin_is_unauthenticated() -> None:
 
     fga = FgaService(Plain(), MemoryFgaStore(), Metrics())
     with pytest.raises(Unauthenticated, match="unauthorized"):
-        await fga.check_permissions(dict(ONE_CHECK), CALLER)
+        await bind(fga.check_permissions)(dict(ONE_CHECK), CALLER)
 
 
 async def test_require_relations_is_all_of_them() -> None:

@@ -16,8 +16,9 @@ from core.state_machines.effects import IssueTokens
 from service.auth.cookies import SessionCookies, cookie_domain_for
 from service.auth.issuer import TokenIssuer
 from service.auth.parts import policy_from
-from service.auth.requests import mapping, relations, strings, text
+from service.auth.requests import relations
 from service.context import CallerContext, Protocol, Reply
+from service.requests import mapping, strings, text
 from service.tokens import TokenSigner
 from transports.grpc.auth_shapes import grpc_shaped
 
@@ -122,7 +123,7 @@ def test_request_fields_read_alike_from_every_surface() -> None:
     assert strings(request, "roles") == ("user",)
     assert mapping(request, "app_data") == {"plan": "pro"}
     assert mapping({"app_data": {"plan": "free"}}, "app_data") == {"plan": "free"}
-    assert relations(request) == (("viewer", "doc:1"),)
+    assert relations(request, "required_relations") == (("viewer", "doc:1"),)
     with pytest.raises(InvalidArgument, match="email must be a string"):
         text({"email": 3}, "email")
     with pytest.raises(InvalidArgument, match="roles must be a list of strings"):
@@ -130,7 +131,7 @@ def test_request_fields_read_alike_from_every_surface() -> None:
     with pytest.raises(InvalidArgument, match="app_data must be an object"):
         mapping({"app_data": [1]}, "app_data")
     with pytest.raises(InvalidArgument, match="relation and object"):
-        relations({"required_relations": [{"relation": "viewer"}]})
+        relations({"required_relations": [{"relation": "viewer"}]}, "required_relations")
 
 
 # -- minting -------------------------------------------------------------------------------------

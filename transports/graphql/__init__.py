@@ -1,4 +1,6 @@
-"""GraphQL surface: Authorizer's schema, a trio-safe executor, limits and error rendering."""
+"""GraphQL: Authorizer's schema, a trio-safe executor, limits and error rendering, and
+``POST /graphql`` over the shared HTTP pieces. Imports ``service``, ``core`` and
+``transports.http``; no other transport."""
 
 from .execution import TrioExecutor, execute_operation
 from .limits import DEFAULT_LIMITS, QueryLimits

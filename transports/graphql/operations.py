@@ -6,14 +6,18 @@ field's ``params`` (or ``param``) object as the request.
 
 from __future__ import annotations
 
+from service.requests import ServiceOperation, WireOperation, bind
 from service.runtime import Runtime
-from transports.graphql.surface import ServiceOperation
 
 __all__ = ["root_operations"]
 
 
-def root_operations(runtime: Runtime) -> dict[str, ServiceOperation]:
+def root_operations(runtime: Runtime) -> dict[str, WireOperation]:
     """Every root field that has a service operation in this build."""
+    return {name: bind(operation) for name, operation in _operations(runtime).items()}
+
+
+def _operations(runtime: Runtime) -> dict[str, ServiceOperation]:
     service, auth, fga, admin = runtime.service, runtime.auth, runtime.fga, runtime.admin
     hooks, templates, users = admin.webhooks, admin.email_templates, admin.users
     return {

@@ -8,18 +8,17 @@ in the request context and become real ``Set-Cookie`` headers.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from core import input_rules
 from core.errors import InvalidArgument
 from service.context import CallerContext, Cookie, Reply
+from service.requests import WireOperation
 from transports.graphql.execution import execute_operation
 from transports.graphql.limits import QueryLimits
 from transports.graphql.schema import Resolver, build_schema
-
-ServiceOperation = Callable[[dict[str, Any], CallerContext], Awaitable[Reply]]
 
 
 @dataclass(slots=True)
@@ -28,7 +27,7 @@ class GraphQLContext:
     cookies: list[Cookie] = field(default_factory=list)
 
 
-def _resolver(operation: ServiceOperation) -> Resolver:
+def _resolver(operation: WireOperation) -> Resolver:
     async def resolve(context: GraphQLContext, args: dict[str, Any]) -> Any:
         request = args.get("params") or args.get("param") or {}
         # Literals written in the document itself (escapes such as \u0000) arrive here.
@@ -41,12 +40,12 @@ def _resolver(operation: ServiceOperation) -> Resolver:
     return resolve
 
 
-def resolvers(operations: Mapping[str, ServiceOperation]) -> dict[str, Resolver]:
+def resolvers(operations: Mapping[str, WireOperation]) -> dict[str, Resolver]:
     return {name: _resolver(op) for name, op in operations.items()}
 
 
 class GraphQLSurface:
-    def __init__(self, operations: Mapping[str, ServiceOperation], limits: QueryLimits) -> None:
+    def __init__(self, operations: Mapping[str, WireOperation], limits: QueryLimits) -> None:
         self.schema = build_schema(resolvers(operations))
         self.limits = limits
 

@@ -9,20 +9,19 @@ returns one shape.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Mapping
 from typing import Any
 
 from service.context import CallerContext, Reply
+from service.requests import WireOperation as Operation
 
 __all__ = ["renamed", "unwrapped", "wrapped"]
-
-Operation = Callable[[dict[str, Any], CallerContext], Awaitable[Reply]]
 
 
 def unwrapped(operation: Operation, field: str) -> Operation:
     """``field: {value: {...}}`` in the request becomes ``field: {...}``."""
 
-    async def call(request: dict[str, Any], caller: CallerContext) -> Reply:
+    async def call(request: Mapping[str, Any], caller: CallerContext) -> Reply:
         value = request.get(field)
         if isinstance(value, dict):
             request = {**request, field: value.get("value", {})}
@@ -38,7 +37,7 @@ def _wrap(item: dict[str, Any], field: str) -> dict[str, Any]:
 def wrapped(operation: Operation, field: str, *, within: str | None = None) -> Operation:
     """The reply's ``field`` (or, ``within`` a list, each item's) becomes ``{value: ...}``."""
 
-    async def call(request: dict[str, Any], caller: CallerContext) -> Reply:
+    async def call(request: Mapping[str, Any], caller: CallerContext) -> Reply:
         reply = await operation(request, caller)
         if within is None:
             body = _wrap(reply.body, field)
@@ -50,7 +49,7 @@ def wrapped(operation: Operation, field: str, *, within: str | None = None) -> O
 
 
 def renamed(operation: Operation, old: str, new: str) -> Operation:
-    async def call(request: dict[str, Any], caller: CallerContext) -> Reply:
+    async def call(request: Mapping[str, Any], caller: CallerContext) -> Reply:
         reply = await operation(request, caller)
         body = {new if key == old else key: value for key, value in reply.body.items()}
         return Reply(body, reply.cookies)

@@ -2,19 +2,18 @@
 
 ``app_data`` (a user's) and ``claims`` (validate_jwt_token's) are ``AppData`` wrappers,
 ``{value: {...}}``, in the gRPC messages and plain maps in REST and GraphQL (reference
-§13 item 11). Requests need no adapter: ``service.auth.requests.mapping`` reads both.
+§13 item 11). Requests need no adapter: ``service.requests.mapping`` reads both.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Mapping
 from typing import Any
 
 from service.context import CallerContext, Reply
+from service.requests import WireOperation as Operation
 
 __all__ = ["grpc_shaped"]
-
-Operation = Callable[[dict[str, Any], CallerContext], Awaitable[Reply]]
 
 
 def _user(user: Any) -> Any:
@@ -35,7 +34,7 @@ def _shaped(body: dict[str, Any]) -> dict[str, Any]:
 
 
 def grpc_shaped(operation: Operation) -> Operation:
-    async def call(request: dict[str, Any], caller: CallerContext) -> Reply:
+    async def call(request: Mapping[str, Any], caller: CallerContext) -> Reply:
         reply = await operation(request, caller)
         return Reply(_shaped(reply.body), reply.cookies)
 

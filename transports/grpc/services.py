@@ -10,10 +10,9 @@ validate and answer alike. An RPC with no row answers UNIMPLEMENTED.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.cookies import SimpleCookie
-from typing import Any
 
 import grpc
 import trio
@@ -23,6 +22,7 @@ from google.protobuf.message import Message
 from core import errors, input_rules
 from core.networks import client_ip
 from service.context import CallerContext, Cookie, Protocol, Reply
+from service.requests import WireOperation, bind
 from service.runtime import Runtime
 from transports.grpc.admin_shapes import renamed, unwrapped, wrapped
 from transports.grpc.auth_shapes import grpc_shaped
@@ -37,7 +37,6 @@ from transports.grpc.proto.authorizer.v1 import (
 
 log = logging.getLogger("bastion.grpc")
 
-ServiceOperation = Callable[[dict[str, Any], CallerContext], Awaitable[Reply]]
 
 #: The gRPC surface's one table from error class to status code.
 GRPC_STATUS: dict[type[errors.BastionError], grpc.StatusCode] = {
@@ -66,7 +65,7 @@ def grpc_status(error: errors.BastionError) -> grpc.StatusCode:
 
 @dataclass(frozen=True, slots=True)
 class _Rpc:
-    operation: Callable[[Runtime], ServiceOperation]
+    operation: Callable[[Runtime], WireOperation]
     response: type[Message]
     #: Authorizer's message puts REST's bare body under this field.
     wrap_in: str | None = None
@@ -74,135 +73,154 @@ class _Rpc:
 
 _RPCS: dict[str, dict[str, _Rpc]] = {
     "AuthorizerService": {
-        "Meta": _Rpc(lambda r: r.service.meta, types_pb2.Meta),
+        "Meta": _Rpc(lambda r: bind(r.service.meta), types_pb2.Meta),
         "CheckPermissions": _Rpc(
-            lambda r: r.fga.check_permissions, authorizer_pb2.CheckPermissionsResponse
+            lambda r: bind(r.fga.check_permissions), authorizer_pb2.CheckPermissionsResponse
         ),
         "ListPermissions": _Rpc(
-            lambda r: r.fga.list_permissions, authorizer_pb2.ListPermissionsResponse
+            lambda r: bind(r.fga.list_permissions), authorizer_pb2.ListPermissionsResponse
         ),
-        "Signup": _Rpc(lambda r: grpc_shaped(r.auth.signup), types_pb2.AuthResponse),
-        "Login": _Rpc(lambda r: grpc_shaped(r.auth.login), types_pb2.AuthResponse),
-        "Logout": _Rpc(lambda r: grpc_shaped(r.auth.logout), authorizer_pb2.LogoutResponse),
+        "Signup": _Rpc(lambda r: grpc_shaped(bind(r.auth.signup)), types_pb2.AuthResponse),
+        "Login": _Rpc(lambda r: grpc_shaped(bind(r.auth.login)), types_pb2.AuthResponse),
+        "Logout": _Rpc(lambda r: grpc_shaped(bind(r.auth.logout)), authorizer_pb2.LogoutResponse),
         "MagicLinkLogin": _Rpc(
-            lambda r: grpc_shaped(r.auth.magic_link_login), authorizer_pb2.MagicLinkLoginResponse
+            lambda r: grpc_shaped(bind(r.auth.magic_link_login)),
+            authorizer_pb2.MagicLinkLoginResponse,
         ),
-        "VerifyEmail": _Rpc(lambda r: grpc_shaped(r.auth.verify_email), types_pb2.AuthResponse),
+        "VerifyEmail": _Rpc(
+            lambda r: grpc_shaped(bind(r.auth.verify_email)), types_pb2.AuthResponse
+        ),
         "ResendVerifyEmail": _Rpc(
-            lambda r: grpc_shaped(r.auth.resend_verify_email),
+            lambda r: grpc_shaped(bind(r.auth.resend_verify_email)),
             authorizer_pb2.ResendVerifyEmailResponse,
         ),
-        "VerifyOtp": _Rpc(lambda r: grpc_shaped(r.auth.verify_otp), types_pb2.AuthResponse),
+        "VerifyOtp": _Rpc(lambda r: grpc_shaped(bind(r.auth.verify_otp)), types_pb2.AuthResponse),
         "ResendOtp": _Rpc(
-            lambda r: grpc_shaped(r.auth.resend_otp), authorizer_pb2.ResendOtpResponse
+            lambda r: grpc_shaped(bind(r.auth.resend_otp)), authorizer_pb2.ResendOtpResponse
         ),
         "ForgotPassword": _Rpc(
-            lambda r: grpc_shaped(r.auth.forgot_password), authorizer_pb2.ForgotPasswordResponse
+            lambda r: grpc_shaped(bind(r.auth.forgot_password)),
+            authorizer_pb2.ForgotPasswordResponse,
         ),
         "ResetPassword": _Rpc(
-            lambda r: grpc_shaped(r.auth.reset_password), authorizer_pb2.ResetPasswordResponse
+            lambda r: grpc_shaped(bind(r.auth.reset_password)), authorizer_pb2.ResetPasswordResponse
         ),
-        "Profile": _Rpc(lambda r: grpc_shaped(r.auth.profile), types_pb2.User),
+        "Profile": _Rpc(lambda r: grpc_shaped(bind(r.auth.profile)), types_pb2.User),
         "UpdateProfile": _Rpc(
-            lambda r: grpc_shaped(r.auth.update_profile), authorizer_pb2.UpdateProfileResponse
+            lambda r: grpc_shaped(bind(r.auth.update_profile)), authorizer_pb2.UpdateProfileResponse
         ),
         "DeactivateAccount": _Rpc(
-            lambda r: grpc_shaped(r.auth.deactivate_account),
+            lambda r: grpc_shaped(bind(r.auth.deactivate_account)),
             authorizer_pb2.DeactivateAccountResponse,
         ),
-        "Revoke": _Rpc(lambda r: grpc_shaped(r.auth.revoke), authorizer_pb2.RevokeResponse),
-        "Session": _Rpc(lambda r: grpc_shaped(r.auth.session), types_pb2.AuthResponse),
+        "Revoke": _Rpc(lambda r: grpc_shaped(bind(r.auth.revoke)), authorizer_pb2.RevokeResponse),
+        "Session": _Rpc(lambda r: grpc_shaped(bind(r.auth.session)), types_pb2.AuthResponse),
         "ValidateJwtToken": _Rpc(
-            lambda r: grpc_shaped(r.auth.validate_jwt_token),
+            lambda r: grpc_shaped(bind(r.auth.validate_jwt_token)),
             authorizer_pb2.ValidateJwtTokenResponse,
         ),
         "ValidateSession": _Rpc(
-            lambda r: grpc_shaped(r.auth.validate_session), authorizer_pb2.ValidateSessionResponse
+            lambda r: grpc_shaped(bind(r.auth.validate_session)),
+            authorizer_pb2.ValidateSessionResponse,
         ),
     },
     "AuthorizerAdminService": {
-        "AdminLogin": _Rpc(lambda r: r.service.admin_login, admin_pb2.AdminLoginResponse),
-        "AdminLogout": _Rpc(lambda r: r.service.admin_logout, admin_pb2.AdminLogoutResponse),
-        "AdminSession": _Rpc(lambda r: r.service.admin_session, admin_pb2.AdminSessionResponse),
+        "AdminLogin": _Rpc(lambda r: bind(r.service.admin_login), admin_pb2.AdminLoginResponse),
+        "AdminLogout": _Rpc(lambda r: bind(r.service.admin_logout), admin_pb2.AdminLogoutResponse),
+        "AdminSession": _Rpc(
+            lambda r: bind(r.service.admin_session), admin_pb2.AdminSessionResponse
+        ),
         "AdminMeta": _Rpc(
-            lambda r: r.service.admin_meta, admin_pb2.AdminMetaResponse, wrap_in="admin_meta"
+            lambda r: bind(r.service.admin_meta), admin_pb2.AdminMetaResponse, wrap_in="admin_meta"
         ),
         "FgaGetModel": _Rpc(
-            lambda r: r.fga.get_model, admin_pb2.FgaGetModelResponse, wrap_in="model"
+            lambda r: bind(r.fga.get_model), admin_pb2.FgaGetModelResponse, wrap_in="model"
         ),
         "FgaWriteModel": _Rpc(
-            lambda r: r.fga.write_model, admin_pb2.FgaWriteModelResponse, wrap_in="model"
+            lambda r: bind(r.fga.write_model), admin_pb2.FgaWriteModelResponse, wrap_in="model"
         ),
-        "FgaWriteTuples": _Rpc(lambda r: r.fga.write_tuples, admin_pb2.FgaWriteTuplesResponse),
-        "FgaDeleteTuples": _Rpc(lambda r: r.fga.delete_tuples, admin_pb2.FgaDeleteTuplesResponse),
-        "FgaReadTuples": _Rpc(lambda r: r.fga.read_tuples, admin_pb2.FgaReadTuplesResponse),
-        "FgaListUsers": _Rpc(lambda r: r.fga.list_users, admin_pb2.FgaListUsersResponse),
-        "FgaExpand": _Rpc(lambda r: r.fga.expand, admin_pb2.FgaExpandResponse),
-        "FgaReset": _Rpc(lambda r: r.fga.reset, admin_pb2.FgaResetResponse),
+        "FgaWriteTuples": _Rpc(
+            lambda r: bind(r.fga.write_tuples), admin_pb2.FgaWriteTuplesResponse
+        ),
+        "FgaDeleteTuples": _Rpc(
+            lambda r: bind(r.fga.delete_tuples), admin_pb2.FgaDeleteTuplesResponse
+        ),
+        "FgaReadTuples": _Rpc(lambda r: bind(r.fga.read_tuples), admin_pb2.FgaReadTuplesResponse),
+        "FgaListUsers": _Rpc(lambda r: bind(r.fga.list_users), admin_pb2.FgaListUsersResponse),
+        "FgaExpand": _Rpc(lambda r: bind(r.fga.expand), admin_pb2.FgaExpandResponse),
+        "FgaReset": _Rpc(lambda r: bind(r.fga.reset), admin_pb2.FgaResetResponse),
         "AddWebhook": _Rpc(
-            lambda r: unwrapped(r.admin.webhooks.add_webhook, "headers"),
+            lambda r: unwrapped(bind(r.admin.webhooks.add_webhook), "headers"),
             admin_pb2.AddWebhookResponse,
         ),
         "UpdateWebhook": _Rpc(
-            lambda r: unwrapped(r.admin.webhooks.update_webhook, "headers"),
+            lambda r: unwrapped(bind(r.admin.webhooks.update_webhook), "headers"),
             admin_pb2.UpdateWebhookResponse,
         ),
         "DeleteWebhook": _Rpc(
-            lambda r: r.admin.webhooks.delete_webhook, admin_pb2.DeleteWebhookResponse
+            lambda r: bind(r.admin.webhooks.delete_webhook), admin_pb2.DeleteWebhookResponse
         ),
         "GetWebhook": _Rpc(
-            lambda r: wrapped(r.admin.webhooks.webhook, "headers"),
+            lambda r: wrapped(bind(r.admin.webhooks.webhook), "headers"),
             admin_pb2.GetWebhookResponse,
             wrap_in="webhook",
         ),
         "Webhooks": _Rpc(
-            lambda r: wrapped(r.admin.webhooks.webhooks, "headers", within="webhooks"),
+            lambda r: wrapped(bind(r.admin.webhooks.webhooks), "headers", within="webhooks"),
             admin_pb2.WebhooksResponse,
         ),
-        "WebhookLogs": _Rpc(lambda r: r.admin.webhooks.webhook_logs, admin_pb2.WebhookLogsResponse),
+        "WebhookLogs": _Rpc(
+            lambda r: bind(r.admin.webhooks.webhook_logs), admin_pb2.WebhookLogsResponse
+        ),
         "TestEndpoint": _Rpc(
-            lambda r: unwrapped(r.admin.webhooks.test_endpoint, "headers"),
+            lambda r: unwrapped(bind(r.admin.webhooks.test_endpoint), "headers"),
             admin_pb2.TestEndpointResponse,
         ),
         "AddEmailTemplate": _Rpc(
-            lambda r: r.admin.email_templates.add_email_template,
+            lambda r: bind(r.admin.email_templates.add_email_template),
             admin_pb2.AddEmailTemplateResponse,
         ),
         "UpdateEmailTemplate": _Rpc(
-            lambda r: r.admin.email_templates.update_email_template,
+            lambda r: bind(r.admin.email_templates.update_email_template),
             admin_pb2.UpdateEmailTemplateResponse,
         ),
         "DeleteEmailTemplate": _Rpc(
-            lambda r: r.admin.email_templates.delete_email_template,
+            lambda r: bind(r.admin.email_templates.delete_email_template),
             admin_pb2.DeleteEmailTemplateResponse,
         ),
         "EmailTemplates": _Rpc(
-            lambda r: r.admin.email_templates.email_templates, admin_pb2.EmailTemplatesResponse
+            lambda r: bind(r.admin.email_templates.email_templates),
+            admin_pb2.EmailTemplatesResponse,
         ),
-        "AuditLogs": _Rpc(lambda r: r.admin.audit.audit_logs, admin_pb2.AuditLogsResponse),
+        "AuditLogs": _Rpc(lambda r: bind(r.admin.audit.audit_logs), admin_pb2.AuditLogsResponse),
         "Users": _Rpc(
-            lambda r: wrapped(r.admin.users.users, "app_data", within="users"),
+            lambda r: wrapped(bind(r.admin.users.users), "app_data", within="users"),
             admin_pb2.UsersResponse,
         ),
         "User": _Rpc(
-            lambda r: wrapped(r.admin.users.user, "app_data"),
+            lambda r: wrapped(bind(r.admin.users.user), "app_data"),
             admin_pb2.UserResponse,
             wrap_in="user",
         ),
         "UpdateUser": _Rpc(
-            lambda r: wrapped(unwrapped(r.admin.users.update_user, "app_data"), "app_data"),
+            lambda r: wrapped(unwrapped(bind(r.admin.users.update_user), "app_data"), "app_data"),
             admin_pb2.UpdateUserResponse,
             wrap_in="user",
         ),
-        "DeleteUser": _Rpc(lambda r: r.admin.users.delete_user, admin_pb2.DeleteUserResponse),
+        "DeleteUser": _Rpc(lambda r: bind(r.admin.users.delete_user), admin_pb2.DeleteUserResponse),
         "VerificationRequests": _Rpc(
-            lambda r: r.admin.users.verification_requests, admin_pb2.VerificationRequestsResponse
+            lambda r: bind(r.admin.users.verification_requests),
+            admin_pb2.VerificationRequestsResponse,
         ),
-        "RevokeAccess": _Rpc(lambda r: r.admin.users.revoke_access, admin_pb2.RevokeAccessResponse),
-        "EnableAccess": _Rpc(lambda r: r.admin.users.enable_access, admin_pb2.EnableAccessResponse),
+        "RevokeAccess": _Rpc(
+            lambda r: bind(r.admin.users.revoke_access), admin_pb2.RevokeAccessResponse
+        ),
+        "EnableAccess": _Rpc(
+            lambda r: bind(r.admin.users.enable_access), admin_pb2.EnableAccessResponse
+        ),
         "InviteMembers": _Rpc(
             lambda r: wrapped(
-                renamed(r.admin.users.invite_members, "Users", "users"),
+                renamed(bind(r.admin.users.invite_members), "Users", "users"),
                 "app_data",
                 within="users",
             ),

@@ -12,8 +12,10 @@ from quart import Response, request
 
 from core import errors
 from core.settings import Settings
+from service.auth.requests import ProfileRequest
 from service.auth.service import AuthService
 from service.context import CallerContext, Cookie, Reply
+from service.requests import EmptyRequest
 from transports.http.cookies import with_cookies
 from transports.http.errors import http_status
 from transports.pages.csrf import FormGuard
@@ -25,8 +27,6 @@ from transports.pages.render import (
     render,
 )
 from transports.pages.results import (
-    challenge_method,
-    enrolment_of,
     redirect,
 )
 
@@ -82,7 +82,7 @@ class PageBase:
         self, query: PageQuery, error: FormError | None = None, notice: str = ""
     ) -> tuple[PageContext, list[Cookie]]:
         token, cookie = self.guard.issue(request.cookies)
-        meta = (await self._meta({}, self.caller())).body
+        meta = (await self._meta(EmptyRequest(), self.caller())).body
         page = PageContext(
             branding=self.branding,
             query=query,
@@ -122,7 +122,7 @@ class PageBase:
 
     async def _signed_in(self) -> Mapping[str, Any] | None:
         try:
-            return (await self.auth.profile({}, self.caller())).body
+            return (await self.auth.profile(ProfileRequest(), self.caller())).body
         except errors.Unauthenticated:
             return None
 
@@ -139,28 +139,6 @@ class PageBase:
             reason="The redirect_uri of this link is not an allowed address, so it is ignored.",
             retry_url="/app",
         )
-
-    async def _finish(self, reply: Reply, query: PageQuery, identifier: str) -> Response:
-        """Render what a login, signup or MFA operation answered; ``identifier`` is the
-        email or phone number the user gave, which a second-factor challenge names."""
-        body = reply.body
-        method = challenge_method(body)
-        if method is not None:
-            return await self._show_mfa(
-                query,
-                method,
-                identifier,
-                cookies=reply.cookies,
-                enrolment=enrolment_of(body),
-            )
-        if body.get("access_token"):
-            target = query.after_login(self.issuer, self.auth.redirect_allowed)
-            if target is None:
-                return redirect("/app/profile", reply.cookies)
-            return await self._show(
-                "continue.html", query, cookies=reply.cookies, title="Signed in", target=target
-            )
-        return await self._message(query, body.get("message", ""), reply.cookies)
 
     async def _message(
         self, query: PageQuery, message: str, cookies: Iterable[Cookie] = ()

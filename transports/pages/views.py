@@ -23,8 +23,19 @@ from quart_trio import QuartTrio
 
 from core import errors
 from core.settings import Settings
+from service.auth.requests import (
+    ForgotPasswordRequest,
+    LoginRequest,
+    LogoutRequest,
+    MagicLinkLoginRequest,
+    ResendOtpRequest,
+    ResetPasswordRequest,
+    SignupRequest,
+    VerifyOtpRequest,
+)
 from service.auth.service import AuthService
 from service.context import Cookie, Reply
+from service.requests import EmptyRequest, decode
 from transports.pages.base import LINK_FAILED, PAGES_CSS, CallerFactory, PageBase
 from transports.pages.query import PageQuery
 from transports.pages.render import (
@@ -33,6 +44,8 @@ from transports.pages.render import (
 )
 from transports.pages.results import (
     MFA_TEXT,
+    challenge_method,
+    enrolment_of,
     form_error,
     identifier_field,
     password_hint,
@@ -52,7 +65,7 @@ class LoginPages(PageBase):
         identifier: str = "",
         cookies: Iterable[Cookie] = (),
     ) -> Response:
-        meta = (await self._meta({}, self.caller())).body
+        meta = (await self._meta(EmptyRequest(), self.caller())).body
         email = bool(meta.get("is_basic_authentication_enabled"))
         phone = bool(meta.get("is_mobile_basic_authentication_enabled"))
         label = (
@@ -90,7 +103,7 @@ class LoginPages(PageBase):
         identifier = form.get("identifier", "").strip()
         body = {**identifier_field(identifier), "password": form.get("password", "")}
         try:
-            reply = await self.auth.login(body, self.caller())
+            reply = await self.auth.login(decode(LoginRequest, body), self.caller())
         except errors.ClientError as error:
             return await self._show_login(
                 query, error=form_error(error, ("identifier", "password")), identifier=identifier
@@ -104,7 +117,7 @@ class LoginPages(PageBase):
     async def _show_signup(
         self, query: PageQuery, *, error: FormError | None = None, values: Mapping[str, str]
     ) -> Response:
-        meta = (await self._meta({}, self.caller())).body
+        meta = (await self._meta(EmptyRequest(), self.caller())).body
         kept = {name: values.get(name, "") for name in ("email", "given_name", "family_name")}
         return await self._show(
             "signup.html",
@@ -130,7 +143,7 @@ class LoginPages(PageBase):
             # With --enable-email-verification the mailed link returns here, query kept.
             body["redirect_uri"] = f"{self.issuer}{query.url('/app')}"
         try:
-            reply = await self.auth.signup(body, self.caller())
+            reply = await self.auth.signup(decode(SignupRequest, body), self.caller())
         except errors.ClientError as error:
             return await self._show_signup(
                 query, error=form_error(error, self._SIGNUP_FIELDS), values=form
@@ -138,6 +151,28 @@ class LoginPages(PageBase):
         return await self._finish(reply, query, body["email"])
 
     # -- the second factor --------------------------------------------------------------------
+
+    async def _finish(self, reply: Reply, query: PageQuery, identifier: str) -> Response:
+        """Render what a login, signup or MFA operation answered; ``identifier`` is the
+        email or phone number the user gave, which a second-factor challenge names."""
+        body = reply.body
+        method = challenge_method(body)
+        if method is not None:
+            return await self._show_mfa(
+                query,
+                method,
+                identifier,
+                cookies=reply.cookies,
+                enrolment=enrolment_of(body),
+            )
+        if body.get("access_token"):
+            target = query.after_login(self.issuer, self.auth.redirect_allowed)
+            if target is None:
+                return redirect("/app/profile", reply.cookies)
+            return await self._show(
+                "continue.html", query, cookies=reply.cookies, title="Signed in", target=target
+            )
+        return await self._message(query, body.get("message", ""), reply.cookies)
 
     async def _show_mfa(
         self,
@@ -186,7 +221,7 @@ class LoginPages(PageBase):
             "is_totp": method == "totp",
         }
         try:
-            reply = await self.auth.verify_otp(body, self.caller())
+            reply = await self.auth.verify_otp(decode(VerifyOtpRequest, body), self.caller())
         except errors.ClientError as error:
             return await self._show_mfa(
                 query, method, identifier, error=form_error(error, ("otp",))
@@ -198,7 +233,9 @@ class LoginPages(PageBase):
         method = self._mfa_method(form)
         identifier = form.get("identifier", "")
         try:
-            reply = await self.auth.resend_otp(identifier_field(identifier), self.caller())
+            reply = await self.auth.resend_otp(
+                decode(ResendOtpRequest, identifier_field(identifier)), self.caller()
+            )
         except errors.ClientError as error:
             return await self._show_mfa(query, method, identifier, error=form_error(error, ()))
         return await self._show_mfa(
@@ -223,7 +260,9 @@ class LoginPages(PageBase):
         # The link's landing returns here (signed in), and the page forwards as after login.
         body = {"email": email, "redirect_uri": f"{self.issuer}{query.url('/app')}"}
         try:
-            reply = await self.auth.magic_link_login(body, self.caller())
+            reply = await self.auth.magic_link_login(
+                decode(MagicLinkLoginRequest, body), self.caller()
+            )
         except errors.ClientError as error:
             return await self._show(
                 "magic_link.html",
@@ -249,7 +288,9 @@ class LoginPages(PageBase):
             # (--reset-password-url, else this site's reset page) applies.
             body["redirect_uri"] = f"{self.issuer}{query.url('/app/reset-password')}"
         try:
-            reply = await self.auth.forgot_password(body, self.caller())
+            reply = await self.auth.forgot_password(
+                decode(ForgotPasswordRequest, body), self.caller()
+            )
         except errors.ClientError as error:
             return await self._show(
                 "forgot_password.html",
@@ -267,7 +308,7 @@ class LoginPages(PageBase):
         token: str,
         error: FormError | None = None,
     ) -> Response:
-        meta = (await self._meta({}, self.caller())).body
+        meta = (await self._meta(EmptyRequest(), self.caller())).body
         setup = kind == "setup"
         return await self._show(
             "set_password.html",
@@ -299,7 +340,9 @@ class LoginPages(PageBase):
                 "confirm_password": form.get("confirm_password", ""),
             }
             try:
-                reply = await self.auth.reset_password(body, self.caller())
+                reply = await self.auth.reset_password(
+                    decode(ResetPasswordRequest, body), self.caller()
+                )
             except errors.ClientError as error:
                 fields = ("password", "confirm_password")
                 return await self._show_set_password(kind, query, token, form_error(error, fields))
@@ -340,7 +383,7 @@ class LoginPages(PageBase):
 
     async def logout_submit(self) -> Response:
         _, query = await self._posted()
-        reply = await self.auth.logout({}, self.caller())
+        reply = await self.auth.logout(LogoutRequest(), self.caller())
         return await self._show_login(query, notice="You have signed out.", cookies=reply.cookies)
 
     # -- registration -------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from service.context import CallerContext, Reply
+from service.requests import bind
 from service.runtime import Runtime
 from transports.http.app import ViewRegistrar
 from transports.http.routes import Route
@@ -77,14 +78,14 @@ def api_routes(runtime: Runtime) -> list[Route]:
         Route(
             method="GET",
             path="/v1/meta",
-            operation=service.meta,
+            operation=bind(service.meta),
             summary="Server feature flags and provider availability",
             tag="public",
         ),
         Route(
             method="POST",
             path="/v1/admin/login",
-            operation=service.admin_login,
+            operation=bind(service.admin_login),
             summary="Exchange the admin secret for the admin session cookie",
             tag="admin",
             request_schema={
@@ -98,7 +99,7 @@ def api_routes(runtime: Runtime) -> list[Route]:
         Route(
             method="POST",
             path="/v1/admin/logout",
-            operation=service.admin_logout,
+            operation=bind(service.admin_logout),
             summary="End the admin session",
             tag="admin",
             request_schema={"type": "object"},
@@ -108,7 +109,7 @@ def api_routes(runtime: Runtime) -> list[Route]:
         Route(
             method="GET",
             path="/v1/admin/session",
-            operation=service.admin_session,
+            operation=bind(service.admin_session),
             summary="Renew the admin session cookie",
             tag="admin",
             response_schema=message,
@@ -117,7 +118,7 @@ def api_routes(runtime: Runtime) -> list[Route]:
         Route(
             method="GET",
             path="/v1/admin/meta",
-            operation=service.admin_meta,
+            operation=bind(service.admin_meta),
             summary="Meta plus the admin-only fields",
             tag="admin",
             extra_statuses=(401,),

@@ -6,7 +6,8 @@ from typing import Any
 
 from core.pagination import MAX_LIMIT
 from service.admin import Admin
-from transports.http.routes import Operation, Route
+from service.requests import ServiceOperation, bind
+from transports.http.routes import Route
 
 __all__ = ["admin_routes"]
 
@@ -114,12 +115,12 @@ def admin_routes(admin: Admin) -> list[Route]:
     common: dict[str, Any] = {"tag": "admin", "extra_statuses": (401, 404, 409)}
     hooks, templates = admin.webhooks, admin.email_templates
 
-    def post(path: str, operation: Operation, summary: str, request: dict[str, Any],
+    def post(path: str, operation: ServiceOperation, summary: str, request: dict[str, Any],
              response: dict[str, Any]) -> Route:  # fmt: skip
         return Route(
             method="POST",
             path=f"/v1/admin/{path}",
-            operation=operation,
+            operation=bind(operation),
             summary=summary,
             request_schema=request,
             response_schema=response,

@@ -18,6 +18,7 @@ from quart_trio import QuartTrio
 from core import errors
 from core.auth.links import add_query
 from service.auth.service import AuthService
+from service.requests import ServiceOperation, bind, request_schema
 from transports.http.cookies import with_cookies
 from transports.http.routes import Route
 
@@ -48,14 +49,17 @@ _AUTH_RESPONSE = {
 
 
 def auth_routes(auth: AuthService) -> list[Route]:
-    def post(path: str, operation: Any, summary: str, response: dict[str, Any]) -> Route:
+    def post(
+        path: str, operation: ServiceOperation, summary: str, response: dict[str, Any]
+    ) -> Route:
+        bound = bind(operation)
         return Route(
             method="POST",
             path=path,
-            operation=operation,
+            operation=bound,
             summary=summary,
             tag="auth",
-            request_schema={"type": "object"},
+            request_schema=request_schema(bound.request_type),
             response_schema=response,
             extra_statuses=(400, 401, 403, 404, 429),
         )
@@ -84,7 +88,7 @@ def auth_routes(auth: AuthService) -> list[Route]:
         Route(
             method="GET",
             path="/v1/profile",
-            operation=auth.profile,
+            operation=bind(auth.profile),
             summary="The caller's profile",
             tag="auth",
             extra_statuses=(401,),
@@ -181,7 +185,7 @@ def register_oauth_views(app: QuartTrio, auth: AuthService, caller_context: Any)
             "scope": [s for s in arg("scope").replace(",", " ").split() if s],
         }
         try:
-            reply = await auth.verify_email(body, caller_context())
+            reply = await bind(auth.verify_email)(body, caller_context())
         except errors.ClientError as error:
             location = add_query(target, [("error", error.message)])
             return Response("", status=307, headers={"Location": location})

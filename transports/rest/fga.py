@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from service.fga.service import FgaService
+from service.requests import bind
 from transports.http.routes import Route
 
 __all__ = ["fga_routes"]
@@ -58,7 +59,7 @@ def fga_routes(fga: FgaService) -> list[Route]:
         Route(
             method="POST",
             path="/v1/check_permissions",
-            operation=fga.check_permissions,
+            operation=bind(fga.check_permissions),
             summary="Evaluate 1 to 100 permission checks for the caller (or, for a "
             "super-admin, an explicit user)",
             request_schema={
@@ -97,7 +98,7 @@ def fga_routes(fga: FgaService) -> list[Route]:
         Route(
             method="POST",
             path="/v1/list_permissions",
-            operation=fga.list_permissions,
+            operation=bind(fga.list_permissions),
             summary="List the objects the subject holds relations on (at most 1000 entries)",
             request_schema={
                 "type": "object",
@@ -120,7 +121,7 @@ def fga_routes(fga: FgaService) -> list[Route]:
         Route(
             method="GET",
             path="/v1/admin/fga/model",
-            operation=fga.get_model,
+            operation=bind(fga.get_model),
             summary="The current authorization model (empty when none)",
             response_schema=_MODEL,
             **admin,
@@ -128,7 +129,7 @@ def fga_routes(fga: FgaService) -> list[Route]:
         Route(
             method="POST",
             path="/v1/admin/fga/model",
-            operation=fga.write_model,
+            operation=bind(fga.write_model),
             summary="Install a new authorization model version",
             request_schema=_strings("dsl", required=("dsl",)),
             response_schema=_MODEL,
@@ -137,7 +138,7 @@ def fga_routes(fga: FgaService) -> list[Route]:
         Route(
             method="POST",
             path="/v1/admin/fga/tuples",
-            operation=fga.write_tuples,
+            operation=bind(fga.write_tuples),
             summary="Write relationship tuples (all or none)",
             request_schema=_TUPLES_BODY,
             response_schema=_MESSAGE,
@@ -146,7 +147,7 @@ def fga_routes(fga: FgaService) -> list[Route]:
         Route(
             method="POST",
             path="/v1/admin/fga/tuples/delete",
-            operation=fga.delete_tuples,
+            operation=bind(fga.delete_tuples),
             summary="Delete relationship tuples (all or none)",
             request_schema=_TUPLES_BODY,
             response_schema=_MESSAGE,
@@ -155,7 +156,7 @@ def fga_routes(fga: FgaService) -> list[Route]:
         Route(
             method="POST",
             path="/v1/admin/fga/tuples/read",
-            operation=fga.read_tuples,
+            operation=bind(fga.read_tuples),
             summary="Read relationship tuples, filtered and paged",
             request_schema={
                 "type": "object",
@@ -179,7 +180,7 @@ def fga_routes(fga: FgaService) -> list[Route]:
         Route(
             method="POST",
             path="/v1/admin/fga/list_users",
-            operation=fga.list_users,
+            operation=bind(fga.list_users),
             summary="Users holding a relation on an object",
             request_schema={
                 **_strings(
@@ -200,7 +201,7 @@ def fga_routes(fga: FgaService) -> list[Route]:
         Route(
             method="POST",
             path="/v1/admin/fga/expand",
-            operation=fga.expand,
+            operation=bind(fga.expand),
             summary="One level of the userset tree of object#relation, as a JSON string",
             request_schema=_strings("relation", "object", required=("relation", "object")),
             response_schema=_strings("tree"),
@@ -209,7 +210,7 @@ def fga_routes(fga: FgaService) -> list[Route]:
         Route(
             method="POST",
             path="/v1/admin/fga/reset",
-            operation=fga.reset,
+            operation=bind(fga.reset),
             summary="Delete every model version (refused while tuples exist); audited",
             request_schema={"type": "object"},
             response_schema=_MESSAGE,

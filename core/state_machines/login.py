@@ -29,7 +29,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 
-from core.auth.claims import DEFAULT_SCOPE, login_method_for, wants_refresh_token
+from core.auth.claims import DEFAULT_SCOPE, login_method_for
 from core.auth.responses import AuthResponse
 from core.auth.roles import INVALID_ROLES, login_roles
 from core.auth.user import SignupMethod, User, normalise_email
@@ -39,16 +39,14 @@ from core.state_machines.effects import (
     AuditAction,
     AuditRecord,
     EmitWebhook,
-    IssueTokens,
     LoadUser,
-    PersistSession,
     RehashPassword,
     Respond,
-    SetSessionCookie,
     VerifyPasswordHash,
     WebhookEvent,
 )
 from core.state_machines.events import PasswordVerified, TokensIssued, UserLoaded
+from core.state_machines.session_start import issue_tokens, keep_session
 
 __all__ = [
     "DecideSecondFactor",
@@ -213,13 +211,12 @@ class LoginMachine(Machine[State]):
         if self.ctx.phone_unverified:
             return self._fail(Unauthenticated, INVALID_CREDENTIALS)
         user, channel = self._require(self.ctx.user), self._require(self.ctx.channel)
-        issue = IssueTokens(
+        issue = issue_tokens(
+            self._env.ids,
             user=user,
             roles=self.ctx.roles,
             scope=self.ctx.scope,
             login_method=login_method_for(channel),
-            nonce=self._env.ids.new_id(),
-            include_refresh_token=wants_refresh_token(self.ctx.scope),
             state=self.ctx.oauth_state,
         )
         return [issue], State.ISSUING_TOKENS
@@ -231,8 +228,7 @@ class LoginMachine(Machine[State]):
         user, channel = self._require(self.ctx.user), self._require(self.ctx.channel)
         login_method = login_method_for(channel)
         return [
-            PersistSession(user_id=user.id, login_method=login_method, tokens=event.tokens),
-            SetSessionCookie(value=event.tokens.session_token),
+            *keep_session(user, login_method, event.tokens),
             EmitWebhook(event=WebhookEvent.LOGIN, user=user, auth_recipe=channel.value),
             AuditRecord(
                 action=AuditAction.LOGIN_SUCCESS,

@@ -45,7 +45,7 @@ import dataclasses
 import enum
 
 from core.auth import otp, totp
-from core.auth.claims import login_method_for, wants_refresh_token
+from core.auth.claims import login_method_for
 from core.auth.emails import EmailEvent
 from core.auth.mfa import Challenge, EnrolmentResponse, Method, Purpose, challenge_ttl
 from core.auth.qr import png_base64
@@ -63,12 +63,9 @@ from core.state_machines.effects import (
     AuditAction,
     AuditRecord,
     EmitWebhook,
-    IssueTokens,
     LoadUser,
-    PersistSession,
     Respond,
     SendEmail,
-    SetSessionCookie,
     UpdateUser,
     WebhookEvent,
 )
@@ -101,6 +98,7 @@ from core.state_machines.mfa_effects import (
     TotpStepRecorded,
     UseRecoveryCode,
 )
+from core.state_machines.session_start import issue_tokens, keep_session
 from core.state_machines.signup import SignupContext
 
 __all__ = [
@@ -559,13 +557,12 @@ class MfaMachine(Machine[State]):
             )
             effects.append(UpdateUser(user=user))
         self.ctx.user = user
-        issue = IssueTokens(
+        issue = issue_tokens(
+            self._env.ids,
             user=user,
             roles=challenge.roles,
             scope=challenge.scope,
             login_method=challenge.login_method,
-            nonce=self._env.ids.new_id(),
-            include_refresh_token=wants_refresh_token(challenge.scope),
             state=challenge.oauth_state,
         )
         return [*effects, issue], State.ISSUING_TOKENS
@@ -574,10 +571,7 @@ class MfaMachine(Machine[State]):
         challenge, user = self._require(self.ctx.challenge), self._require(self.ctx.user)
         recipe = challenge.auth_recipe
         effects: list[Effect] = [
-            PersistSession(
-                user_id=user.id, login_method=challenge.login_method, tokens=event.tokens
-            ),
-            SetSessionCookie(value=event.tokens.session_token),
+            *keep_session(user, challenge.login_method, event.tokens),
             ClearMfaCookie(),
         ]
         if self.ctx.signup:

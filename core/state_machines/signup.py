@@ -28,7 +28,7 @@ import enum
 from collections.abc import Mapping
 from typing import Any
 
-from core.auth.claims import DEFAULT_SCOPE, login_method_for, wants_refresh_token
+from core.auth.claims import DEFAULT_SCOPE, login_method_for
 from core.auth.emails import EmailEvent
 from core.auth.links import default_redirect, verify_email_link
 from core.auth.passwords import password_problem
@@ -52,11 +52,8 @@ from core.state_machines.effects import (
     CreateVerificationRequest,
     EmitWebhook,
     HashPassword,
-    IssueTokens,
-    PersistSession,
     Respond,
     SendEmail,
-    SetSessionCookie,
     WebhookEvent,
 )
 from core.state_machines.events import (
@@ -71,6 +68,7 @@ from core.state_machines.login import (
     IDENTIFIER_REQUIRED,
     MOBILE_BASIC_AUTH_DISABLED,
 )
+from core.state_machines.session_start import issue_tokens, keep_session
 
 __all__ = ["SignupMachine", "SignupRequested", "State"]
 
@@ -251,13 +249,12 @@ class SignupMachine(Machine[State]):
             return [EmitWebhook(event=WebhookEvent.CREATED, user=user), self._audit(user)], (
                 State.PHONE_VERIFICATION_REQUIRED
             )
-        issue = IssueTokens(
+        issue = issue_tokens(
+            self._env.ids,
             user=user,
             roles=self.ctx.roles,
             scope=self.ctx.scope,
             login_method=login_method_for(method),
-            nonce=self._env.ids.new_id(),
-            include_refresh_token=wants_refresh_token(self.ctx.scope),
             state=self.ctx.oauth_state,
         )
         return [issue], State.ISSUING_TOKENS
@@ -284,10 +281,7 @@ class SignupMachine(Machine[State]):
         user, method = self._require(self.ctx.user), self._require(self.ctx.method)
         response = AuthResponse.with_tokens(SIGNED_UP, user, event.tokens, include_id_token=False)
         return [
-            PersistSession(
-                user_id=user.id, login_method=login_method_for(method), tokens=event.tokens
-            ),
-            SetSessionCookie(value=event.tokens.session_token),
+            *keep_session(user, login_method_for(method), event.tokens),
             EmitWebhook(event=WebhookEvent.CREATED, user=user),
             EmitWebhook(event=WebhookEvent.SIGNUP, user=user, auth_recipe=method.value),
             EmitWebhook(event=WebhookEvent.LOGIN, user=user, auth_recipe=method.value),

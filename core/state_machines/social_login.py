@@ -31,7 +31,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 
-from core.auth.claims import DEFAULT_SCOPE, wants_refresh_token
+from core.auth.claims import DEFAULT_SCOPE
 from core.auth.responses import AuthResponse
 from core.auth.roles import INVALID_ROLES, magic_link_roles
 from core.auth.user import User, identity_lock_key
@@ -47,13 +47,12 @@ from core.state_machines.effects import (
     EmitWebhook,
     IssueTokens,
     LoadUser,
-    PersistSession,
     Respond,
-    SetSessionCookie,
     UpdateUser,
     WebhookEvent,
 )
 from core.state_machines.events import TokensIssued, UserAlreadyExists, UserCreated, UserLoaded
+from core.state_machines.session_start import issue_tokens, keep_session
 from core.state_machines.signup import SIGNUP_DISABLED
 from core.state_machines.verification import ACCESS_REVOKED
 
@@ -202,13 +201,12 @@ class SocialLoginMachine(Machine[State]):
 
     def _issue(self, user: User) -> IssueTokens:
         provider = self._require(self.ctx.provider)
-        return IssueTokens(
+        return issue_tokens(
+            self._env.ids,
             user=user,
             roles=self.ctx.requested_roles or self.policy.default_roles,
             scope=self.ctx.scope,
             login_method=provider.value,
-            nonce=self._env.ids.new_id(),
-            include_refresh_token=wants_refresh_token(self.ctx.scope),
             state=self.ctx.oauth_state,
         )
 
@@ -221,8 +219,7 @@ class SocialLoginMachine(Machine[State]):
         audits = [AuditAction.SIGNUP] if self.ctx.created else []
         audits.append(AuditAction.OAUTH_CALLBACK_SUCCESS)
         return [
-            PersistSession(user_id=user.id, login_method=method, tokens=event.tokens),
-            SetSessionCookie(value=event.tokens.session_token),
+            *keep_session(user, method, event.tokens),
             *(EmitWebhook(event=e, user=user, auth_recipe=method) for e in events),
             *(
                 AuditRecord(

@@ -27,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 
-from core.auth.claims import DEFAULT_SCOPE, link_request, wants_refresh_token
+from core.auth.claims import DEFAULT_SCOPE, link_request
 from core.auth.emails import EmailEvent
 from core.auth.links import emailed_link
 from core.auth.responses import AuthResponse, MessageResponse
@@ -42,13 +42,10 @@ from core.state_machines.effects import (
     CreateVerificationRequest,
     DeleteVerificationRequest,
     EmitWebhook,
-    IssueTokens,
     LoadUser,
     LoadVerificationRequest,
-    PersistSession,
     Respond,
     SendEmail,
-    SetSessionCookie,
     UpdateUser,
     WebhookEvent,
 )
@@ -58,6 +55,7 @@ from core.state_machines.events import (
     VerificationRequestCreated,
     VerificationRequestLoaded,
 )
+from core.state_machines.session_start import issue_tokens, keep_session
 
 __all__ = [
     "EMAIL_SERVICE_DISABLED",
@@ -204,13 +202,12 @@ class VerificationMachine(Machine[State]):
         self.ctx.user = user
         effects.append(DeleteVerificationRequest(request_id=request.id))
         effects.append(
-            IssueTokens(
+            issue_tokens(
+                self._env.ids,
                 user=user,
                 roles=roles,
                 scope=self.ctx.scope,
                 login_method=self.ctx.login_method,
-                nonce=self._env.ids.new_id(),
-                include_refresh_token=wants_refresh_token(self.ctx.scope),
                 state=self.ctx.oauth_state,
             )
         )
@@ -223,8 +220,7 @@ class VerificationMachine(Machine[State]):
             events.insert(0, WebhookEvent.SIGNUP)
         webhooks = [EmitWebhook(event=e, user=user, auth_recipe=method) for e in events]
         return [
-            PersistSession(user_id=user.id, login_method=method, tokens=event.tokens),
-            SetSessionCookie(value=event.tokens.session_token),
+            *keep_session(user, method, event.tokens),
             *webhooks,
             AuditRecord(
                 action=AuditAction.EMAIL_VERIFIED,

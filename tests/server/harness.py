@@ -16,6 +16,8 @@ from pathlib import Path
 
 import httpx
 
+from tests.dbfixtures import fresh_postgres_url, fresh_redis_url, fresh_sqlite_url
+from tests.server.memory_time import MemoryEntries
 from tests.services import worker_index
 
 BASTION = str(Path(sys.executable).with_name("bastion"))
@@ -60,6 +62,31 @@ def base_flags(database_type: str, database_url: str) -> list[str]:
         "--rate-limit-burst=100000",
         "--log-level=warn",
     ]
+
+
+@dataclass(frozen=True)
+class BackendStorage:
+    """A fresh database (and, on PostgreSQL, a fresh Redis memory store) for one server."""
+
+    flags: list[str]
+    database_url: str
+    #: None on SQLite: the memory store is the database itself
+    redis_url: str | None
+
+    def memory(self) -> MemoryEntries:
+        if self.redis_url is None:
+            return MemoryEntries(sqlite_path=self.database_url)
+        return MemoryEntries(redis_url=self.redis_url)
+
+
+def backend_storage(backend: str, tmp: Path, purpose: str) -> BackendStorage:
+    """``sqlite`` (the embedded choice) or ``postgres`` (PostgreSQL with Redis)."""
+    if backend == "sqlite":
+        url = fresh_sqlite_url(tmp, purpose)
+        return BackendStorage(base_flags("sqlite", url), url, None)
+    url, redis_url = fresh_postgres_url(purpose), fresh_redis_url()
+    flags = [*base_flags("postgres", url), f"--memory-store-url={redis_url}"]
+    return BackendStorage(flags, url, redis_url)
 
 
 @dataclass

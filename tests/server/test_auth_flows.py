@@ -16,20 +16,18 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from email.message import EmailMessage
 from http.cookiejar import CookieJar, DefaultCookiePolicy
-from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
 
-from tests.dbfixtures import fresh_postgres_url, fresh_redis_url, fresh_sqlite_url
 from tests.mailsink import SpooledMailSink
 from tests.server.harness import (
     ADMIN_SECRET,
     CLIENT_ID,
     ServerProcess,
-    base_flags,
+    backend_storage,
     free_port,
     start_server,
 )
@@ -48,15 +46,6 @@ class Env:
     storage_flags: list[str]
 
 
-def _storage_flags(backend: str, tmp: Path) -> list[str]:
-    if backend == "sqlite":
-        return base_flags("sqlite", fresh_sqlite_url(tmp, "auth"))
-    return [
-        *base_flags("postgres", fresh_postgres_url("auth")),
-        f"--memory-store-url={fresh_redis_url()}",
-    ]
-
-
 def mail_flags(sink: SpooledMailSink) -> list[str]:
     return [
         "--smtp-host=127.0.0.1",
@@ -71,13 +60,13 @@ def env(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
     tmp = tmp_path_factory.mktemp(f"auth-{backend}")
     sink = SpooledMailSink(free_port(), tmp / "mail")
     sink.start()
-    storage = _storage_flags(backend, tmp)
+    storage = backend_storage(backend, tmp, "auth").flags
     common = [*storage, *mail_flags(sink), "--app-cookie-secure=false"]
     main = start_server([*common, "--enable-magic-link-login"], tmp, name="main")
     verify_storage = None
     if backend == "sqlite":  # one SQLite file per process keeps writers from queueing
         (tmp / "verify").mkdir()
-        verify_storage = _storage_flags(backend, tmp / "verify")
+        verify_storage = backend_storage(backend, tmp / "verify", "auth").flags
     try:
         verify = start_server(
             [

@@ -23,9 +23,8 @@ import httpx
 import pytest
 
 from core.auth import otp
-from tests.dbfixtures import fresh_postgres_url, fresh_redis_url, fresh_sqlite_url
 from tests.mailsink import SpooledMailSink
-from tests.server.harness import ServerProcess, base_flags, free_port, start_server
+from tests.server.harness import ServerProcess, backend_storage, free_port, start_server
 from tests.server.test_auth_flows import (
     PASSWORD,
     bearer,
@@ -57,14 +56,12 @@ def env(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
     tmp: Path = tmp_path_factory.mktemp(f"mfa-email-{backend}")
     sink = SpooledMailSink(free_port(), tmp / "mail")
     sink.start()
-    if backend == "sqlite":
-        storage = base_flags("sqlite", fresh_sqlite_url(tmp, "mfa"))
-    else:
-        storage = [
-            *base_flags("postgres", fresh_postgres_url("mfa")),
-            f"--memory-store-url={fresh_redis_url()}",
-        ]
-    flags = [*storage, *mail_flags(sink), "--app-cookie-secure=false", *MFA_FLAGS]
+    flags = [
+        *backend_storage(backend, tmp, "mfa").flags,
+        *mail_flags(sink),
+        "--app-cookie-secure=false",
+        *MFA_FLAGS,
+    ]
     started: list[ServerProcess] = []
     try:
         started.append(start_server(flags, tmp, name="one"))

@@ -17,9 +17,8 @@ import httpx
 import pytest
 
 from core.auth import otp
-from tests.dbfixtures import fresh_postgres_url, fresh_redis_url, fresh_sqlite_url
 from tests.mailsink import SpooledMailSink
-from tests.server.harness import ServerProcess, base_flags, free_port, start_server
+from tests.server.harness import ServerProcess, backend_storage, free_port, start_server
 from tests.server.memory_time import MemoryEntries
 from tests.server.test_auth_flows import PASSWORD, client_for, mail_flags, mails_to
 from tests.server.test_mfa_email import (
@@ -47,18 +46,9 @@ def env(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
     tmp: Path = tmp_path_factory.mktemp(f"mfa-limits-{backend}")
     sink = SpooledMailSink(free_port(), tmp / "mail")
     sink.start()
-    if backend == "sqlite":
-        url = fresh_sqlite_url(tmp, "limits")
-        storage = base_flags("sqlite", url)
-        memory = MemoryEntries(sqlite_path=url)
-    else:
-        redis_url = fresh_redis_url()
-        storage = [
-            *base_flags("postgres", fresh_postgres_url("limits")),
-            f"--memory-store-url={redis_url}",
-        ]
-        memory = MemoryEntries(redis_url=redis_url)
-    flags = [*storage, *mail_flags(sink), "--app-cookie-secure=false", *MFA_FLAGS]
+    storage = backend_storage(backend, tmp, "limits")
+    memory = storage.memory()
+    flags = [*storage.flags, *mail_flags(sink), "--app-cookie-secure=false", *MFA_FLAGS]
     try:
         server = start_server(flags, tmp, name="limits")
     except BaseException:

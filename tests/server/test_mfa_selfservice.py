@@ -28,8 +28,12 @@ import pytest
 from core.auth import otp, totp
 from core.auth.mfa_settings import FACTOR_REQUIRED
 from core.auth.otp import USER_GUESS_BUDGET
-from tests.dbfixtures import fresh_postgres_url, fresh_redis_url, fresh_sqlite_url
-from tests.server.harness import ADMIN_SECRET, ServerProcess, base_flags, start_server
+from tests.server.harness import (
+    ADMIN_SECRET,
+    ServerProcess,
+    backend_storage,
+    start_server,
+)
 from tests.server.memory_time import MemoryEntries
 from tests.server.test_auth_flows import bearer, client_for, login, signup, unique_email
 from tests.server.test_mfa_email import mfa_cookie, with_mfa
@@ -57,19 +61,10 @@ class Env:
 def env(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
     backend: str = request.param
     tmp: Path = tmp_path_factory.mktemp(f"mfa-self-{backend}")
-    if backend == "sqlite":
-        url = fresh_sqlite_url(tmp, "mfaself")
-        storage = base_flags("sqlite", url)
-        memory = MemoryEntries(sqlite_path=url)
-    else:
-        redis_url = fresh_redis_url()
-        storage = [
-            *base_flags("postgres", fresh_postgres_url("mfaself")),
-            f"--memory-store-url={redis_url}",
-        ]
-        memory = MemoryEntries(redis_url=redis_url)
+    storage = backend_storage(backend, tmp, "mfaself")
+    memory = storage.memory()
     flags = [
-        *storage,
+        *storage.flags,
         "--app-cookie-secure=false",
         "--enable-mfa",
         "--enable-totp-login",

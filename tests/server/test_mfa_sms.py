@@ -27,9 +27,8 @@ import pytest
 import redis
 
 from core.auth import otp
-from tests.dbfixtures import fresh_postgres_url, fresh_redis_url, fresh_sqlite_url
 from tests.fakes.twilio import ACCOUNT_SID, API_KEY, API_SECRET, FakeTwilio
-from tests.server.harness import ServerProcess, base_flags, start_server
+from tests.server.harness import ServerProcess, backend_storage, start_server
 from tests.server.test_auth_flows import PASSWORD, bearer, client_for, session_cookie
 from tests.server.test_mfa_email import mfa_cookie, set_cookies, with_mfa
 from transports.grpc.proto.authorizer.v1 import authorizer_pb2, authorizer_pb2_grpc
@@ -93,20 +92,12 @@ class Env:
     memory: str | None
 
 
-def storage_flags(backend: str, tmp: Path, purpose: str) -> tuple[list[str], str, str | None]:
-    if backend == "sqlite":
-        database = fresh_sqlite_url(tmp, purpose)
-        return base_flags("sqlite", database), database, None
-    database, memory = fresh_postgres_url(purpose), fresh_redis_url()
-    flags = [*base_flags("postgres", database), f"--memory-store-url={memory}"]
-    return flags, database, memory
-
-
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
 def env(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
     backend: str = request.param
     tmp: Path = tmp_path_factory.mktemp(f"mfa-sms-{backend}")
-    storage, database, memory = storage_flags(backend, tmp, "mfasms")
+    chosen = backend_storage(backend, tmp, "mfasms")
+    storage, database, memory = chosen.flags, chosen.database_url, chosen.redis_url
     started: list[ServerProcess] = []
     with FakeTwilio() as fake:
         flags = [*storage, *sms_flags(fake), "--app-cookie-secure=false", *MFA_FLAGS]

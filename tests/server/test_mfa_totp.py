@@ -26,8 +26,7 @@ import pyotp
 import pytest
 
 from core.auth import totp
-from tests.dbfixtures import fresh_postgres_url, fresh_redis_url, fresh_sqlite_url
-from tests.server.harness import ServerProcess, base_flags, start_server
+from tests.server.harness import ServerProcess, backend_storage, start_server
 from tests.server.test_auth_flows import (
     PASSWORD,
     bearer,
@@ -51,13 +50,9 @@ class Env:
 def env(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
     backend: str = request.param
     tmp: Path = tmp_path_factory.mktemp(f"mfa-totp-{backend}")
-    if backend == "sqlite":
-        url = fresh_sqlite_url(tmp, "totp")
-        storage = base_flags("sqlite", url)
-    else:
-        url = fresh_postgres_url("totp")
-        storage = [*base_flags("postgres", url), f"--memory-store-url={fresh_redis_url()}"]
-    flags = [*storage, "--app-cookie-secure=false", "--enable-mfa", "--enable-totp-login"]
+    storage = backend_storage(backend, tmp, "totp")
+    url = storage.database_url
+    flags = [*storage.flags, "--app-cookie-secure=false", "--enable-mfa", "--enable-totp-login"]
     server = start_server(flags, tmp, name="totp")
     try:
         yield Env(backend, url, server)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import signal
 import sys
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -30,6 +31,7 @@ from storage import SchemaMismatch, StorageConfig, StorageUnavailable, open_stor
 from transports.grpc.server import GrpcListener
 from transports.grpc.services import registrations
 from transports.http.app import MAX_BODY_BYTES
+from transports.http.server import HttpServer, ServerLimits, open_listeners
 from transports.http.shield import shield_server_send
 
 log = logging.getLogger("bastion.server")
@@ -63,6 +65,37 @@ def storage_config(settings: Settings) -> StorageConfig:
         run_migrations=settings.migrate == "auto",
         check_schema=settings.migrate == "off",
     )
+
+
+Serve = Callable[..., Awaitable[None]]
+
+
+async def _http_listener(settings: Settings, host: str, port: int, app: Any) -> Serve:
+    """Bind ``host:port`` now (a taken port fails start-up before anything serves) and
+    return what serves ``app`` there until a stop, reporting its address when it started."""
+    if settings.http_server == "hypercorn":
+        config, sockets = _hypercorn_config(host, port)
+        wrapped = wrap_app(shield_server_send(app), MAX_BODY_BYTES, "asgi")
+
+        async def serve_hypercorn(
+            stop: trio.Event, *, task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED
+        ) -> None:
+            async with trio.open_nursery() as nursery:
+                binds = await nursery.start(
+                    partial(
+                        worker_serve, wrapped, config, sockets=sockets, shutdown_trigger=stop.wait
+                    )
+                )
+                task_status.started(binds[0])
+
+        return serve_hypercorn
+    limits = ServerLimits(
+        max_body_bytes=max(MAX_BODY_BYTES, settings.graphql_max_body_bytes),
+        keep_alive_timeout=KEEP_ALIVE_SECONDS,
+        shutdown_timeout=GRACE_SECONDS,
+    )
+    listeners = await open_listeners(host, port)
+    return partial(HttpServer(app, limits).serve, listeners)
 
 
 def _hypercorn_config(host: str, port: int) -> tuple[HypercornConfig, Sockets]:
@@ -110,39 +143,23 @@ async def serve(
             if settings.enable_grpc
             else None
         )
-        http_config, http_sockets = _hypercorn_config(settings.host, settings.http_port)
-        metrics_config, metrics_sockets = _hypercorn_config(
-            settings.metrics_host, settings.metrics_port
-        )
         app = build_http_app(runtime)
+        serve_http = await _http_listener(settings, settings.host, settings.http_port, app)
+        serve_metrics = await _http_listener(
+            settings, settings.metrics_host, settings.metrics_port, metrics.asgi_app()
+        )
         async with trio.open_nursery() as outer:
             outer.start_soon(_stop_on_signal, stop)
             outer.start_soon(runtime.fga.warm_up)
             await outer.start(runtime.outbox.run)
             async with trio.open_nursery() as listeners:
-                http_binds = await listeners.start(
-                    partial(
-                        worker_serve,
-                        wrap_app(shield_server_send(app), MAX_BODY_BYTES, "asgi"),
-                        http_config,
-                        sockets=http_sockets,
-                        shutdown_trigger=stop.wait,
-                    )
-                )
-                metrics_binds = await listeners.start(
-                    partial(
-                        worker_serve,
-                        wrap_app(metrics.asgi_app(), MAX_BODY_BYTES, "asgi"),
-                        metrics_config,
-                        sockets=metrics_sockets,
-                        shutdown_trigger=stop.wait,
-                    )
-                )
+                http_address = await listeners.start(serve_http, stop)
+                metrics_address = await listeners.start(serve_metrics, stop)
                 grpc_address = None
                 if grpc_listener is not None:
                     grpc_listener.start()
                     grpc_address = f"{settings.host}:{grpc_listener.port}"
-                listening = Listening(http_binds[0], metrics_binds[0], grpc_address)
+                listening = Listening(http_address, metrics_address, grpc_address)
                 log.info(
                     "bastion listening",
                     extra={

@@ -47,6 +47,13 @@ class Settings:
     env: str = flag_field("", _S, "Environment name; shown in logs and meta, changes no behaviour.")
     host: str = flag_field("0.0.0.0", _S, "Bind host of the HTTP and gRPC listeners.")  # noqa: S104
     http_port: int = flag_field(8080, _S, "HTTP port (REST /v1, GraphQL, OAuth, health); 0 = any.")
+    http_server: str = flag_field(
+        "h11",
+        _S,
+        "HTTP server: h11 (bastion's own HTTP/1.1 server, the fast one) or hypercorn "
+        "(adds HTTP/2 and h2c).",
+        choices=("h11", "hypercorn"),
+    )
     metrics_host: str = flag_field("127.0.0.1", _S, "Bind host of the metrics listener.")
     metrics_port: int = flag_field(8081, _S, "Metrics port (GET /metrics only); 0 = any free port.")
     enable_grpc: bool = flag_field(True, _S, "Serve gRPC, and the REST gateway with it.")

@@ -48,6 +48,10 @@ def free_port() -> int:
     raise RuntimeError("no free port in this worker's range")
 
 
+#: The HTTP servers bastion can run (``--http-server``): tests of the HTTP edge run on both.
+HTTP_SERVERS = ("h11", "hypercorn")
+
+
 def base_flags(database_type: str, database_url: str) -> list[str]:
     """Every required flag, and explicit high rate limits (tests that test limits lower them)."""
     return [

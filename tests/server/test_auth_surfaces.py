@@ -18,7 +18,7 @@ import pytest
 from google.protobuf import json_format
 
 from tests.dbfixtures import fresh_sqlite_url
-from tests.server.harness import ServerProcess, base_flags, running
+from tests.server.harness import HTTP_SERVERS, ServerProcess, base_flags, running
 from tests.server.test_auth_flows import (
     PASSWORD,
     bearer,
@@ -36,10 +36,16 @@ USER_FIELDS = "id email email_verified roles given_name signup_methods app_data"
 AUTH_FIELDS = f"message access_token id_token refresh_token expires_in user {{ {USER_FIELDS} }}"
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+@pytest.fixture(scope="module", params=HTTP_SERVERS)
+def server(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ServerProcess]:
     tmp: Path = tmp_path_factory.mktemp("auth-surfaces")
-    flags = [*base_flags("sqlite", fresh_sqlite_url(tmp)), "--app-cookie-secure=false"]
+    flags = [
+        *base_flags("sqlite", fresh_sqlite_url(tmp)),
+        "--app-cookie-secure=false",
+        f"--http-server={request.param}",
+    ]
     with running(flags, tmp) as srv:
         yield srv
 

@@ -8,24 +8,31 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.server.harness import ServerProcess, base_flags, running
+from tests.server.harness import HTTP_SERVERS, ServerProcess, base_flags, running
 
 
 def _flags(tmp: Path, *extra: str) -> list[str]:
     return [*base_flags("sqlite", str(tmp / "bastion.db")), *extra]
 
 
+@pytest.fixture(scope="module", params=HTTP_SERVERS)
+def http_server(request: pytest.FixtureRequest) -> str:
+    return f"--http-server={request.param}"
+
+
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+def server(tmp_path_factory: pytest.TempPathFactory, http_server: str) -> Iterator[ServerProcess]:
     tmp = tmp_path_factory.mktemp("edge")
-    with running(_flags(tmp), tmp) as srv:
+    with running(_flags(tmp, http_server), tmp) as srv:
         yield srv
 
 
 @pytest.fixture(scope="module")
-def strict_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+def strict_server(
+    tmp_path_factory: pytest.TempPathFactory, http_server: str
+) -> Iterator[ServerProcess]:
     tmp = tmp_path_factory.mktemp("edge-strict")
-    flags = _flags(tmp, "--allowed-origins=https://app.example.com,*.partner.test")
+    flags = _flags(tmp, http_server, "--allowed-origins=https://app.example.com,*.partner.test")
     with running(flags, tmp) as srv:
         yield srv
 

@@ -18,17 +18,20 @@ import h11
 import httpx
 import pytest
 
-from tests.server.harness import ServerProcess, base_flags, running
+from tests.server.harness import HTTP_SERVERS, ServerProcess, base_flags, running
 
 #: Long enough to mean "never" for a server on loopback; only a hang reaches it.
 HANG = 30.0
 ONE_MIB = 1024 * 1024
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+@pytest.fixture(scope="module", params=HTTP_SERVERS)
+def server(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ServerProcess]:
     tmp = tmp_path_factory.mktemp("keepalive")
-    with running(base_flags("sqlite", str(tmp / "bastion.db")), tmp) as srv:
+    flags = [*base_flags("sqlite", str(tmp / "bastion.db")), f"--http-server={request.param}"]
+    with running(flags, tmp) as srv:
         yield srv
 
 

@@ -1,0 +1,308 @@
+"""bastion's own HTTP/1.1 server (h11 over trio), over real sockets, hosting a small ASGI
+application: keep-alive, pipelining, limits and timeouts, request smuggling shapes,
+Expect: 100-continue, HEAD, chunked bodies, graceful drain."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+import trio
+
+from transports.http.server import HttpServer, ServerLimits, open_listeners
+
+Message = dict[str, Any]
+
+
+async def app(scope: Message, receive: Any, send: Any) -> None:
+    """Echoes the request: method, path, query and the body it read. ``/slow`` sleeps
+    first; ``/early`` answers without reading the body."""
+    if scope["type"] == "lifespan":
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            else:
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+    body = b""
+    if scope["path"] != "/early":
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+    if scope["path"] == "/slow":
+        await trio.sleep(0.5)
+    answer = json.dumps(
+        {
+            "method": scope["method"],
+            "path": scope["path"],
+            "query": scope["query_string"].decode(),
+            "body": body.decode(),
+        }
+    ).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 200,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(answer)).encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": answer})
+
+
+LIMITS = ServerLimits(
+    max_header_bytes=4096,
+    max_body_bytes=1000,
+    header_timeout=0.5,
+    body_timeout=0.5,
+    keep_alive_timeout=1.0,
+    max_connections=50,
+    shutdown_timeout=5.0,
+)
+
+
+class Site:
+    """A running server, and the client connections a test opened to it (closed after)."""
+
+    def __init__(self, port: int, stop: trio.Event) -> None:
+        self.port, self.stop = port, stop
+        self.opened: list[trio.SocketStream] = []
+
+    async def connect(self) -> trio.SocketStream:
+        stream = await trio.open_tcp_stream("127.0.0.1", self.port)
+        self.opened.append(stream)
+        return stream
+
+
+@asynccontextmanager
+async def serving(limits: ServerLimits = LIMITS) -> AsyncIterator[Site]:
+    stop = trio.Event()
+    listeners = await open_listeners("127.0.0.1", 0)
+    site = Site(listeners[0].socket.getsockname()[1], stop)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(HttpServer(app, limits).serve, listeners, stop)
+        try:
+            yield site
+        finally:
+            for stream in site.opened:
+                await stream.aclose()
+            stop.set()
+
+
+async def read_response(
+    stream: trio.SocketStream, buffer: bytearray
+) -> tuple[int, dict[str, str], bytes]:
+    """One response off ``stream`` (Content-Length framed); what follows stays in ``buffer``."""
+    while b"\r\n\r\n" not in buffer:
+        data = await stream.receive_some(65536)
+        if not data:
+            raise EOFError(bytes(buffer))
+        buffer += data
+    head, _, rest = bytes(buffer).partition(b"\r\n\r\n")
+    lines = head.decode().split("\r\n")
+    status = int(lines[0].split()[1])
+    headers = {k.lower(): v.strip() for k, v in (line.split(":", 1) for line in lines[1:])}
+    length = int(headers.get("content-length", "0"))
+    while len(rest) < length:
+        data = await stream.receive_some(65536)
+        if not data:
+            raise EOFError
+        rest += data
+    buffer[:] = rest[length:]
+    return status, headers, rest[:length]
+
+
+async def closed(stream: trio.SocketStream) -> bool:
+    with trio.move_on_after(3):
+        try:
+            while await stream.receive_some(65536):
+                pass
+        except trio.BrokenResourceError:
+            pass
+        return True
+    return False
+
+
+def get(path: str, extra: str = "") -> bytes:
+    return f"GET {path} HTTP/1.1\r\nHost: t\r\n{extra}\r\n".encode()
+
+
+async def test_two_hundred_requests_on_one_keep_alive_connection() -> None:
+    async with serving() as site:
+        stream, buffer = await site.connect(), bytearray()
+        for n in range(200):
+            await stream.send_all(get(f"/n?i={n}"))
+            status, headers, body = await read_response(stream, buffer)
+            assert status == 200
+            assert json.loads(body)["query"] == f"i={n}"
+            assert "date" in headers
+
+
+async def test_pipelined_requests_are_answered_in_order() -> None:
+    async with serving() as site:
+        stream, buffer = await site.connect(), bytearray()
+        post = b"POST /p HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhello"
+        await stream.send_all(get("/slow?i=1") + post + get("/a?i=3"))
+        answers = [json.loads((await read_response(stream, buffer))[2]) for _ in range(3)]
+        assert [a["path"] for a in answers] == ["/slow", "/p", "/a"]
+        assert answers[1]["body"] == "hello"
+
+
+async def test_a_chunked_body_is_read_whole() -> None:
+    async with serving() as site:
+        stream, buffer = await site.connect(), bytearray()
+        await stream.send_all(
+            b"POST /c HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+            b"3\r\nabc\r\n4\r\ndefg\r\n0\r\n\r\n"
+        )
+        status, _, body = await read_response(stream, buffer)
+        assert status == 200
+        assert json.loads(body)["body"] == "abcdefg"
+
+
+@pytest.mark.parametrize(
+    "request_bytes",
+    [
+        # Content-Length beside Transfer-Encoding: which one frames the body?
+        b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n"
+        b"0\r\n\r\n",
+        # two different Content-Lengths
+        b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd",
+        # a folded header line (obs-fold)
+        b"GET / HTTP/1.1\r\nHost: t\r\nX-A: one\r\n two\r\n\r\n",
+        # lines ended by a bare LF
+        b"GET / HTTP/1.1\nHost: t\n\n",
+        b"GET / HTTP/1.1\r\nHost: t\nX-A: b\r\n\r\n",
+        # not HTTP at all
+        b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\r\n\r\n",
+    ],
+)
+async def test_smuggling_shapes_get_400_and_a_closed_connection(request_bytes: bytes) -> None:
+    async with serving() as site:
+        stream, buffer = await site.connect(), bytearray()
+        await stream.send_all(request_bytes + get("/after"))
+        status, headers, _ = await read_response(stream, buffer)
+        assert status == 400
+        assert headers["connection"] == "close"
+        assert await closed(stream)
+
+
+async def test_a_head_over_the_limit_gets_431() -> None:
+    async with serving() as site:
+        stream, buffer = await site.connect(), bytearray()
+        await stream.send_all(get("/", extra="X-Big: " + "a" * 5000 + "\r\n"))
+        status, _, _ = await read_response(stream, buffer)
+        assert status == 431
+        assert await closed(stream)
+
+
+async def test_a_body_over_the_limit_gets_413() -> None:
+    async with serving() as site:
+        stream, buffer = await site.connect(), bytearray()
+        await stream.send_all(
+            b"POST /big HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+            + b"".join(b"64\r\n" + b"x" * 100 + b"\r\n" for _ in range(11))
+        )
+        status, _, _ = await read_response(stream, buffer)
+        assert status == 413
+        assert await closed(stream)
+
+
+async def test_slow_clients_are_cut_and_do_not_starve_others() -> None:
+    async with serving() as site:
+        # A handful holding a half-sent head, and one holding a half-sent body.
+        slow = [await site.connect() for _ in range(5)]
+        for stream in slow:
+            await stream.send_all(b"GET / HTTP/1.1\r\nHost: t\r\n")
+        body_slow = await site.connect()
+        await body_slow.send_all(b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nabc")
+        # Meanwhile others are served at once.
+        fast, buffer = await site.connect(), bytearray()
+        with trio.fail_after(0.4):
+            await fast.send_all(get("/fast"))
+            assert (await read_response(fast, buffer))[0] == 200
+        for stream in slow:
+            status, _, _ = await read_response(stream, bytearray())
+            assert status == 408
+            assert await closed(stream)
+        assert await closed(body_slow)
+
+
+async def test_an_idle_keep_alive_connection_is_closed() -> None:
+    async with serving() as site:
+        stream, buffer = await site.connect(), bytearray()
+        await stream.send_all(get("/"))
+        assert (await read_response(stream, buffer))[0] == 200
+        started = trio.current_time()
+        assert await closed(stream)
+        assert trio.current_time() - started >= LIMITS.keep_alive_timeout - 0.1
+
+
+async def test_expect_100_continue_is_answered_before_the_body() -> None:
+    async with serving() as site:
+        stream, buffer = await site.connect(), bytearray()
+        await stream.send_all(
+            b"POST /e HTTP/1.1\r\nHost: t\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\n"
+        )
+        with trio.fail_after(2):
+            while b"\r\n\r\n" not in buffer:
+                buffer += await stream.receive_some(65536)
+        assert bytes(buffer).startswith(b"HTTP/1.1 100 ")
+        del buffer[: bytes(buffer).index(b"\r\n\r\n") + 4]
+        await stream.send_all(b"body")
+        status, _, body = await read_response(stream, buffer)
+        assert status == 200
+        assert json.loads(body)["body"] == "body"
+
+
+async def test_an_answer_before_the_body_closes_a_connection_still_owing_it() -> None:
+    async with serving() as site:
+        stream, buffer = await site.connect(), bytearray()
+        await stream.send_all(b"POST /early HTTP/1.1\r\nHost: t\r\nContent-Length: 2000\r\n\r\nab")
+        status, _, _ = await read_response(stream, buffer)
+        assert status == 200
+        assert await closed(stream)
+
+
+async def test_head_answers_carry_no_body() -> None:
+    async with serving() as site:
+        stream, buffer = await site.connect(), bytearray()
+        await stream.send_all(b"HEAD /h HTTP/1.1\r\nHost: t\r\n\r\n" + get("/next"))
+        with trio.fail_after(2):
+            while bytes(buffer).count(b"\r\n\r\n") < 2:
+                buffer += await stream.receive_some(65536)
+        head, _, rest = bytes(buffer).partition(b"\r\n\r\n")
+        # The HEAD answer keeps the Content-Length a GET would have, but no body follows:
+        # the next response starts right after its head.
+        assert b"content-length: " in head.lower()
+        assert not head.lower().endswith(b"content-length: 0")
+        assert rest.startswith(b"HTTP/1.1 200 ")
+
+
+async def test_a_stop_finishes_requests_in_flight_and_refuses_new_connections() -> None:
+    async with serving() as site:
+        stream, buffer = await site.connect(), bytearray()
+        idle, idle_buffer = await site.connect(), bytearray()
+        await idle.send_all(get("/"))
+        assert (await read_response(idle, idle_buffer))[0] == 200
+        await stream.send_all(get("/slow"))
+        await trio.sleep(0.1)
+        site.stop.set()
+        await trio.sleep(0.1)
+        with pytest.raises(OSError, match="onnect"):
+            await site.connect()
+        assert await closed(idle)
+        status, _, body = await read_response(stream, buffer)
+        assert status == 200
+        assert json.loads(body)["path"] == "/slow"
+        assert await closed(stream)

@@ -89,8 +89,11 @@ async def _http_listener(settings: Settings, host: str, port: int, app: Any) -> 
                 task_status.started(binds[0])
 
         return serve_hypercorn
+    # The application refuses a body over its route's limit with its own JSON answer; the
+    # server's ceiling, twice the largest of those, only stops what the application no
+    # longer reads (it must not cut in first: the client would get a plain-text 413).
     limits = ServerLimits(
-        max_body_bytes=max(MAX_BODY_BYTES, settings.graphql_max_body_bytes),
+        max_body_bytes=2 * max(MAX_BODY_BYTES, settings.graphql_max_body_bytes),
         keep_alive_timeout=KEEP_ALIVE_SECONDS,
         shutdown_timeout=GRACE_SECONDS,
     )

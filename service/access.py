@@ -142,24 +142,29 @@ class Service:
         return await self._admin_session_id(caller) is not None
 
     async def _secret_matches(self, caller: CallerContext, secret: str) -> bool:
-        """Compare (in constant time) within the address's budget of wrong secrets: the
-        attempt is reserved before the comparison, so parallel guesses cannot exceed it,
-        and given back when it was right, or when it repeats a wrong secret this address
-        already spent a guess on (the same guess twice teaches nothing)."""
+        """Compare (in constant time) within the address's budget of wrong secrets.
+
+        Only wrong secrets count, each distinct one once (the same guess twice teaches
+        nothing), and the count is taken atomically with the guess: parallel guesses get
+        at most the budget's worth of verdicts; the rest get 429. An address whose budget
+        is spent gets 429 for the right secret too, so nothing tells the two apart; the
+        right secret below the budget always passes, however many calls are in flight.
+        """
         memory = self.storage.memory
         key = f"throttle:admin_secret:{caller.client_ip}"
-        if await memory.incr(key, ttl=ADMIN_SECRET_WINDOW_SECONDS) > ADMIN_SECRET_FAILURES:
-            await memory.incr(key, -1)
+        right = admin.secret_matches(self.settings.admin_secret, secret)
+        spent = await memory.get(key)
+        if spent is not None and int(spent) >= ADMIN_SECRET_FAILURES:
             raise ResourceExhausted(TOO_MANY_ADMIN_GUESSES, retry_after=ADMIN_SECRET_WINDOW_SECONDS)
-        if admin.secret_matches(self.settings.admin_secret, secret):
-            await memory.incr(key, -1)
+        if right:
             return True
         guess = hashlib.sha256(secret.encode()).hexdigest()[:32]
-        counted = await memory.set_if_absent(
-            f"{key}:{guess}", b"1", ttl=ADMIN_SECRET_WINDOW_SECONDS
-        )
-        if not counted:
-            await memory.incr(key, -1)
+        fresh = await memory.set_if_absent(f"{key}:{guess}", b"1", ttl=ADMIN_SECRET_WINDOW_SECONDS)
+        if (
+            fresh
+            and await memory.incr(key, ttl=ADMIN_SECRET_WINDOW_SECONDS) > ADMIN_SECRET_FAILURES
+        ):
+            raise ResourceExhausted(TOO_MANY_ADMIN_GUESSES, retry_after=ADMIN_SECRET_WINDOW_SECONDS)
         return False
 
     async def require_admin(self, caller: CallerContext) -> None:

@@ -55,7 +55,8 @@ BASE = [
 
 #: What this build implements (the brief of issue 2); everything else is refused.
 IMPLEMENTED = {
-    "env", "host", "http-port", "metrics-host", "metrics-port", "enable-grpc", "grpc-port",
+    "env", "host", "http-port", "http-server", "metrics-host", "metrics-port", "enable-grpc",
+    "grpc-port",
     "migrate",
     "enable-grpc-reflection", "grpc-tls-cert", "grpc-tls-key", "log-level", "url",
     "database-type", "database-url", "database-host", "database-port", "database-name",

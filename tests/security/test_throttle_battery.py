@@ -245,6 +245,40 @@ def test_wrong_admin_headers_spend_the_sources_budget_only(
         assert operator.get("/v1/admin/meta", headers={header: ADMIN_SECRET}).status_code == 200
 
 
+def _in_parallel(throttled: Throttled, address: str, secrets: list[str]) -> list[int]:
+    """Each secret sent on ``/v1/admin/meta`` at once from ``address``; the statuses."""
+    statuses: list[int] = []
+    lock = threading.Lock()
+    barrier = threading.Barrier(len(secrets))
+
+    def call(secret: str) -> None:
+        with throttled.http(address) as client:
+            barrier.wait()
+            answer = client.get("/v1/admin/meta", headers={"x-service-admin-secret": secret})
+            with lock:
+                statuses.append(answer.status_code)
+
+    threads = [threading.Thread(target=call, args=(s,)) for s in secrets]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    return statuses
+
+
+def test_the_right_admin_secret_passes_however_many_calls_are_in_flight(
+    throttled: Throttled,
+) -> None:
+    """An admin backend calling with its header from one address at high concurrency."""
+    assert Counter(_in_parallel(throttled, source(), [ADMIN_SECRET] * 30)) == {200: 30}
+
+
+def test_parallel_wrong_admin_secrets_get_at_most_ten_verdicts(throttled: Throttled) -> None:
+    statuses = Counter(_in_parallel(throttled, source(), [f"guess-{i}" for i in range(30)]))
+    assert statuses[401] <= 10, statuses
+    assert statuses[401] + statuses[429] == 30, statuses
+
+
 # -- 6. refresh replays inside the grace window ------------------------------------------------
 
 

@@ -1,0 +1,158 @@
+"""The two HTTP servers side by side (``--http-server h11`` and ``hypercorn``), same run.
+
+For each server: one bastion process on PostgreSQL with Redis as the memory store, one
+user signed up, an authorization model with one tuple; then wrk (``-t1 -c16``, the shape
+of the fast-path issue's table) on the same machine against:
+
+- ``GET /.well-known/jwks.json``: no storage, the HTTP stack and the application;
+- ``POST /v1/validate_jwt_token`` with the user's access token (signature, claims, one
+  Redis read, the user's SQL-side status through its cache);
+- ``POST /v1/check_permissions`` with one check (the admin header names the user).
+
+The server's CPU seconds per request (from /proc) are printed beside the throughput, so
+the figure does not depend on how much CPU wrk took. Run:
+``.venv/bin/python bench/http_servers.py [--seconds 8] [--servers h11,hypercorn]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.dbfixtures import fresh_postgres_url, fresh_redis_url  # noqa: E402
+from tests.server.harness import ADMIN_SECRET, base_flags, running  # noqa: E402
+
+MODEL = """model
+  schema 1.1
+
+type user
+
+type document
+  relations
+    define viewer: [user]
+"""
+
+POST_SCRIPT = """
+wrk.method = "POST"
+wrk.body = '%(body)s'
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Origin"] = "%(origin)s"
+wrk.headers["x-service-admin-secret"] = "%(secret)s"
+"""
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _wrk(pid: int, url: str, seconds: int, script: Path | None) -> dict[str, float]:
+    args = ["wrk", "-t1", "-c16", f"-d{seconds}s", "--latency", url]
+    if script is not None:
+        args[1:1] = ["-s", str(script)]
+    before = _cpu_seconds(pid)
+    out = subprocess.run(args, capture_output=True, text=True, check=True).stdout
+    used = _cpu_seconds(pid) - before
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
+    requests = int(re.search(r"(\d+) requests in", out).group(1))  # type: ignore[union-attr]
+    bad = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    p99 = re.search(r"^\s*99%\s+([\d.]+)(us|ms|s)\s*$", out, re.M)
+    assert p99, out
+    value, unit = float(p99.group(1)), p99.group(2)
+    p99_ms = value / 1000 if unit == "us" else value * 1000 if unit == "s" else value
+    return {
+        "rps": rps,
+        "p99_ms": p99_ms,
+        "errors": float(bad.group(1)) if bad else 0.0,
+        "cpu_ms": 1000 * used / max(1, requests),
+    }
+
+
+def measure(server_kind: str, seconds: int, tmp: Path) -> dict[str, dict[str, float]]:
+    kept = ("--log-level", "--rate-limit")
+    flags = [
+        *(
+            f
+            for f in base_flags("postgres", fresh_postgres_url("bench-http"))
+            if not f.startswith(kept)
+        ),
+        f"--memory-store-url={fresh_redis_url()}",
+        "--log-level=error",
+        "--rate-limit-rps=0",
+        f"--http-server={server_kind}",
+    ]
+    with running(flags, tmp, name=server_kind) as server:
+        admin = {"origin": server.url, "x-service-admin-secret": ADMIN_SECRET}
+        with httpx.Client(base_url=server.url, headers=admin, timeout=30) as client:
+            signup = client.post(
+                "/v1/signup",
+                json={"email": "bench@example.com", "password": "Bench!pass1",
+                      "confirm_password": "Bench!pass1"},
+            )  # fmt: skip
+            assert signup.status_code == 200, signup.text
+            token = signup.json()["access_token"]
+            assert client.post("/v1/admin/fga/model", json={"dsl": MODEL}).status_code == 200
+            tuples = [{"user": "user:ann", "relation": "viewer", "object": "document:1"}]
+            assert client.post("/v1/admin/fga/tuples", json={"tuples": tuples}).status_code == 200
+        scripts = {}
+        for name, body in {
+            "validate": {"token_type": "access_token", "token": token},
+            "check": {
+                "user": "user:ann",
+                "checks": [{"relation": "viewer", "object": "document:1"}],
+            },
+        }.items():
+            path = tmp / f"{server_kind}-{name}.lua"
+            path.write_text(
+                POST_SCRIPT
+                % {"body": json.dumps(body), "origin": server.url, "secret": ADMIN_SECRET}
+            )
+            scripts[name] = path
+        pid = server.process.pid
+        return {
+            "GET /.well-known/jwks.json": _wrk(
+                pid, server.url + "/.well-known/jwks.json", seconds, None
+            ),
+            "POST /v1/validate_jwt_token": _wrk(
+                pid, server.url + "/v1/validate_jwt_token", seconds, scripts["validate"]
+            ),
+            "POST /v1/check_permissions (1 check)": _wrk(
+                pid, server.url + "/v1/check_permissions", seconds, scripts["check"]
+            ),
+        }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=int, default=8)
+    parser.add_argument("--servers", default="h11,hypercorn")
+    args = parser.parse_args()
+    if shutil.which("wrk") is None:
+        sys.exit("wrk is needed: apt-get install wrk")
+    results = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for kind in args.servers.split(","):
+            results[kind] = measure(kind, args.seconds, Path(tmp))
+    print(f"machine: {os.cpu_count()} cores; wrk -t1 -c16, {args.seconds}s; PostgreSQL + Redis")
+    for kind, rows in results.items():
+        for name, r in rows.items():
+            print(
+                f"{kind:9s} {name:38s} {r['rps']:7.0f} req/s  p99 {r['p99_ms']:6.2f} ms"
+                f"  server CPU {r['cpu_ms']:.3f} ms/req  non-2xx {int(r['errors'])}"
+            )
+
+
+if __name__ == "__main__":
+    main()

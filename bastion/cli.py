@@ -75,6 +75,10 @@ def main(argv: list[str] | None = None) -> int:
         from bastion.migrate_command import run_migrate
 
         return run_migrate(settings, dry_run=dry_run)
+    from bastion.workers import run_workers, worker_slot
+
+    if settings.workers > 1 and worker_slot() is None:
+        return run_workers(settings, args)
     from bastion.server import run
 
     return run(settings)

@@ -12,7 +12,7 @@ from functools import partial
 
 import trio
 
-from bastion.server import storage_config
+from bastion.storage_config import storage_config
 from core.settings import Settings
 from storage import SchemaMismatch, StorageUnavailable
 from storage.sql import open_database

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import signal
+import socket
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -22,12 +23,14 @@ from hypercorn.trio.run import worker_serve
 from hypercorn.utils import wrap_app
 
 from bastion import logs
+from bastion.storage_config import storage_config
 from bastion.web import build_http_app
+from bastion.workers import worker_slot
 from core.settings import Settings
 from service.fga.opening import open_fga_store
 from service.metrics import Metrics
 from service.runtime import Runtime
-from storage import SchemaMismatch, StorageConfig, StorageUnavailable, open_storage
+from storage import SchemaMismatch, StorageUnavailable, open_storage
 from transports.grpc.server import GrpcListener
 from transports.grpc.services import registrations
 from transports.http.app import MAX_BODY_BYTES
@@ -49,30 +52,15 @@ class Listening:
     grpc: str | None
 
 
-def storage_config(settings: Settings) -> StorageConfig:
-    return StorageConfig(
-        database_type=settings.database_type,
-        database_url=settings.database_url,
-        database_host=settings.database_host,
-        database_port=settings.database_port,
-        database_name=settings.database_name,
-        database_username=settings.database_username,
-        database_password=settings.database_password,
-        database_cert=settings.database_cert,
-        database_ca_cert=settings.database_ca_cert,
-        database_cert_key=settings.database_cert_key,
-        memory_store_url=settings.memory_store_url,
-        run_migrations=settings.migrate == "auto",
-        check_schema=settings.migrate == "off",
-    )
-
-
 Serve = Callable[..., Awaitable[None]]
 
 
-async def _http_listener(settings: Settings, host: str, port: int, app: Any) -> Serve:
+async def _http_listener(
+    settings: Settings, host: str, port: int, app: Any, *, inherited_fd: int | None = None
+) -> Serve:
     """Bind ``host:port`` now (a taken port fails start-up before anything serves) and
-    return what serves ``app`` there until a stop, reporting its address when it started."""
+    return what serves ``app`` there until a stop, reporting its address when it started.
+    ``inherited_fd``: a listening socket the ``--workers`` parent bound and handed down."""
     if settings.http_server == "hypercorn":
         config, sockets = _hypercorn_config(host, port)
         wrapped = wrap_app(shield_server_send(app), MAX_BODY_BYTES, "asgi")
@@ -97,7 +85,11 @@ async def _http_listener(settings: Settings, host: str, port: int, app: Any) -> 
         keep_alive_timeout=KEEP_ALIVE_SECONDS,
         shutdown_timeout=GRACE_SECONDS,
     )
-    listeners = await open_listeners(host, port)
+    if inherited_fd is None:
+        listeners = await open_listeners(host, port)
+    else:
+        inherited = socket.socket(fileno=inherited_fd)
+        listeners = [trio.SocketListener(trio.socket.from_stdlib_socket(inherited))]
     return partial(HttpServer(app, limits).serve, listeners)
 
 
@@ -134,22 +126,39 @@ async def serve(
     for warning in settings.startup_warnings():
         log.warning(warning)
     metrics = Metrics()
+    slot = worker_slot()
     async with (
-        open_storage(storage_config(settings)) as storage,
+        open_storage(storage_config(settings, worker=slot is not None)) as storage,
         open_fga_store(settings, storage) as fga_store,
     ):
         metrics.watch_storage(storage.statistics)
         runtime = Runtime.build(settings, storage, metrics, fga_store=fga_store)
         token = trio.lowlevel.current_trio_token()
         grpc_listener = (
-            GrpcListener(runtime, token, register=registrations(runtime, token))
+            GrpcListener(
+                runtime,
+                token,
+                register=registrations(runtime, token),
+                port=None if slot is None else slot.grpc_port,
+                share_port=slot is not None,
+            )
             if settings.enable_grpc
             else None
         )
         app = build_http_app(runtime)
-        serve_http = await _http_listener(settings, settings.host, settings.http_port, app)
+        serve_http = await _http_listener(
+            settings,
+            settings.host,
+            settings.http_port,
+            app,
+            inherited_fd=None if slot is None else slot.http_fd,
+        )
+        # A worker's own metrics listen on loopback; its parent serves them all as one.
+        metrics_host, metrics_port = (
+            (settings.metrics_host, settings.metrics_port) if slot is None else ("127.0.0.1", 0)
+        )
         serve_metrics = await _http_listener(
-            settings, settings.metrics_host, settings.metrics_port, metrics.asgi_app()
+            settings, metrics_host, metrics_port, metrics.asgi_app()
         )
         async with trio.open_nursery() as outer:
             outer.start_soon(_stop_on_signal, stop)
@@ -163,6 +172,8 @@ async def serve(
                     grpc_listener.start()
                     grpc_address = f"{settings.host}:{grpc_listener.port}"
                 listening = Listening(http_address, metrics_address, grpc_address)
+                if slot is not None:
+                    slot.metrics_file.write_text(metrics_address)
                 log.info(
                     "bastion listening",
                     extra={

@@ -11,7 +11,8 @@ of the fast-path issue's table) on the same machine against:
 
 The server's CPU seconds per request (from /proc) are printed beside the throughput, so
 the figure does not depend on how much CPU wrk took. Run:
-``.venv/bin/python bench/http_servers.py [--seconds 8] [--servers h11,hypercorn]``.
+``.venv/bin/python bench/http_servers.py [--seconds 8] [--servers h11,hypercorn,h11:2]``
+(``h11:2``: the h11 server with ``--workers 2``).
 """
 
 from __future__ import annotations
@@ -54,8 +55,18 @@ wrk.headers["x-service-admin-secret"] = "%(secret)s"
 
 
 def _cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """CPU seconds of ``pid`` and its child processes (the ``--workers``)."""
+    total = 0.0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(entry.name) == pid or int(fields[1]) == pid:
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
 
 
 def _wrk(pid: int, url: str, seconds: int, script: Path | None) -> dict[str, float]:
@@ -80,7 +91,9 @@ def _wrk(pid: int, url: str, seconds: int, script: Path | None) -> dict[str, flo
     }
 
 
-def measure(server_kind: str, seconds: int, tmp: Path) -> dict[str, dict[str, float]]:
+def measure(spec: str, seconds: int, tmp: Path) -> dict[str, dict[str, float]]:
+    """``spec``: ``h11``, ``hypercorn`` or ``h11:N`` (N ``--workers``)."""
+    server_kind, _, workers = spec.partition(":")
     kept = ("--log-level", "--rate-limit")
     flags = [
         *(
@@ -92,8 +105,9 @@ def measure(server_kind: str, seconds: int, tmp: Path) -> dict[str, dict[str, fl
         "--log-level=error",
         "--rate-limit-rps=0",
         f"--http-server={server_kind}",
+        f"--workers={workers or 1}",
     ]
-    with running(flags, tmp, name=server_kind) as server:
+    with running(flags, tmp, name=spec.replace(":", "x")) as server:
         admin = {"origin": server.url, "x-service-admin-secret": ADMIN_SECRET}
         with httpx.Client(base_url=server.url, headers=admin, timeout=30) as client:
             signup = client.post(
@@ -114,7 +128,7 @@ def measure(server_kind: str, seconds: int, tmp: Path) -> dict[str, dict[str, fl
                 "checks": [{"relation": "viewer", "object": "document:1"}],
             },
         }.items():
-            path = tmp / f"{server_kind}-{name}.lua"
+            path = tmp / f"{spec.replace(':', 'x')}-{name}.lua"
             path.write_text(
                 POST_SCRIPT
                 % {"body": json.dumps(body), "origin": server.url, "secret": ADMIN_SECRET}
@@ -137,7 +151,9 @@ def measure(server_kind: str, seconds: int, tmp: Path) -> dict[str, dict[str, fl
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=int, default=8)
-    parser.add_argument("--servers", default="h11,hypercorn")
+    parser.add_argument(
+        "--servers", default="h11,hypercorn,h11:2", help="h11, hypercorn, h11:N (N --workers)"
+    )
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         sys.exit("wrk is needed: apt-get install wrk")
@@ -149,7 +165,7 @@ def main() -> None:
     for kind, rows in results.items():
         for name, r in rows.items():
             print(
-                f"{kind:9s} {name:38s} {r['rps']:7.0f} req/s  p99 {r['p99_ms']:6.2f} ms"
+                f"{kind:11s} {name:38s} {r['rps']:7.0f} req/s  p99 {r['p99_ms']:6.2f} ms"
                 f"  server CPU {r['cpu_ms']:.3f} ms/req  non-2xx {int(r['errors'])}"
             )
 

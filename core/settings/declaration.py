@@ -54,6 +54,13 @@ class Settings:
         "(adds HTTP/2 and h2c).",
         choices=("h11", "hypercorn"),
     )
+    workers: int = flag_field(
+        1,
+        _S,
+        "Server processes sharing the HTTP and gRPC ports (one per core for throughput); "
+        "/metrics reports them all. Needs --http-server h11 and a shared memory store "
+        "(Redis or the database), not memory://.",
+    )
     metrics_host: str = flag_field("127.0.0.1", _S, "Bind host of the metrics listener.")
     metrics_port: int = flag_field(8081, _S, "Metrics port (GET /metrics only); 0 = any free port.")
     enable_grpc: bool = flag_field(True, _S, "Serve gRPC, and the REST gateway with it.")

@@ -116,6 +116,25 @@ def _check_memory_store(s: Settings) -> None:
         ) from None
 
 
+#: More is never faster on one machine: the processes only contend for its cores.
+MAX_WORKERS = 64
+
+
+def _check_workers(s: Settings) -> None:
+    if not 1 <= s.workers <= MAX_WORKERS:
+        raise ConfigError(f"--workers must be between 1 and {MAX_WORKERS}, got {s.workers}")
+    if s.workers == 1:
+        return
+    if s.memory_store_kind == "memory":
+        raise ConfigError(
+            "--workers above 1 needs a memory store the processes share: memory:// lives "
+            "in one process (use redis://, or leave --memory-store-url out to use the "
+            "main database)"
+        )
+    if s.http_server != "h11":
+        raise ConfigError("--workers above 1 needs --http-server h11")
+
+
 def _require_jwt(s: Settings) -> None:
     supported = ", ".join(JWT_TYPES)
     if not s.jwt_type:
@@ -341,6 +360,7 @@ _RULES = (
     _check_hosts,
     _check_memory_store,
     _check_choices,
+    _check_workers,
     _check_fga_store,
     _check_graphql_limits,
     _check_security,

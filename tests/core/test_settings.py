@@ -55,7 +55,8 @@ BASE = [
 
 #: What this build implements (the brief of issue 2); everything else is refused.
 IMPLEMENTED = {
-    "env", "host", "http-port", "http-server", "metrics-host", "metrics-port", "enable-grpc",
+    "env", "host", "http-port", "http-server", "workers", "metrics-host", "metrics-port",
+    "enable-grpc",
     "grpc-port",
     "migrate",
     "enable-grpc-reflection", "grpc-tls-cert", "grpc-tls-key", "log-level", "url",

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from bastion.server import storage_config
+from bastion.storage_config import storage_config
 from core.auth.responses import IssuedTokens
 from core.auth.user import User
 from core.settings import settings_from_flags

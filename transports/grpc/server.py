@@ -116,12 +116,17 @@ class GrpcListener:
         token: trio.lowlevel.TrioToken,
         *,
         register: Iterable[Callable[[grpc.Server], str]] = (),
+        port: int | None = None,
+        share_port: bool = False,
     ) -> None:
+        """``port`` overrides ``--grpc-port``; ``share_port`` binds it with SO_REUSEPORT
+        (``--workers``: every worker process binds the same port). Otherwise a taken port
+        is an error, not a second listener."""
         settings = runtime.settings
         self.server = grpc.server(
             ThreadPoolExecutor(max_workers=MAX_CONCURRENT_RPCS, thread_name_prefix="grpc"),
             interceptors=[_MetricsInterceptor(runtime)],
-            options=[("grpc.so_reuseport", 0)],
+            options=[("grpc.so_reuseport", 1 if share_port else 0)],
             maximum_concurrent_rpcs=MAX_CONCURRENT_RPCS,
         )
         self.health = _StorageAwareHealth(runtime, token)
@@ -130,7 +135,7 @@ class GrpcListener:
         names += [add(self.server) for add in register]
         if settings.enable_grpc_reflection:
             reflection.enable_server_reflection([*names, reflection.SERVICE_NAME], self.server)
-        address = _address(settings.host, settings.grpc_port)
+        address = _address(settings.host, settings.grpc_port if port is None else port)
         try:
             if settings.grpc_tls_cert:
                 credentials = grpc.ssl_server_credentials(

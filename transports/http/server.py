@@ -17,17 +17,22 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import time
 from collections.abc import Awaitable, Callable, MutableMapping
-from dataclasses import dataclass, field
-from email.utils import formatdate
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
 import h11
 import trio
 
-__all__ = ["ASGIApp", "HttpServer", "ServerLimits", "open_listeners", "strict_head"]
+from transports.http.connection import (
+    REASONS,
+    ClientGone,
+    Connection,
+    HttpDate,
+    ServerLimits,
+)
+
+__all__ = ["ASGIApp", "HttpServer", "ServerLimits", "open_listeners"]
 
 log = logging.getLogger("bastion.http.server")
 
@@ -37,166 +42,11 @@ ASGIApp = Callable[
     Awaitable[None],
 ]
 
-_READ_SIZE = 64 * 1024
-_SERVER = b"bastion"
-_REASONS = {
-    400: "Bad Request",
-    408: "Request Timeout",
-    413: "Content Too Large",
-    431: "Request Header Fields Too Large",
-    500: "Internal Server Error",
-}
-
-
-@dataclass(frozen=True, slots=True)
-class ServerLimits:
-    max_header_bytes: int = 64 * 1024
-    max_body_bytes: int = 1024 * 1024
-    header_timeout: float = 10.0
-    body_timeout: float = 30.0
-    keep_alive_timeout: float = 5.0
-    max_connections: int = 1000
-    shutdown_timeout: float = 10.0
-
-
-class _ClientGone(Exception):
-    """The peer closed or reset the connection."""
-
-
-@dataclass(slots=True)
-class _Date:
-    """The ``Date`` header, formatted at most once a second."""
-
-    second: int = -1
-    value: bytes = b""
-
-    def now(self) -> bytes:
-        second = int(time.time())
-        if second != self.second:
-            self.second, self.value = second, formatdate(second, usegmt=True).encode()
-        return self.value
-
-
-@dataclass(slots=True, eq=False)
-class _Connection:
-    stream: trio.abc.Stream
-    limits: ServerLimits
-    date: _Date
-    h11: h11.Connection = field(init=False)
-    #: a request is being answered (graceful stop waits for it)
-    busy: bool = False
-    closing: bool = False
-    #: the bytes of the request head being read, checked once h11 has parsed it
-    head: bytearray = field(default_factory=bytearray)
-    reading_head: bool = True
-
-    def __post_init__(self) -> None:
-        self.h11 = h11.Connection(
-            h11.SERVER, max_incomplete_event_size=self.limits.max_header_bytes
-        )
-
-    def _parsed(self) -> Any:
-        event = self.h11.next_event()
-        if isinstance(event, h11.Request):
-            unread = len(self.h11.trailing_data[0])
-            head = bytes(self.head[: len(self.head) - unread])
-            if len(head) > self.limits.max_header_bytes:
-                raise h11.RemoteProtocolError("request head too large", error_status_hint=431)
-            strict_head(head, event)
-            self.reading_head = False
-            self.head.clear()
-        return event
-
-    async def _receive(self) -> bytes:
-        try:
-            data = bytes(await self.stream.receive_some(_READ_SIZE))
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            raise _ClientGone from None
-        # b"" is EOF: h11 answers ConnectionClosed, or a protocol error mid-message.
-        self.h11.receive_data(data)
-        if self.reading_head:
-            self.head += data
-        return data
-
-    async def next_head(self) -> Any:
-        """The next request (or the connection's end): an idle connection waits up to
-        ``keep_alive_timeout`` for its first byte, then the whole head must arrive within
-        ``header_timeout`` (a deadline, not per read: trickling bytes does not extend it)."""
-        limits = self.limits
-        patience = limits.header_timeout if self.head else limits.keep_alive_timeout
-        deadline = trio.current_time() + patience
-        while (event := self._parsed()) is h11.NEED_DATA:
-            started = bool(self.head)
-            with trio.move_on_at(deadline):
-                data = await self._receive()
-                if data and not started:
-                    deadline = trio.current_time() + limits.header_timeout
-                continue
-            raise trio.TooSlowError
-        return event
-
-    async def next_event(self, patience: float) -> Any:
-        """The next h11 event of a body, reading as needed (``patience`` s per read)."""
-        while (event := self._parsed()) is h11.NEED_DATA:
-            with trio.move_on_after(patience):
-                await self._receive()
-                continue
-            raise trio.TooSlowError
-        return event
-
-    async def write(self, event: Any) -> None:
-        """Send one h11 event. Shielded: a write cut half-way would leave h11's state and
-        the wire apart (the application may be cancelled while it answers), but bounded by
-        ``body_timeout`` so a client that stops reading cannot hold it."""
-        data = self.h11.send(event)
-        if not data:
-            return
-        with trio.move_on_after(self.limits.body_timeout) as scope:
-            scope.shield = True
-            try:
-                await self.stream.send_all(data)
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                raise _ClientGone from None
-        if scope.cancelled_caught:
-            raise _ClientGone
-
-    async def linger_close(self) -> None:
-        """Close after an answer whose request was not read to its end: send FIN first and
-        discard what still arrives for a moment, or the kernel resets the connection and
-        the client may lose the answer."""
-        try:
-            if isinstance(self.stream, trio.SocketStream):
-                await self.stream.send_eof()
-            with trio.move_on_after(1.0):
-                while await self.stream.receive_some(_READ_SIZE):
-                    pass
-        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-            pass
-
-    async def simple(self, status: int, reason: str) -> None:
-        """A plain answer of the server's own (errors before or around the application)."""
-        if self.h11.our_state not in (h11.IDLE, h11.SEND_RESPONSE):
-            return
-        body = f"{status} {reason}\n".encode()
-        headers = [
-            (b"content-type", b"text/plain; charset=utf-8"),
-            (b"content-length", str(len(body)).encode()),
-            (b"connection", b"close"),
-            (b"date", self.date.now()),
-            (b"server", _SERVER),
-        ]
-        try:
-            await self.write(h11.Response(status_code=status, headers=headers, reason=reason))
-            await self.write(h11.Data(data=body))
-            await self.write(h11.EndOfMessage())
-        except (h11.LocalProtocolError, _ClientGone):
-            pass
-
 
 class _Exchange:
     """One request and its response: the ASGI ``receive`` and ``send`` of one call."""
 
-    def __init__(self, conn: _Connection, request: h11.Request, scheme: str) -> None:
+    def __init__(self, conn: Connection, request: h11.Request, scheme: str) -> None:
         self.conn = conn
         self.request = request
         self.head = request.method == b"HEAD"
@@ -226,7 +76,7 @@ class _Exchange:
                 await conn.write(h11.InformationalResponse(status_code=100, headers=[]))
         try:
             event = await conn.next_event(conn.limits.body_timeout)
-        except _ClientGone:
+        except ClientGone:
             return self._failed(0)
         except trio.TooSlowError:
             return self._failed(408)
@@ -312,9 +162,9 @@ class HttpServer:
     def __init__(self, app: ASGIApp, limits: ServerLimits | None = None) -> None:
         self.app = app
         self.limits = limits or ServerLimits()
-        self._date = _Date()
+        self._date = HttpDate()
         self._slots = trio.Semaphore(self.limits.max_connections)
-        self._connections: set[_Connection] = set()
+        self._connections: set[Connection] = set()
         self._stopping = False
         #: set when the last connection ends during a stop
         self._all_closed = trio.Event()
@@ -396,13 +246,13 @@ class HttpServer:
             connections.start_soon(self._connection, stream)
 
     async def _connection(self, stream: trio.SocketStream) -> None:
-        conn = _Connection(stream, self.limits, self._date)
+        conn = Connection(stream, self.limits, self._date)
         self._connections.add(conn)
         try:
             sock = stream.socket
             server, client = _address(sock.getsockname()), _address(sock.getpeername())
             await self._serve_connection(conn, server, client)
-        except (_ClientGone, OSError):
+        except (ClientGone, OSError):
             pass
         finally:
             self._connections.discard(conn)
@@ -413,7 +263,7 @@ class HttpServer:
                 await stream.aclose()
 
     async def _serve_connection(
-        self, conn: _Connection, server: tuple[str, int] | None, client: tuple[str, int] | None
+        self, conn: Connection, server: tuple[str, int] | None, client: tuple[str, int] | None
     ) -> None:
         while not self._stopping:
             try:
@@ -424,7 +274,7 @@ class HttpServer:
                 return
             except h11.RemoteProtocolError as exc:
                 status = exc.error_status_hint
-                await conn.simple(status, _REASONS.get(status, "Bad Request"))
+                await conn.simple(status, REASONS.get(status, "Bad Request"))
                 return
             if isinstance(event, h11.ConnectionClosed):
                 return
@@ -447,7 +297,7 @@ class HttpServer:
         conn = exchange.conn
         try:
             await self.app(exchange.scope(server, client), exchange.receive, exchange.send)
-        except _ClientGone:
+        except ClientGone:
             raise
         except Exception:
             log.exception("the application failed", extra={"path": exchange.request.target})
@@ -457,9 +307,9 @@ class HttpServer:
         conn.closing = True
         if not exchange.started and exchange.failure != 0:
             status = exchange.failure or 500
-            await conn.simple(status, _REASONS.get(status, "Internal Server Error"))
+            await conn.simple(status, REASONS.get(status, "Internal Server Error"))
 
-    async def _finish(self, conn: _Connection, exchange: _Exchange) -> bool:
+    async def _finish(self, conn: Connection, exchange: _Exchange) -> bool:
         """Ready the connection for its next request; False when it must close."""
         if conn.closing or conn.h11.our_state is not h11.DONE:
             return False
@@ -483,23 +333,6 @@ class HttpServer:
         conn.reading_head = True
         conn.head[:] = conn.h11.trailing_data[0]
         return True
-
-
-def strict_head(head: bytes, request: h11.Request) -> None:
-    """What h11 tolerates but a server behind or in front of a proxy must not: lines ended
-    by a bare LF, folded header lines (obs-fold), and a body framed by both Content-Length
-    and Transfer-Encoding. Any of them lets two parsers see different requests
-    (request smuggling): refused with 400."""
-    lines = head.split(b"\n")
-    if any(not line.endswith(b"\r") for line in lines[:-1]):
-        raise h11.RemoteProtocolError("line ended without CR", error_status_hint=400)
-    if any(line[:1] in (b" ", b"\t") for line in lines[1:]):
-        raise h11.RemoteProtocolError("folded header line", error_status_hint=400)
-    names = {name for name, _ in request.headers}
-    if b"content-length" in names and b"transfer-encoding" in names:
-        raise h11.RemoteProtocolError(
-            "both Content-Length and Transfer-Encoding", error_status_hint=400
-        )
 
 
 async def open_listeners(host: str, port: int, backlog: int = 1024) -> list[trio.SocketListener]:

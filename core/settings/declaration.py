@@ -184,6 +184,13 @@ class Settings:
         30.0, _SEC, "Requests per second per client IP (fractions allowed); <= 0 disables."
     )
     rate_limit_burst: int = flag_field(20, _SEC, "Burst allowance per client IP.")
+    recent_sign_in_seconds: int = flag_field(
+        300,
+        _SEC,
+        "How recent a sign-in (or second factor) must be for update_profile to change the "
+        "email address or phone number without old_password: a stolen or long-lived token "
+        "alone cannot take over the account's recovery address.",
+    )
     rate_limit_fail_closed: bool = flag_field(
         False, _SEC, "Answer 503 instead of passing requests when the limiter's store fails."
     )

@@ -120,6 +120,11 @@ def _check_memory_store(s: Settings) -> None:
 MAX_WORKERS = 64
 
 
+def _check_recent_sign_in(s: Settings) -> None:
+    if s.recent_sign_in_seconds < 1:
+        raise ConfigError("--recent-sign-in-seconds must be at least 1")
+
+
 def _check_workers(s: Settings) -> None:
     if not 1 <= s.workers <= MAX_WORKERS:
         raise ConfigError(f"--workers must be between 1 and {MAX_WORKERS}, got {s.workers}")
@@ -361,6 +366,7 @@ _RULES = (
     _check_memory_store,
     _check_choices,
     _check_workers,
+    _check_recent_sign_in,
     _check_fga_store,
     _check_graphql_limits,
     _check_security,

@@ -26,9 +26,19 @@ from core.auth.user import (
     is_valid_phone_number,
     normalise_email,
 )
-from core.errors import FailedPrecondition, InvalidArgument, NotFound, Unauthenticated
+from core.errors import (
+    FailedPrecondition,
+    InvalidArgument,
+    NotFound,
+    PermissionDenied,
+    Unauthenticated,
+)
 from service.auth.email_change import prepare_email_change, store_email_change
-from service.auth.mfa_selfservice import PreparedMfaChange, prepare_mfa_change
+from service.auth.mfa_selfservice import (
+    PreparedMfaChange,
+    has_fresh_factor,
+    prepare_mfa_change,
+)
 from service.auth.parts import AuthParts
 from service.auth.requests import (
     DeactivateAccountRequest,
@@ -46,7 +56,12 @@ from storage.outbox import enqueue
 if TYPE_CHECKING:
     pass
 
-__all__ = ["AccountOperations", "Authenticated"]
+__all__ = ["RECENT_SIGN_IN_NEEDED", "AccountOperations", "Authenticated"]
+
+RECENT_SIGN_IN_NEEDED = (
+    "changing the email address or phone number needs a recent sign-in: "
+    "give old_password, or sign in again"
+)
 
 UNAUTHORIZED = "unauthorized"
 #: Appended to the update message without a space, as the reference does.
@@ -240,6 +255,11 @@ class AccountOperations(AuthParts):
         if new_password is not None:
             changes["password_hash"] = new_password
             user = user.with_signup_method(SignupMethod.BASIC_AUTH)
+        new_identity = (new_email and normalise_email(new_email) != (user.email or "")) or (
+            new_phone and new_phone.strip() != (user.phone_number or "")
+        )
+        if new_identity:
+            await self._require_recent_proof(who, user, request)
         email_changed = False
         if new_email and normalise_email(new_email) != (user.email or ""):
             email = normalise_email(new_email)
@@ -270,6 +290,22 @@ class AccountOperations(AuthParts):
         if mfa is not None and mfa.recovery_codes:
             body["authenticator_recovery_codes"] = list(mfa.recovery_codes)
         return Reply(body, cookies)
+
+    async def _require_recent_proof(
+        self, who: Authenticated, user: User, request: UpdateProfileRequest
+    ) -> None:
+        """The email address and phone number recover the account: changing one needs a
+        sign-in (or second factor) within ``--recent-sign-in-seconds``, or the password."""
+        if self.clock.now() - who.auth_time <= self.settings.recent_sign_in_seconds:
+            return
+        if await has_fresh_factor(self.storage.memory, who.sid):
+            return
+        if user.password_hash is not None and request.old_password:
+            ok, _ = await self.hasher.verify(user.password_hash, request.old_password)
+            if not ok:
+                raise InvalidArgument("incorrect old password")
+            return
+        raise PermissionDenied(RECENT_SIGN_IN_NEEDED)
 
     async def _password_change(self, request: UpdateProfileRequest, user: User) -> str | None:
         new, confirm = request.new_password, request.confirm_new_password

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from service.auth.parts import AuthParts
     from storage.memory import MemoryStore
 
-__all__ = ["PreparedMfaChange", "mark_fresh_factor", "prepare_mfa_change"]
+__all__ = ["PreparedMfaChange", "has_fresh_factor", "mark_fresh_factor", "prepare_mfa_change"]
 
 INVALID_OTP = "invalid otp"
 TOO_MANY_ATTEMPTS = "too many attempts, please try again later"
@@ -55,6 +55,11 @@ def _fresh_key(sid: str) -> str:
 async def mark_fresh_factor(memory: MemoryStore, sid: str) -> None:
     """The session family ``sid`` was just completed by a second factor."""
     await memory.set(_fresh_key(sid), b"1", ttl=FRESH_FACTOR_WINDOW)
+
+
+async def has_fresh_factor(memory: MemoryStore, sid: str) -> bool:
+    """Did a second factor complete the session family ``sid`` within the window?"""
+    return await memory.get(_fresh_key(sid)) is not None
 
 
 @dataclass(frozen=True, slots=True)

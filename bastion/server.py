@@ -55,14 +55,34 @@ class Listening:
 Serve = Callable[..., Awaitable[None]]
 
 
+class ListenerUnavailable(Exception):
+    """A port could not be listened on; the message names it and the flag that chose it."""
+
+
+def _cannot_listen(host: str, port: int, flag: str, exc: OSError) -> ListenerUnavailable:
+    shown = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    reason = exc.strerror or str(exc)
+    return ListenerUnavailable(f"cannot listen on {shown} ({flag}): {reason}")
+
+
 async def _http_listener(
-    settings: Settings, host: str, port: int, app: Any, *, inherited_fd: int | None = None
+    settings: Settings,
+    host: str,
+    port: int,
+    app: Any,
+    *,
+    flag: str,
+    inherited_fd: int | None = None,
 ) -> Serve:
     """Bind ``host:port`` now (a taken port fails start-up before anything serves) and
     return what serves ``app`` there until a stop, reporting its address when it started.
+    ``flag`` names the option that chose the port (for the error a taken port gives);
     ``inherited_fd``: a listening socket the ``--workers`` parent bound and handed down."""
     if settings.http_server == "hypercorn":
-        config, sockets = _hypercorn_config(host, port)
+        try:
+            config, sockets = _hypercorn_config(host, port)
+        except OSError as exc:
+            raise _cannot_listen(host, port, flag, exc) from None
         wrapped = wrap_app(shield_server_send(app), MAX_BODY_BYTES, "asgi")
 
         async def serve_hypercorn(
@@ -86,7 +106,10 @@ async def _http_listener(
         shutdown_timeout=GRACE_SECONDS,
     )
     if inherited_fd is None:
-        listeners = await open_listeners(host, port)
+        try:
+            listeners = await open_listeners(host, port)
+        except OSError as exc:
+            raise _cannot_listen(host, port, flag, exc) from None
     else:
         inherited = socket.socket(fileno=inherited_fd)
         listeners = [trio.SocketListener(trio.socket.from_stdlib_socket(inherited))]
@@ -151,6 +174,7 @@ async def serve(
             settings.host,
             settings.http_port,
             app,
+            flag="--http-port",
             inherited_fd=None if slot is None else slot.http_fd,
         )
         # A worker's own metrics listen on loopback; its parent serves them all as one.
@@ -158,7 +182,7 @@ async def serve(
             (settings.metrics_host, settings.metrics_port) if slot is None else ("127.0.0.1", 0)
         )
         serve_metrics = await _http_listener(
-            settings, metrics_host, metrics_port, metrics.asgi_app()
+            settings, metrics_host, metrics_port, metrics.asgi_app(), flag="--metrics-port"
         )
         async with trio.open_nursery() as outer:
             outer.start_soon(_stop_on_signal, stop)
@@ -203,11 +227,17 @@ def run(settings: Settings) -> int:
     except SchemaMismatch as exc:
         print(f"bastion: {exc}", file=sys.stderr)
         return 1
+    except ListenerUnavailable as exc:
+        print(f"bastion: {exc}", file=sys.stderr)
+        return 1
     except OSError as exc:
         print(f"bastion: cannot start listeners: {exc}", file=sys.stderr)
         return 1
     except BaseExceptionGroup as group:
         first = _first_leaf(group)
+        if isinstance(first, ListenerUnavailable):
+            print(f"bastion: {first}", file=sys.stderr)
+            return 1
         if isinstance(first, OSError | StorageUnavailable | SchemaMismatch):
             print(f"bastion: cannot start: {first}", file=sys.stderr)
             return 1

@@ -219,7 +219,15 @@ def _exposition(families: Iterable[Metric]) -> str:
 
 def run_workers(settings: Settings, argv: list[str]) -> int:
     """The parent: bind, migrate, start ``--workers`` workers and keep them running."""
-    http = _listening_socket(settings.host, settings.http_port)
+    try:
+        http = _listening_socket(settings.host, settings.http_port)
+    except OSError as exc:
+        print(
+            f"bastion: cannot listen on {settings.host}:{settings.http_port} (--http-port): "
+            f"{exc.strerror or exc}",
+            file=sys.stderr,
+        )
+        return 1
     grpc_port, holder = _grpc_port(settings)
     with closing(http), tempfile.TemporaryDirectory(prefix="bastion-workers-") as tmp:
         run_dir = Path(tmp)

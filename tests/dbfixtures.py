@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,8 +39,13 @@ __all__ = [
 DATABASE_TYPES = {"sqlite": "sqlite", "postgres": "postgres", "mariadb": "mariadb"}
 
 
+#: Databases this process made, dropped when the session ends (``drop_made_databases``).
+_MADE: dict[str, set[str]] = {"postgres": set(), "mariadb": set()}
+
+
 def fresh_postgres_url(purpose: str = "main") -> str:
     name = db_name(purpose)
+    _MADE["postgres"].add(name)
     admin = make_url(PG_BASE).set(database="postgres").render_as_string(hide_password=False)
 
     async def recreate() -> None:
@@ -57,6 +62,7 @@ def fresh_postgres_url(purpose: str = "main") -> str:
 
 def fresh_mariadb_url(purpose: str = "main") -> str:
     name = db_name(purpose)
+    _MADE["mariadb"].add(name)
     base = make_url(MYSQL_BASE)
     conn = pymysql.connect(
         host=base.host or "127.0.0.1",
@@ -100,6 +106,42 @@ def fresh_database_url(kind: str, directory: Path, purpose: str = "main") -> str
     if kind == "sqlite":
         return fresh_sqlite_url(directory, purpose)
     raise ValueError(f"unknown database kind {kind!r}")
+
+
+def drop_made_databases() -> None:
+    """Drop the PostgreSQL and MariaDB databases this process made (a session's end)."""
+    drop_databases(postgres=sorted(_MADE["postgres"]), mariadb=sorted(_MADE["mariadb"]))
+    _MADE["postgres"].clear()
+    _MADE["mariadb"].clear()
+
+
+def drop_databases(*, postgres: Sequence[str] = (), mariadb: Sequence[str] = ()) -> None:
+    if postgres:
+        admin = make_url(PG_BASE).set(database="postgres").render_as_string(hide_password=False)
+
+        async def drop() -> None:
+            conn = await asyncpg.connect(admin)
+            try:
+                for name in postgres:
+                    await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            finally:
+                await conn.close()
+
+        _run_asyncio(drop)
+    if mariadb:
+        base = make_url(MYSQL_BASE)
+        conn = pymysql.connect(
+            host=base.host or "127.0.0.1",
+            port=base.port or 3306,
+            user=base.username or "root",
+            password=base.password or "",
+        )
+        try:
+            with conn.cursor() as cursor:
+                for name in mariadb:
+                    cursor.execute(f"DROP DATABASE IF EXISTS `{name}`")
+        finally:
+            conn.close()
 
 
 def _run_asyncio(fn: Callable[[], Coroutine[Any, Any, None]]) -> None:

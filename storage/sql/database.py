@@ -270,7 +270,7 @@ class Database:
         try:
             conn = self._engine.connect()
         except _CONNECT_ERRORS as e:
-            raise self._unreachable() from e
+            raise self._unreachable(e) from e
         with conn:
             if running is not None:
                 running.start(conn)
@@ -301,7 +301,7 @@ class Database:
         try:
             await conn.start()
         except _CONNECT_ERRORS as e:
-            raise self._unreachable() from e
+            raise self._unreachable(e) from e
         try:
             if autocommit:
                 # Client-side only with asyncpg (no round trip); reset when pooled again.
@@ -315,8 +315,20 @@ class Database:
             await conn.close()
         return result, topics
 
-    def _unreachable(self) -> StorageUnavailable:
-        return StorageUnavailable(f"cannot connect to the {self._dialect} database")
+    def _unreachable(self, cause: BaseException) -> StorageUnavailable:
+        """Names the cause as the driver gave it (connection refused, no such database,
+        access denied ...), on one line, the password never in it."""
+        inner = getattr(cause, "orig", None) or cause
+        text = " ".join(str(inner).split()) or type(inner).__name__
+        engine = (
+            self._engine
+            if self._engine is not None
+            else getattr(self._async_engine, "sync_engine", None)
+        )
+        password = engine.url.password if engine is not None else None
+        if password:
+            text = text.replace(str(password), "***")
+        return StorageUnavailable(f"cannot connect to the {self._dialect} database: {text[:300]}")
 
 
 class _RunningQuery:

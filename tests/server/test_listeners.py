@@ -214,3 +214,54 @@ def test_port_conflict_between_http_and_grpc_refused(tmp_path: Path) -> None:
     )
     assert proc.returncode != 0
     assert "port" in proc.stderr.lower()
+
+
+@pytest.mark.parametrize(("flag", "server"), [("--http-port", "h11"), ("--metrics-port", "h11"),
+                                             ("--http-port", "hypercorn")])  # fmt: skip
+def test_a_taken_port_is_named_with_its_flag(tmp_path: Path, flag: str, server: str) -> None:
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        others = {"--http-port": free_port(), "--metrics-port": free_port(), flag: port}
+        proc = subprocess.run(
+            [
+                BASTION,
+                "--host=127.0.0.1",
+                "--metrics-host=127.0.0.1",
+                f"--grpc-port={free_port()}",
+                f"--http-server={server}",
+                *(f"{name}={value}" for name, value in others.items()),
+                *base_flags("sqlite", str(tmp_path / "p.db")),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    assert proc.returncode == 1
+    assert proc.stderr.strip().endswith(
+        f"bastion: cannot listen on 127.0.0.1:{port} ({flag}): Address already in use"
+    ), proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("url", "cause"),
+    [
+        ("postgresql://postgres:s3cret-pw@127.0.0.1:1/test", "Connection refused"),
+        ("postgresql://postgres:s3cret-pw@127.0.0.1:5432/no_such_db_here", "does not exist"),
+    ],
+)
+def test_an_unreachable_database_is_named_with_its_cause(url: str, cause: str) -> None:
+    proc = subprocess.run(
+        [BASTION, *base_flags("postgres", url)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 1
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("bastion: storage unavailable: cannot connect to the postgresql"), last
+    assert cause in last
+    assert "s3cret-pw" not in proc.stderr

@@ -29,6 +29,9 @@ from transports.http.errors import http_status
 from transports.http.routes import Route, openapi_document
 
 log = logging.getLogger("bastion.http")
+#: One line per request at info level: method, path (never the query: it may carry a
+#: token), status, duration, client address, request id.
+access_log = logging.getLogger("bastion.access")
 
 #: Largest request body accepted on any route.
 MAX_BODY_BYTES = 1024 * 1024
@@ -170,6 +173,7 @@ def create_app(
     @app.before_request
     async def edge_in() -> Response | None:
         g.started = time.perf_counter()
+        g.request_id = edge.request_id(request.headers.get("x-request-id"))
         peer = (request.scope.get("client") or ("unknown", 0))[0]
         g.client_ip = client_ip(
             peer, request.headers.get("x-forwarded-for"), runtime.trusted_proxies
@@ -218,7 +222,22 @@ def create_app(
         runtime.metrics.http_requests.labels(method, rule, str(response.status_code)).inc()
         started = getattr(g, "started", None)
         if started is not None:
-            runtime.metrics.http_latency.labels(method, rule).observe(time.perf_counter() - started)
+            elapsed = time.perf_counter() - started
+            runtime.metrics.http_latency.labels(method, rule).observe(elapsed)
+            if access_log.isEnabledFor(logging.INFO):
+                access_log.info(
+                    "request",
+                    extra={
+                        "method": method,
+                        "path": request.path,
+                        "status": response.status_code,
+                        "duration_ms": round(elapsed * 1000, 2),
+                        "client_ip": getattr(g, "client_ip", ""),
+                        "request_id": getattr(g, "request_id", ""),
+                    },
+                )
+        if (rid := getattr(g, "request_id", None)) is not None:
+            response.headers["X-Request-Id"] = rid
         return response
 
     @app.errorhandler(errors.BastionError)

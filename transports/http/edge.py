@@ -7,6 +7,8 @@ exhaustively: what CORS answers, which requests CSRF refuses (both over
 
 from __future__ import annotations
 
+import re
+import uuid
 from collections.abc import Mapping
 from urllib.parse import urlsplit
 
@@ -18,6 +20,7 @@ __all__ = [
     "CSRF_EXEMPT_PREFIXES",
     "cors_headers",
     "csrf_refusal",
+    "request_id",
     "request_origin",
     "security_headers",
 ]
@@ -25,7 +28,7 @@ __all__ = [
 CORS_ALLOW_HEADERS = (
     "authorization, content-type, accept, origin, cache-control, x-requested-with, "
     "x-authorizer-url, x-authorizer-client-id, x-service-admin-secret, "
-    "x-authorizer-admin-secret"
+    "x-authorizer-admin-secret, x-request-id"
 )
 CORS_ALLOW_METHODS = "GET, POST, PUT, OPTIONS"
 
@@ -127,3 +130,15 @@ def security_headers(*, csp: bool, hsts: bool) -> dict[str, str]:
     if hsts:
         headers["Strict-Transport-Security"] = "max-age=31536000; includeSubDomains"
     return headers
+
+
+_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+
+
+def request_id(presented: str | None) -> str:
+    """The request's id for logs and the ``X-Request-Id`` answer: the caller's (a proxy's
+    or client's) when it is a plain token of at most 128 characters, else a new one. A
+    malformed one is replaced, never echoed: it would reach logs and headers verbatim."""
+    if presented and _REQUEST_ID.fullmatch(presented):
+        return presented
+    return uuid.uuid4().hex

@@ -24,9 +24,32 @@ from core.social.providers import parse_provider_urls
 
 
 def validate(settings: Settings) -> None:
-    """Check the startup rules that need no I/O; raise the first broken one."""
+    """Check the startup rules that need no I/O; raise the first broken one. When more
+    than one required flag is missing they are named together, so a first start does not
+    take one restart per flag."""
+    missing = _missing_required(settings)
+    if len(missing) > 1:
+        raise ConfigError(f"missing required flags: {', '.join(missing)} (see bastion --help)")
     for rule in _RULES:
         rule(settings)
+
+
+def _missing_required(s: Settings) -> list[str]:
+    missing = [
+        option
+        for option, value in (
+            ("--admin-secret", s.admin_secret),
+            ("--client-id", s.client_id),
+            ("--client-secret", s.client_secret),
+        )
+        if not value
+    ]
+    has_parts = any((s.database_host, s.database_name, s.database_url))
+    if not s.database_type and not has_parts:
+        missing.append("a database (--database-type with --database-url)")
+    if not s.jwt_type:
+        missing.append("--jwt-type (with --jwt-secret, or --jwt-private-key and --jwt-public-key)")
+    return missing
 
 
 def _require_credentials(s: Settings) -> None:

@@ -395,6 +395,13 @@ def test_rule_2_client_credentials_are_required() -> None:
     )
 
 
+ALL_MISSING = (
+    "missing required flags: --admin-secret, --client-id, --client-secret, a database "
+    "(--database-type with --database-url), --jwt-type (with --jwt-secret, or "
+    "--jwt-private-key and --jwt-public-key) (see bastion --help)"
+)
+
+
 def test_nothing_is_read_from_the_environment_or_env_files(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -402,7 +409,7 @@ def test_nothing_is_read_from_the_environment_or_env_files(
         monkeypatch.setenv(name, "from-environment")
     (tmp_path / ".env").write_text("ADMIN_SECRET=from-env-file\n")
     monkeypatch.chdir(tmp_path)
-    assert refusal() == "--admin-secret is required and must not be empty."
+    assert refusal() == ALL_MISSING
 
 
 # -------------------------------------------------------------------- rule 3
@@ -928,7 +935,13 @@ def test_main_reports_one_line_and_exits_2(capsys: pytest.CaptureFixture[str]) -
     assert main([]) == 2
     out, err = capsys.readouterr()
     assert out == ""
-    assert err == "bastion: --admin-secret is required and must not be empty.\n"
+    assert err == f"bastion: {ALL_MISSING}\n"
+
+
+def test_one_missing_flag_keeps_its_own_message() -> None:
+    assert refusal(*without("--admin-secret")) == (
+        "--admin-secret is required and must not be empty."
+    )
 
 
 def test_settings_from_flags_is_the_pure_entry_point() -> None:

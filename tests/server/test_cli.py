@@ -50,11 +50,20 @@ def run_bastion(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     [
         pytest.param(
             [],
-            "bastion: --admin-secret is required and must not be empty.",
-            id="rule-1-admin-secret",
+            "bastion: missing required flags: --admin-secret, --client-id, --client-secret, "
+            "a database (--database-type with --database-url), --jwt-type (with --jwt-secret, "
+            "or --jwt-private-key and --jwt-public-key) (see bastion --help)",
+            id="all-required-missing-at-once",
         ),
         pytest.param(
-            REQUIRED,
+            REQUIRED[1:],
+            "bastion: missing required flags: --admin-secret, a database (--database-type "
+            "with --database-url), --jwt-type (with --jwt-secret, or --jwt-private-key and "
+            "--jwt-public-key) (see bastion --help)",
+            id="some-required-missing",
+        ),
+        pytest.param(
+            [*REQUIRED, "--jwt-type=HS256", "--jwt-secret=a-secret-of-enough-length"],
             "bastion: a database is required: give --database-type with --database-url "
             "(or with --database-host and --database-name)",
             id="rule-3-no-database",

@@ -34,6 +34,7 @@ from core.errors import (
     Unauthenticated,
 )
 from service.auth.email_change import prepare_email_change, store_email_change
+from service.auth.email_undo import change_notice
 from service.auth.mfa_selfservice import (
     PreparedMfaChange,
     has_fresh_factor,
@@ -278,7 +279,9 @@ class AccountOperations(AuthParts):
             verifiable = self.policy.phone_verification_possible
             changes["phone_number_verified_at"] = None if verifiable else now
         updated = dataclasses.replace(user, updated_at=now, **changes)
-        message = await self._store_profile(updated, email_changed, caller, now, mfa)
+        message = await self._store_profile(
+            updated, email_changed, caller, now, mfa, previous_email=user.email
+        )
         cookies: tuple[Cookie, ...] = ()
         if email_changed:
             await self.sessions.end_memory_sessions(updated.id)
@@ -341,9 +344,17 @@ class AccountOperations(AuthParts):
         caller: CallerContext,
         now: int,
         mfa: PreparedMfaChange | None,
+        *,
+        previous_email: str | None = None,
     ) -> str:
         message = "Profile details updated successfully."
         change = None
+        # The old address is told, with a way to undo (service.auth.email_undo).
+        notice = (
+            change_notice(self, updated, previous_email, now)
+            if email_changed and previous_email and self.policy.email_enabled
+            else None
+        )
         if email_changed and self.policy.verification_possible and updated.email:
             change = await prepare_email_change(self, updated, now)
             message += EMAIL_CHANGE_SENT
@@ -365,6 +376,8 @@ class AccountOperations(AuthParts):
                 user_rows.end_sessions_marker(conn, updated.id, valid_after=now)
             if change is not None:
                 store_email_change(conn, change, now)
+            if notice is not None:
+                enqueue(conn, "mail", dataclasses.asdict(notice), now=now)
             for entry in entries:
                 record(conn, entry, now=now)
 

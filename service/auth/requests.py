@@ -23,6 +23,7 @@ __all__ = [
     "RevokeRequest",
     "SessionRequest",
     "SignupRequest",
+    "UndoEmailChangeRequest",
     "UpdateProfileRequest",
     "ValidateJwtTokenRequest",
     "ValidateSessionRequest",
@@ -161,6 +162,13 @@ class SessionRequest:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RevokeRequest:
     refresh_token: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UndoEmailChangeRequest:
+    """The token of the link mailed to the old address (:mod:`service.auth.email_undo`)."""
+
+    token: str = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -51,6 +51,7 @@ from core.state_machines.signup import SignupRequested
 from core.state_machines.verification import ResendVerifyEmailRequested, VerifyEmailRequested
 from service.auth.account import AccountOperations
 from service.auth.driver import FlowRun
+from service.auth.email_undo import undo_email_change
 from service.auth.mfa_selfservice import mark_fresh_factor
 from service.auth.requests import (
     ForgotPasswordRequest,
@@ -63,6 +64,7 @@ from service.auth.requests import (
     RevokeRequest,
     SessionRequest,
     SignupRequest,
+    UndoEmailChangeRequest,
     VerifyEmailRequest,
     VerifyOtpRequest,
 )
@@ -384,6 +386,12 @@ class AuthService(AccountOperations):
             return
         with contextlib.suppress(ClientError):
             await self.revoke(RevokeRequest(refresh_token=token), caller)
+
+    async def undo_email_change(
+        self, request: UndoEmailChangeRequest, caller: CallerContext
+    ) -> Reply:
+        """Put back the address an email change replaced (the link mailed to it)."""
+        return await undo_email_change(self, request.token, caller)
 
     async def logout(self, request: LogoutRequest, caller: CallerContext) -> Reply:
         who = await self.authenticate(caller)

@@ -8,6 +8,7 @@ OAuth error objects). The rest of the provider is :mod:`transports.rest.oauth`.
 
 from __future__ import annotations
 
+import html
 import json
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
@@ -17,9 +18,11 @@ from quart_trio import QuartTrio
 
 from core import errors
 from core.auth.links import add_query
+from service.auth.email_undo import UNDO_PATH
 from service.auth.service import AuthService
 from service.requests import ServiceOperation, bind, request_schema
 from transports.http.cookies import with_cookies
+from transports.http.errors import http_status
 from transports.http.routes import Route
 
 __all__ = ["auth_routes", "register_oauth_views"]
@@ -135,6 +138,16 @@ def _oauth_error(error: str, description: str, status: int = 400) -> Response:
     return _json({"error": error, "error_description": description}, status)
 
 
+def _page(title: str, body: str, status: int = 200) -> Response:
+    """A small self-contained HTML page (no scripts, no outside resources)."""
+    page = (
+        '<!DOCTYPE html><html><head><meta charset="utf-8">'
+        f"<title>{html.escape(title)}</title></head>"
+        f"<body><h1>{html.escape(title)}</h1>{body}</body></html>"
+    )
+    return Response(page, status=status, content_type="text/html; charset=utf-8")
+
+
 async def _form() -> dict[str, Any]:
     """``application/x-www-form-urlencoded`` (RFC 6749) or a JSON object."""
     raw = await request.get_data(cache=False)
@@ -201,9 +214,33 @@ def register_oauth_views(app: QuartTrio, auth: AuthService, caller_context: Any)
         response = Response("", status=307, headers={"Location": add_query(target, params)})
         return with_cookies(response, reply.cookies)
 
+    async def undo_email_change_page() -> Response:
+        """The link's landing: one button, so a mail scanner fetching the link undoes
+        nothing the owner did."""
+        token = html.escape(request.args.get("token", ""))
+        form = (
+            f'<form method="post" action="{UNDO_PATH}">'
+            f'<input type="hidden" name="token" value="{token}">'
+            "<p>Undo the change of this account's email address? Every session of the "
+            'account will end.</p><button type="submit">Undo the change</button></form>'
+        )
+        return _page("Undo the email change", form)
+
+    async def undo_email_change_submit() -> Response:
+        token = (await _form()).get("token")
+        wire = {"token": token if isinstance(token, str) else ""}
+        try:
+            reply = await bind(auth.undo_email_change)(wire, caller_context())
+        except errors.ClientError as error:
+            body = f"<p>{html.escape(error.message)}</p>"
+            return _page("The change was not undone", body, http_status(error))
+        return _page("Email change undone", f"<p>{html.escape(reply.body['message'])}</p>")
+
     views = (
         ("/oauth/revoke", "POST", revoke),
         ("/verify_email", "GET", verify_email_landing),
+        (UNDO_PATH, "GET", undo_email_change_page),
+        (UNDO_PATH, "POST", undo_email_change_submit),
     )
     for path, method, view in views:
         app.add_url_rule(path, endpoint=f"{method} {path}", view_func=view, methods=[method])

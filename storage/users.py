@@ -177,12 +177,32 @@ def count(conn: sa.Connection) -> int:
     return int(conn.execute(sa.select(sa.func.count()).select_from(users)).scalar_one())
 
 
-def list_page(conn: sa.Connection, *, limit: int, offset: int) -> tuple[list[User], int]:
-    """One page of users, newest first, and the total count."""
+def list_page(
+    conn: sa.Connection, *, limit: int, offset: int, query: str | None = None
+) -> tuple[list[User], int]:
+    """One page of users, newest first, and the total count; ``query`` keeps the users
+    whose email, given name, family name or nickname contains it (any case)."""
+    where = sa.true()
+    if query:
+        pattern = (
+            "%" + query.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        )
+        where = sa.or_(
+            *(
+                sa.func.lower(column).like(pattern, escape="\\")
+                for column in (users.c.email, users.c.given_name, users.c.family_name,
+                               users.c.nickname)
+            )
+        )  # fmt: skip
     rows = conn.execute(
-        sa.select(users).order_by(users.c.created_at.desc(), users.c.id).limit(limit).offset(offset)
+        sa.select(users)
+        .where(where)
+        .order_by(users.c.created_at.desc(), users.c.id)
+        .limit(limit)
+        .offset(offset)
     ).all()
-    return [_from_row(row) for row in rows], count(conn)
+    total = conn.execute(sa.select(sa.func.count()).select_from(users).where(where)).scalar_one()
+    return [_from_row(row) for row in rows], int(total)
 
 
 def status(conn: sa.Connection, user_id: str) -> UserStatus | None:

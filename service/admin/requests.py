@@ -20,6 +20,7 @@ __all__ = [
     "IdRequest",
     "InviteMembersRequest",
     "ListRequest",
+    "ListUsersRequest",
     "TestEndpointRequest",
     "UpdateEmailTemplateRequest",
     "UpdateUserRequest",
@@ -67,6 +68,10 @@ def headers(wire_form: Mapping[str, Any], name: str) -> dict[str, str] | None:
 
 
 def _pagination(wire_form: Mapping[str, Any], name: str) -> Page:
+    """``{"pagination": {"page", "limit"}}`` (Authorizer 2.3) or, when that is absent,
+    ``page`` and ``limit`` at the top (Authorizer's newer ``PaginationRequest``)."""
+    if wire_form.get(name) is None and ("page" in wire_form or "limit" in wire_form):
+        return parse_pagination({"page": wire_form.get("page"), "limit": wire_form.get("limit")})
     return parse_pagination(wire_form.get(name))
 
 
@@ -92,6 +97,13 @@ def headers_field() -> Any:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ListRequest:
     pagination: Page = page_field()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ListUsersRequest:
+    pagination: Page = page_field()
+    #: keeps the users whose email, given name, family name or nickname contains it
+    query: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -36,6 +36,7 @@ from service.admin.requests import (
     DeleteUserRequest,
     InviteMembersRequest,
     ListRequest,
+    ListUsersRequest,
     UpdateUserRequest,
     UserAccessRequest,
     UserRequest,
@@ -72,11 +73,11 @@ class UserAdmin:
 
     # -- reading ----------------------------------------------------------------------------
 
-    async def users(self, request: ListRequest, caller: CallerContext) -> Reply:
+    async def users(self, request: ListUsersRequest, caller: CallerContext) -> Reply:
         await self._service.require_admin(caller)
         page = request.pagination
         rows, total = await self._db.run(
-            lambda c: users.list_page(c, limit=page.limit, offset=page.offset)
+            lambda c: users.list_page(c, limit=page.limit, offset=page.offset, query=request.query)
         )
         return Reply({"users": [u.to_api_dict() for u in rows], "pagination": page.describe(total)})
 

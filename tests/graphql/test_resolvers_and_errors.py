@@ -285,7 +285,7 @@ async def test_a_validation_error_is_invalid_argument() -> None:
 async def test_a_bad_variable_is_invalid_argument() -> None:
     result = await run(
         build_schema(),
-        "query q($p: PaginatedRequest) { _users(params: $p) { users { id } } }",
+        "query q($p: ListUsersRequest) { _users(params: $p) { users { id } } }",
         variables={"p": {"pagination": {"limit": "ten"}}},
     )
     assert result["data"] is None
@@ -331,7 +331,7 @@ async def test_int64_accepts_integers_and_decimal_strings() -> None:
 
     schema = build_schema({"_users": users})
     query = (
-        "query q($p: PaginatedRequest) { _users(params: $p) { pagination { limit page total } } }"
+        "query q($p: ListUsersRequest) { _users(params: $p) { pagination { limit page total } } }"
     )
     result = await run(schema, query, variables={"p": {"pagination": {"limit": "10", "page": 2}}})
     assert result == {
@@ -347,7 +347,7 @@ async def test_int64_refuses_what_is_not_a_64_bit_integer(bad: Any) -> None:
     schema = build_schema({"_users": echo("unused")})
     result = await run(
         schema,
-        "query q($p: PaginatedRequest) { _users(params: $p) { users { id } } }",
+        "query q($p: ListUsersRequest) { _users(params: $p) { users { id } } }",
         variables={"p": {"pagination": {"limit": bad}}},
     )
     assert result["data"] is None

@@ -1,0 +1,104 @@
+"""Authorizer's newest Python SDK, ``authorizer-py`` 0.3.0 (PyPI), against bastion.
+
+Every GraphQL document the SDK sends for a feature bastion has validates against
+bastion's schema (its newer input type names, the newer output fields); the documents
+of what bastion has not built yet, or leaves out of scope, are listed and still fail, so
+this test says when one starts to work. Then the SDK itself, unchanged, signs up, logs
+in, reads the profile and lists users as an admin over GraphQL (its default transport)
+and REST against a running server.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from authorizer import _dispatch as dispatch
+from authorizer import types as sdk
+from authorizer.admin_client import AuthorizerAdminClient
+from authorizer.client import AuthorizerClient
+from graphql import parse, validate
+
+from tests.dbfixtures import fresh_sqlite_url
+from tests.server.harness import ADMIN_SECRET, CLIENT_ID, ServerProcess, base_flags, running
+from transports.graphql.schema import build_schema
+
+#: Not built yet: Authorizer's newer MFA enrolment and passkeys (their own issues).
+NOT_YET = {
+    "skip_mfa_setup", "lock_mfa", "email_otp_mfa_setup", "sms_otp_mfa_setup",
+    "totp_mfa_setup", "webauthn_registration_options", "webauthn_registration_verify",
+    "webauthn_login_options", "webauthn_login_verify", "webauthn_delete_credential",
+    "webauthn_credentials",
+}  # fmt: skip
+#: Out of scope (architecture.md): organisations, clients, trusted issuers, SAML, SCIM.
+OUT_OF_SCOPE_WORDS = frozenset(
+    {"client", "clients", "trusted", "saml", "org", "organization", "organizations", "scim"}
+)
+
+DOCUMENTS = {
+    name: spec.gql_query
+    for table in (dispatch.PUBLIC, dispatch.ADMIN)
+    for name, spec in table.items()
+    if spec.gql_query
+}
+
+
+def _expected_to_work(name: str) -> bool:
+    return name not in NOT_YET and not OUT_OF_SCOPE_WORDS & set(name.split("_"))
+
+
+SCHEMA = build_schema({})
+
+
+@pytest.mark.parametrize("name", sorted(n for n in DOCUMENTS if _expected_to_work(n)))
+def test_the_sdks_document_validates(name: str) -> None:
+    assert validate(SCHEMA, parse(DOCUMENTS[name])) == []
+
+
+@pytest.mark.parametrize("name", sorted(n for n in DOCUMENTS if not _expected_to_work(n)))
+def test_what_is_not_built_is_still_refused(name: str) -> None:
+    assert validate(SCHEMA, parse(DOCUMENTS[name])) != []
+
+
+def test_the_documents_cover_the_features_bastion_has() -> None:
+    working = {n for n in DOCUMENTS if _expected_to_work(n)}
+    assert {"signup", "login", "verify_otp", "session", "users", "webhooks",
+            "email_templates", "verification_requests", "audit_logs"} <= working  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    tmp: Path = tmp_path_factory.mktemp("authorizer-py")
+    flags = [*base_flags("sqlite", fresh_sqlite_url(tmp)), "--app-cookie-secure=false"]
+    with running(flags, tmp) as srv:
+        yield srv
+
+
+@pytest.mark.parametrize("protocol", ["graphql", "rest"])
+def test_the_sdk_signs_up_logs_in_and_lists_users(server: ServerProcess, protocol: str) -> None:
+    email = f"sdk{uuid.uuid4().hex[:8]}@example.com"
+    headers = {"Origin": server.url}
+    client = AuthorizerClient(CLIENT_ID, server.url, extra_headers=headers, protocol=protocol)
+    try:
+        signed_up = client.signup(
+            sdk.SignUpRequest(password="Sdk!pass123", confirm_password="Sdk!pass123", email=email)
+        )
+        assert signed_up.access_token
+        assert signed_up.user is not None
+        assert signed_up.user.email == email
+        logged_in = client.login(sdk.LoginRequest(password="Sdk!pass123", email=email))
+        assert logged_in.access_token
+        profile = client.get_profile(headers={"Authorization": f"Bearer {logged_in.access_token}"})
+        assert profile.email == email
+    finally:
+        client.close()
+    admin = AuthorizerAdminClient(
+        server.url, ADMIN_SECRET, extra_headers=headers, protocol=protocol
+    )
+    try:
+        listed = admin.users(sdk.ListUsersRequest(query=email.split("@")[0]))
+        assert [u.email for u in listed.users] == [email]
+    finally:
+        admin.close()

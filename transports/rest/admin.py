@@ -132,8 +132,8 @@ def admin_routes(admin: Admin) -> list[Route]:
         post(
             "users",
             users.users,
-            "Users, newest first",
-            _object(pagination=_PAGINATION_IN),
+            "Users, newest first; query keeps those whose email or names contain it",
+            _object(pagination=_PAGINATION_IN, query=_S),
             _listing("users", _USER),
         ),
         post(

@@ -218,6 +218,5 @@ class Service:
                 "roles": list(s.roles),
                 "default_roles": list(s.default_roles),
                 "protected_roles": list(s.protected_roles),
-                "is_multi_factor_auth_service_enabled": s.enable_mfa,
             }
         )

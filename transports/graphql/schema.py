@@ -22,6 +22,7 @@ from typing import Any
 from graphql import (
     DocumentNode,
     GraphQLField,
+    GraphQLObjectType,
     GraphQLResolveInfo,
     GraphQLSchema,
     build_ast_schema,
@@ -99,6 +100,20 @@ def _root_fields(schema: GraphQLSchema) -> dict[str, GraphQLField]:
     return fields
 
 
+#: Fields of Authorizer's newer schema whose value the service already answers under
+#: another name (gRPC's messages have no such field): type, field -> the answer's key.
+DERIVED_FIELDS = {
+    ("AdminMeta", "is_multi_factor_auth_service_enabled"): "is_multi_factor_auth_enabled",
+}
+
+
+def _derived(key: str) -> Callable[..., Any]:
+    def resolve(root: Mapping[str, Any], _info: GraphQLResolveInfo[Any]) -> Any:
+        return root.get(key)
+
+    return resolve
+
+
 def build_schema(resolvers: Mapping[str, Resolver] | None = None) -> GraphQLSchema:
     """A fresh executable schema with ``resolvers`` bound to root fields by name.
 
@@ -122,4 +137,8 @@ def build_schema(resolvers: Mapping[str, Resolver] | None = None) -> GraphQLSche
             field.resolve = _bound(resolvers[name])
         else:
             field.resolve = _refusing(UNIMPLEMENTED_MESSAGE)
+    for (type_name, field_name), key in DERIVED_FIELDS.items():
+        type_ = schema.get_type(type_name)
+        assert isinstance(type_, GraphQLObjectType), type_name
+        type_.fields[field_name].resolve = _derived(key)
     return schema

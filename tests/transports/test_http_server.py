@@ -306,3 +306,13 @@ async def test_a_stop_finishes_requests_in_flight_and_refuses_new_connections() 
         assert status == 200
         assert json.loads(body)["path"] == "/slow"
         assert await closed(stream)
+
+
+async def test_the_status_line_carries_its_reason_phrase() -> None:
+    async with serving() as site:
+        stream, data = await site.connect(), b""
+        await stream.send_all(get("/"))
+        with trio.fail_after(2):
+            while b"\r\n" not in data:
+                data += await stream.receive_some(65536)
+        assert data.startswith(b"HTTP/1.1 200 OK\r\n")

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable, MutableMapping
+from http import HTTPStatus
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
@@ -112,7 +113,10 @@ class _Exchange:
                 headers.append((b"date", conn.date.now()))
             if conn.closing and b"connection" not in names:
                 headers.append((b"connection", b"close"))
-            await conn.write(h11.Response(status_code=message["status"], headers=headers))
+            status = message["status"]
+            await conn.write(
+                h11.Response(status_code=status, headers=headers, reason=_phrase(status))
+            )
         elif kind == "http.response.body":
             if not self.started:
                 raise RuntimeError("response body before its start")
@@ -144,6 +148,14 @@ class _Exchange:
             "server": server,
             "client": client,
         }
+
+
+def _phrase(status: int) -> bytes:
+    """The status line's reason phrase (clients ignore it; people reading a trace do not)."""
+    try:
+        return HTTPStatus(status).phrase.encode()
+    except ValueError:
+        return b""
 
 
 def _unquote(raw: bytes) -> str:

@@ -23,7 +23,6 @@ from storage.sql.schema import users
 
 __all__ = [
     "UserStatus",
-    "count",
     "delete",
     "email_taken",
     "end_sessions_marker",
@@ -171,10 +170,6 @@ def update(conn: sa.Connection, user: User) -> None:
 
 def delete(conn: sa.Connection, user_id: str) -> bool:
     return conn.execute(users.delete().where(users.c.id == user_id)).rowcount > 0
-
-
-def count(conn: sa.Connection) -> int:
-    return int(conn.execute(sa.select(sa.func.count()).select_from(users)).scalar_one())
 
 
 def list_page(

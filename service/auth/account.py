@@ -241,6 +241,8 @@ class AccountOperations(AuthParts):
         if app_data is not None:
             changes["app_data"] = app_data
         new_password = await self._password_change(request, user)
+        # _password_change checked old_password against the hash: proof enough, once.
+        password_proved = new_password is not None and user.password_hash is not None
         new_email = request.email
         new_phone = request.phone_number
         asks_mfa = (
@@ -260,7 +262,7 @@ class AccountOperations(AuthParts):
             new_phone and new_phone.strip() != (user.phone_number or "")
         )
         if new_identity:
-            await self._require_recent_proof(who, user, request)
+            await self._require_recent_proof(who, user, request, password_proved=password_proved)
         email_changed = False
         if new_email and normalise_email(new_email) != (user.email or ""):
             email = normalise_email(new_email)
@@ -295,10 +297,18 @@ class AccountOperations(AuthParts):
         return Reply(body, cookies)
 
     async def _require_recent_proof(
-        self, who: Authenticated, user: User, request: UpdateProfileRequest
+        self,
+        who: Authenticated,
+        user: User,
+        request: UpdateProfileRequest,
+        *,
+        password_proved: bool,
     ) -> None:
         """The email address and phone number recover the account: changing one needs a
-        sign-in (or second factor) within ``--recent-sign-in-seconds``, or the password."""
+        sign-in (or second factor) within ``--recent-sign-in-seconds``, or the password
+        (``password_proved``: this request's password change checked it already)."""
+        if password_proved:
+            return
         if self.clock.now() - who.auth_time <= self.settings.recent_sign_in_seconds:
             return
         if await has_fresh_factor(self.storage.memory, who.sid):

@@ -115,7 +115,7 @@ async def prepare_mfa_change(
     proof = None
     if change.needs_fresh_factor:
         memory = account.storage.memory
-        if await memory.get(_fresh_key(sid)) is None:
+        if not await has_fresh_factor(memory, sid):
             proof = await _factor_proof(
                 memory, user.id, authenticator, request.otp, account.clock.now()
             )

@@ -30,6 +30,7 @@ MAX_TUPLES = 100
 
 
 def optional_text(request: Mapping[str, Any], name: str) -> str:
+    """The engine's text fields: surrounding blanks dropped, absent is ``""``."""
     value = request.get(name)
     if value is None:
         return ""
@@ -98,17 +99,12 @@ def parse_tuples(raw: Any) -> list[TupleKey]:
     return keys
 
 
-def fga_text(wire_form: Mapping[str, Any], name: str) -> str:
-    """The engine's text fields: surrounding blanks dropped, absent is ``""``."""
-    return optional_text(wire_form, name)
-
-
 _TEXT = {"type": "string"}
 _TUPLES = {"type": "array", "items": {"type": "object"}}
 
 
 def text_field() -> Any:
-    return wire(read=fga_text, schema=_TEXT, default="")
+    return wire(read=optional_text, schema=_TEXT, default="")
 
 
 def raw_field(schema: dict[str, Any]) -> Any:

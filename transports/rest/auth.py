@@ -164,6 +164,8 @@ async def _form() -> dict[str, Any]:
 def register_oauth_views(app: QuartTrio, auth: AuthService, caller_context: Any) -> None:
     settings = auth.settings
     issuer = auth.policy.issuer
+    verify_email = bind(auth.verify_email)
+    undo_email_change = bind(auth.undo_email_change)
 
     def client_ok(form: dict[str, Any]) -> bool:
         return form.get("client_id") == settings.client_id
@@ -198,7 +200,7 @@ def register_oauth_views(app: QuartTrio, auth: AuthService, caller_context: Any)
             "scope": [s for s in arg("scope").replace(",", " ").split() if s],
         }
         try:
-            reply = await bind(auth.verify_email)(body, caller_context())
+            reply = await verify_email(body, caller_context())
         except errors.ClientError as error:
             location = add_query(target, [("error", error.message)])
             return Response("", status=307, headers={"Location": location})
@@ -230,7 +232,7 @@ def register_oauth_views(app: QuartTrio, auth: AuthService, caller_context: Any)
         token = (await _form()).get("token")
         wire = {"token": token if isinstance(token, str) else ""}
         try:
-            reply = await bind(auth.undo_email_change)(wire, caller_context())
+            reply = await undo_email_change(wire, caller_context())
         except errors.ClientError as error:
             body = f"<p>{html.escape(error.message)}</p>"
             return _page("The change was not undone", body, http_status(error))

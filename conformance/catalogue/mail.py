@@ -18,6 +18,7 @@ from conformance.outcome import Credentials, Outcome
 from conformance.scenario import Ctx, scenario
 
 NEW_PASSWORD = "Conf0rmance!reset"
+SIGNER_COOKIE = "bastion_signup"
 NO_SINK = (
     "no --mail-sink given: email rows need the deployment's --smtp-host/--smtp-port "
     "pointed at the suite's own sink"
@@ -63,9 +64,16 @@ def signup(ctx: Ctx) -> tuple[str, Outcome]:
     return email, outcome
 
 
-def verify(ctx: Ctx, token: str) -> dict[str, Any]:
+def signer(signed: Outcome) -> Credentials:
+    """The cookie a sign-up answer set for the caller that chose the password (bastion's
+    ``bastion_signup``): verifying with it keeps that password."""
+    value = signed.cookie(SIGNER_COOKIE)
+    return Credentials(cookies=((SIGNER_COOKIE, value),)) if value else Credentials()
+
+
+def verify(ctx: Ctx, token: str, credentials: Credentials | None = None) -> dict[str, Any]:
     """verify_email signs in: tokens and the session cookie."""
-    outcome = ctx.call("verify_email", {"token": token})
+    outcome = ctx.call("verify_email", {"token": token}, credentials or Credentials())
     body = ctx.expect_ok(outcome)
     ctx.expect(bool(body.get("access_token")), f"verify_email returned no access token: {body}")
     ctx.expect(
@@ -91,7 +99,8 @@ _BASIC = "is_basic_authentication_enabled"
 @scenario("mail.signup_verify_email", requires=needs_mail(*_VERIFICATION, _BASIC))
 def signup_verify_email(ctx: Ctx) -> None:
     """Sign-up mails a link and does not log in; a resend replaces the link (the old one
-    stops working); the new token verifies once and signs in."""
+    stops working); the new token verifies once and signs in; followed by the caller that
+    signed up (its signer cookie), the password chosen at sign-up stays."""
     email, signed = signup(ctx)
     ctx.expect(not signed.body.get("access_token"), "sign-up logged in although verification is on")
     early = login(ctx, email, PASSWORD)
@@ -103,11 +112,27 @@ def signup_verify_email(ctx: Ctx) -> None:
     ctx.expect_error(ctx.call("verify_email", {"token": first}), "invalid_argument")
     ctx.expect_error(ctx.call("verify_email", {"token": forged(token)}), "invalid_argument")
     ctx.expect_error(ctx.call("verify_email", {"token": ""}), "invalid_argument")
-    body = verify(ctx, token)
+    body = verify(ctx, token, signer(signed))
     profile = ctx.call("profile", credentials=Credentials(bearer=str(body["access_token"])))
     ctx.expect_ok(profile, email=email, email_verified=True)
     ctx.expect_error(ctx.call("verify_email", {"token": token}), "invalid_argument")
     ctx.expect_ok(login(ctx, email, PASSWORD))
+
+
+@scenario("mail.signup_verified_elsewhere", requires=needs_mail(*_VERIFICATION, _BASIC))
+def signup_verified_elsewhere(ctx: Ctx) -> None:
+    """A sign-up link followed by anyone but the caller that signed up proves the address,
+    not that its owner chose the password: the link signs in, the password chosen at
+    sign-up no longer does (a stranger may have signed up with the address); a reset
+    sets the owner's own."""
+    email, _ = signup(ctx)
+    body = verify(ctx, mailed_token(ctx, email, "basic_auth_signup"))
+    profile = ctx.call("profile", credentials=Credentials(bearer=str(body["access_token"])))
+    ctx.expect_ok(profile, email=email, email_verified=True)
+    ctx.expect_error(login(ctx, email, PASSWORD), "unauthenticated")
+    ctx.expect_ok(ctx.call("forgot_password", {"email": email}))
+    ctx.expect_ok(reset(ctx, mailed_token(ctx, email, "forgot_password"), NEW_PASSWORD))
+    ctx.expect_ok(login(ctx, email, NEW_PASSWORD))
 
 
 @scenario("mail.resend_verify_email", requires=needs_mail(*_VERIFICATION, _BASIC))

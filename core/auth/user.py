@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import enum
+import hashlib
 import re
 import unicodedata
 from collections.abc import Mapping
@@ -21,6 +22,7 @@ __all__ = [
     "SignupMethod",
     "User",
     "has_control_character",
+    "identifier_digest",
     "identity_lock_key",
     "identity_lock_keys",
     "is_valid_email",
@@ -92,6 +94,12 @@ def is_valid_phone_number(phone_number: str) -> bool:
     return len(phone_number.strip()) >= _MIN_PHONE_LENGTH and not has_control_character(
         phone_number
     )
+
+
+def identifier_digest(identifier: str) -> str:
+    """A short, stable digest of a normalised identifier: what a cookie names an account by,
+    so the cookie never carries the address itself."""
+    return hashlib.sha256(identifier.encode()).hexdigest()[:32]
 
 
 def identity_lock_key(*, email: str | None = None, phone_number: str | None = None) -> str:

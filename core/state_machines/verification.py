@@ -8,6 +8,10 @@ verify_email
      ``token_type`` = the request's identifier, not expired). Anything wrong is
      InvalidArgument "invalid verification token". Only links that prove an email address
      are accepted here (signup, magic link, email change); reset links are not.
+  1a. Proving an address that was never verified clears a password set before, unless
+     the link is a signup link followed from the browser that signed up (its signer
+     cookie, event ``signer``): otherwise a stranger who signed up with someone else's
+     address would keep a password into the owner's account.
   2. A revoked user gets FailedPrecondition "user access has been revoked".
   3. The email is marked verified (SQL first), the request deleted (single use), then tokens
      are issued with ``login_method`` ``magic_link_login`` for a magic link, ``basic_auth``
@@ -26,13 +30,20 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import hmac
 
 from core.auth.claims import DEFAULT_SCOPE, link_request
 from core.auth.emails import EmailEvent
 from core.auth.links import emailed_link
 from core.auth.responses import AuthResponse, MessageResponse
 from core.auth.roles import INVALID_ROLES, login_roles
-from core.auth.user import SignupMethod, User, is_valid_email, normalise_email
+from core.auth.user import (
+    SignupMethod,
+    User,
+    identifier_digest,
+    is_valid_email,
+    normalise_email,
+)
 from core.auth.verification import VerificationRequest
 from core.errors import FailedPrecondition, InvalidArgument
 from core.state_machines._machine import Effect, Event, Machine, Table, edge
@@ -107,6 +118,9 @@ class VerifyEmailRequested(Event):
     #: the browser variant (``GET /verify_email``) may carry roles and scope
     roles: tuple[str, ...] = ()
     scope: tuple[str, ...] = ()
+    #: the account digest (:func:`~core.auth.user.identifier_digest`) that the caller's
+    #: signer cookie names: this browser signed up for that account
+    signer: str | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -147,6 +161,7 @@ class VerificationContext:
     login_method: str = SignupMethod.BASIC_AUTH.value
     #: resend: which kind of pending link to replace
     identifier: EmailEvent | None = None
+    signer: str | None = None
 
 
 class VerificationMachine(Machine[State]):
@@ -162,6 +177,7 @@ class VerificationMachine(Machine[State]):
         self.ctx.requested_roles = event.roles
         self.ctx.scope = event.scope or DEFAULT_SCOPE
         self.ctx.oauth_state = event.state
+        self.ctx.signer = event.signer
         return [LoadVerificationRequest(token=event.token)], State.LOADING_REQUEST
 
     def _on_request_loaded(self, event: VerificationRequestLoaded) -> tuple[list[Effect], State]:
@@ -193,10 +209,10 @@ class VerificationMachine(Machine[State]):
         if not user.email_verified:
             now = self._env.now()
             user = dataclasses.replace(user, email_verified_at=now, updated_at=now)
-            if request.identifier == EmailEvent.MAGIC_LINK_LOGIN:
-                # The link proves the address; a password set before it was proven was
-                # chosen by whoever signed up with it, maybe not its owner: it goes (the
-                # owner sets one later by a reset).
+            if self._proves_a_strangers_password(request):
+                # The link proves the address, not that its owner chose the password set
+                # before: whoever signed up with it may be a stranger. The password goes
+                # (the owner sets one later by a reset).
                 user = dataclasses.replace(user, password_hash=None)
             effects.append(UpdateUser(user=user))
         self.ctx.user = user
@@ -212,6 +228,18 @@ class VerificationMachine(Machine[State]):
             )
         )
         return effects, State.ISSUING_TOKENS
+
+    def _proves_a_strangers_password(self, request: VerificationRequest) -> bool:
+        """Whether following this link would hand the address to a password its owner may
+        not have chosen: a magic link always (it proves the address to whoever asked for
+        it), a signup link unless the browser that signed up follows it. An email change
+        was asked for by the signed-in account holder, whose password it is."""
+        if request.identifier == EmailEvent.MAGIC_LINK_LOGIN:
+            return True
+        if request.identifier != EmailEvent.BASIC_AUTH_SIGNUP:
+            return False
+        signer = self.ctx.signer
+        return signer is None or not hmac.compare_digest(signer, identifier_digest(request.email))
 
     def _on_tokens(self, event: TokensIssued) -> tuple[list[Effect], State]:
         user, method = self._require(self.ctx.user), self.ctx.login_method

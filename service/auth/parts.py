@@ -22,7 +22,7 @@ from core.state_machines.effects import IssueTokens
 from core.state_machines.mfa_effects import MfaOutcome
 from service.auth.authenticators import AuthenticatorStore
 from service.auth.cookies import SessionCookies
-from service.auth.devices import DeviceCookies
+from service.auth.devices import AccountCookies
 from service.auth.issuer import CustomClaims, TokenIssuer
 from service.auth.sessions import Lifetimes, SessionStore
 from service.context import CallerContext
@@ -88,7 +88,8 @@ class AuthParts:
         self.env = FlowEnv(policy=self.policy, clock=self.clock, ids=self.ids)
         self.signer = TokenSigner(settings)
         self.cookies = SessionCookies(settings)
-        self.devices = DeviceCookies(settings)
+        self.devices = AccountCookies.devices(settings)
+        self.signers = AccountCookies.signers(settings)
         self.lifetimes = Lifetimes(
             session=SESSION_TTL,
             access=self.policy.access_token_ttl,

@@ -16,6 +16,7 @@ from typing import Any
 
 from core.auth import otp
 from core.auth.claims import TokenType
+from core.auth.responses import AuthResponse
 from core.auth.user import has_control_character, is_valid_email, normalise_email
 from core.errors import (
     ClientError,
@@ -147,7 +148,13 @@ class AuthService(AccountOperations):
             if run.taken == "phone_number":
                 raise InvalidArgument("user with given phone number already exists") from None
             raise
-        return self.reply(result, run)
+        reply = self.reply(result, run)
+        if request.email and isinstance(result, AuthResponse) and result.access_token is None:
+            # A verification is pending, and this browser chose the password: following
+            # the link from here keeps it (see the verification machine).
+            signer = self.signers.cookie(normalise_email(request.email))
+            reply = Reply(reply.body, (*reply.cookies, signer))
+        return reply
 
     def _throttle_keys(self, identifier: str, caller: CallerContext) -> tuple[str, str]:
         who = _digest(identifier)
@@ -275,6 +282,7 @@ class AuthService(AccountOperations):
             state=request.state,
             roles=request.roles,
             scope=request.scope,
+            signer=self.signers.account(caller),
         )
         run = FlowRun(self, caller)
         return self.reply(await run.run(VerificationMachine(self.env), event), run)

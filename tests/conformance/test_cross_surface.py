@@ -145,6 +145,7 @@ def test_whole_suite_destructive_on_sqlite_with_default_rate_limits(
 
 MAIL_ROWS = (
     "mail.signup_verify_email",
+    "mail.signup_verified_elsewhere",
     "mail.resend_verify_email",
     "mail.magic_link_login",
     "mail.forgot_reset_password",

@@ -16,7 +16,7 @@ import pytest
 from tests.mailsink import SpooledMailSink
 from tests.security.conftest import PASSWORD, flags_for
 from tests.server.harness import ServerProcess, free_port, running
-from tests.server.test_auth_flows import mail_flags, mails_to, token_in
+from tests.server.test_auth_flows import as_signer, mail_flags, mails_to, token_in
 
 NEW_PASSWORD = "Identity!pass2"
 STRANGER_PASSWORD = "Stranger!pass3"
@@ -64,20 +64,23 @@ def signup(http: httpx.Client, email: str, password: str = PASSWORD) -> httpx.Re
     return http.post("/v1/signup", json=body)
 
 
-def verified(site: Site, http: httpx.Client, email: str) -> None:
+def verified(site: Site, http: httpx.Client, email: str, signed_up: httpx.Response) -> None:
+    """Follow the sign-up link as the browser that signed up."""
     token = token_in(mails_to(site.sink, email)[-1])
-    assert http.post("/v1/verify_email", json={"token": token}).status_code == 200
+    answer = http.post("/v1/verify_email", json={"token": token}, headers=as_signer(signed_up))
+    assert answer.status_code == 200, answer.text
 
 
 def test_look_alike_addresses_are_one_account(site: Site) -> None:
     name, email = address()
     with site.http() as http:
-        assert signup(http, email).status_code == 200
+        signed_up = signup(http, email)
+        assert signed_up.status_code == 200
         for twin in (f"{name}@\uff58.io", f"{name}@x.io.", f"{name.upper()}@X.IO"):
             again = signup(http, twin)
             assert again.status_code == 400, (twin, again.text)
             assert again.json()["message"] == "user with given email already exists"
-        verified(site, http, email)
+        verified(site, http, email, signed_up)
         login = http.post("/v1/login", json={"email": f"{name}@\uff58.io.", "password": PASSWORD})
     assert login.status_code == 200, login.text
     assert login.json()["user"]["email"] == email
@@ -115,11 +118,39 @@ def test_a_strangers_password_does_not_survive_the_owners_magic_link(site: Site)
     assert "access_token" not in refused.text
 
 
+def test_a_strangers_password_does_not_survive_the_owners_signup_link(site: Site) -> None:
+    _, email = address()
+    with site.http() as stranger:
+        assert signup(stranger, email, STRANGER_PASSWORD).status_code == 200
+    # The owner, mailed a link for an account it never made, follows it from a browser
+    # with no signer cookie for it (here: one for another account).
+    link = token_in(mails_to(site.sink, email)[-1])
+    _, other = address()
+    with site.http() as elsewhere:
+        decoy = signup(elsewhere, other, STRANGER_PASSWORD)
+        signed_in = elsewhere.post(
+            "/v1/verify_email", json={"token": link}, headers=as_signer(decoy)
+        )
+        assert signed_in.status_code == 200, signed_in.text
+        assert signed_in.json()["user"]["email_verified"] is True
+    with site.http() as http:
+        refused = http.post("/v1/login", json={"email": email, "password": STRANGER_PASSWORD})
+        assert refused.status_code == 401, refused.text
+        # The owner sets its own password by a reset.
+        assert http.post("/v1/forgot_password", json={"email": email}).status_code == 200
+        reset = token_in(mails_to(site.sink, email, 2)[-1])
+        body = {"token": reset, "password": NEW_PASSWORD, "confirm_password": NEW_PASSWORD}
+        assert http.post("/v1/reset_password", json=body).status_code == 200
+        owner = http.post("/v1/login", json={"email": email, "password": NEW_PASSWORD})
+    assert owner.status_code == 200, owner.text
+
+
 def test_a_magic_link_dies_with_a_password_reset(site: Site) -> None:
     _, email = address()
     with site.http() as http:
-        assert signup(http, email).status_code == 200
-        verified(site, http, email)
+        signed_up = signup(http, email)
+        assert signed_up.status_code == 200
+        verified(site, http, email, signed_up)
         assert http.post("/v1/magic_link_login", json={"email": email}).status_code == 200
         magic = token_in(mails_to(site.sink, email, 2)[-1])
         assert http.post("/v1/forgot_password", json={"email": email}).status_code == 200

@@ -143,12 +143,18 @@ def bearer(token: str) -> dict[str, str]:
     return {"authorization": f"Bearer {token}"}
 
 
-def session_cookie(response: httpx.Response) -> str:
+def session_cookie(response: httpx.Response, name: str = "cookie_session") -> str:
     for header in response.headers.get_list("set-cookie"):
-        name, _, rest = header.partition("=")
-        if name == "cookie_session":
+        found, _, rest = header.partition("=")
+        if found == name:
             return rest.split(";", 1)[0]
-    raise AssertionError(f"no cookie_session in {response.headers.get_list('set-cookie')}")
+    raise AssertionError(f"no {name} in {response.headers.get_list('set-cookie')}")
+
+
+def as_signer(signed_up: httpx.Response) -> dict[str, str]:
+    """Headers that present the signer cookie a sign-up answer set: the browser that chose
+    the password follows its verification link (and keeps that password)."""
+    return {"cookie": f"bastion_signup={session_cookie(signed_up, 'bastion_signup')}"}
 
 
 def with_cookie(value: str) -> dict[str, str]:
@@ -605,7 +611,7 @@ def test_email_verification_gates_login_until_the_mailed_token(
     stale = verify.post("/v1/verify_email", json={"token": old_token})
     assert stale.status_code == 400
     assert stale.json()["message"] == "invalid verification token"
-    done = verify.post("/v1/verify_email", json={"token": new_token})
+    done = verify.post("/v1/verify_email", json={"token": new_token}, headers=as_signer(created))
     assert done.status_code == 200, done.text
     assert done.json()["message"] == "Email verified successfully."
     assert "SameSite=Lax" in done.headers.get_list("set-cookie")[0]

@@ -7,6 +7,7 @@ import pytest
 from core.auth.claims import DEFAULT_SCOPE
 from core.auth.emails import EmailEvent
 from core.auth.responses import AuthResponse, MessageResponse
+from core.auth.user import User, identifier_digest
 from core.errors import FailedPrecondition, InvalidArgument
 from core.state_machines.effects import (
     AuditAction,
@@ -55,11 +56,12 @@ LOADED = VerificationRequestLoaded(request=SIGNUP_ROW, claims=link_claims(SIGNUP
 
 
 def test_verify_email_happy_path_completes_a_signup() -> None:
+    """Followed by the browser that signed up (its signer cookie): the password stays."""
     machine, pending, issued = VerificationMachine(env()), user(email_verified_at=None), tokens()
     verified = user(email_verified_at=NOW, updated_at=NOW)
     steps = drive(
         machine,
-        VerifyEmailRequested(token="link.jwt"),
+        VerifyEmailRequested(token="link.jwt", signer=identifier_digest(EMAIL)),
         LOADED,
         UserLoaded(user=pending),
         TokensIssued(tokens=issued),
@@ -96,6 +98,47 @@ def test_verify_email_happy_path_completes_a_signup() -> None:
         ],
     ]
     assert machine.state is State.DONE
+
+
+def verified_user(event: VerifyEmailRequested, loaded: VerificationRequestLoaded) -> User:
+    """What the flow writes for an unverified user with a password who follows the link."""
+    steps = drive(
+        VerificationMachine(env()),
+        event,
+        loaded,
+        UserLoaded(user=user(email_verified_at=None)),
+    )
+    (update,) = [e for e in steps[-1] if isinstance(e, UpdateUser)]
+    return update.user
+
+
+@pytest.mark.parametrize(
+    "signer",
+    [None, identifier_digest("someone-else@example.com"), "not-a-digest"],
+    ids=["no signer cookie", "another account's signer", "garbage"],
+)
+def test_a_signup_link_followed_elsewhere_clears_the_password(signer: str | None) -> None:
+    """Proving the address from anywhere but the signing-up browser does not prove its
+    owner chose the password: a stranger may have signed up with it."""
+    event = VerifyEmailRequested(token="link.jwt", signer=signer)
+    written = verified_user(event, LOADED)
+    assert written.email_verified_at == NOW
+    assert written.password_hash is None
+
+
+def test_an_email_change_link_keeps_the_password() -> None:
+    """The signed-in holder asked for the change: the password is theirs."""
+    row = request_row(EmailEvent.UPDATE_EMAIL)
+    loaded = VerificationRequestLoaded(request=row, claims=link_claims(row))
+    written = verified_user(VerifyEmailRequested(token="link.jwt"), loaded)
+    assert written.password_hash == "$argon2id$stored"
+
+
+def test_a_magic_link_clears_the_password_even_from_the_signer() -> None:
+    row = request_row(EmailEvent.MAGIC_LINK_LOGIN)
+    loaded = VerificationRequestLoaded(request=row, claims=link_claims(row))
+    event = VerifyEmailRequested(token="link.jwt", signer=identifier_digest(EMAIL))
+    assert verified_user(event, loaded).password_hash is None
 
 
 def test_magic_link_logs_in_with_its_own_method_and_skips_the_update() -> None:

@@ -97,7 +97,10 @@ class Runtime:
                 fail_closed=settings.rate_limit_fail_closed,
                 metrics=metrics,
             ),
-            outbox=OutboxWorker(storage.db, _outbox_handlers(settings, storage)),
+            outbox=OutboxWorker(
+                storage.db,
+                {**_outbox_handlers(settings, storage), **auth.mailed_links.handlers()},
+            ),
             fga=fga,
             admin=Admin.build(service, settings, storage, auth),
             auth=auth,

@@ -11,6 +11,7 @@ deactivate, validation) live in :mod:`service.auth.account`, mixed in here.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 from typing import Any
 
@@ -26,7 +27,6 @@ from core.errors import (
 )
 from core.state_machines import (
     LoginMachine,
-    MagicLinkMachine,
     PasswordResetMachine,
     SessionMachine,
     SignupMachine,
@@ -53,6 +53,7 @@ from core.state_machines.verification import ResendVerifyEmailRequested, VerifyE
 from service.auth.account import AccountOperations
 from service.auth.driver import FlowRun
 from service.auth.email_undo import undo_email_change
+from service.auth.mailed_links import Flow, MailedLinks
 from service.auth.mfa_selfservice import mark_fresh_factor
 from service.auth.requests import (
     ForgotPasswordRequest,
@@ -93,6 +94,10 @@ def _digest(value: str) -> str:
 
 class AuthService(AccountOperations):
     # -- shared helpers -----------------------------------------------------------------------
+
+    @functools.cached_property
+    def mailed_links(self) -> MailedLinks:
+        return MailedLinks(self)
 
     def redirect_uri(self, uri: str | None) -> str | None:
         """A request's ``redirect_uri`` if our origin rules allow it (same origin as
@@ -270,8 +275,7 @@ class AuthService(AccountOperations):
             state=request.state,
             redirect_uri=self.redirect_uri(request.redirect_uri),
         )
-        run = FlowRun(self, caller)
-        return self.reply(await run.run(MagicLinkMachine(self.env), event), run)
+        return await self.mailed_links.answer(Flow.MAGIC_LINK_LOGIN, event, caller)
 
     async def verify_email(self, request: VerifyEmailRequest, caller: CallerContext) -> Reply:
         token = request.token
@@ -296,8 +300,7 @@ class AuthService(AccountOperations):
             identifier=request.identifier,
             state=request.state,
         )
-        run = FlowRun(self, caller)
-        return self.reply(await run.run(VerificationMachine(self.env), event), run)
+        return await self.mailed_links.answer(Flow.RESEND_VERIFY_EMAIL, event, caller)
 
     async def forgot_password(self, request: ForgotPasswordRequest, caller: CallerContext) -> Reply:
         event = ForgotPasswordRequested(
@@ -309,10 +312,11 @@ class AuthService(AccountOperations):
         phone = (event.phone_number or "").strip()
         if phone and not (event.email or "").strip() and self.policy.sms_enabled:
             await self._throttle_reset_texts(phone)
-        else:
-            await self._throttle_mails(event.email or "")
-        run = FlowRun(self, caller)
-        return self.reply(await run.run(PasswordResetMachine(self.env), event), run)
+            # By phone the answer carries the challenge cookie: the flow runs now.
+            run = FlowRun(self, caller)
+            return self.reply(await run.run(PasswordResetMachine(self.env), event), run)
+        await self._throttle_mails(event.email or "")
+        return await self.mailed_links.answer(Flow.FORGOT_PASSWORD, event, caller)
 
     async def _throttle_reset_texts(self, phone: str) -> None:
         """One reset code per number every ``RESEND_INTERVAL`` s, for known and unknown

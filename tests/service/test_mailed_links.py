@@ -1,0 +1,158 @@
+"""Requests that mail a link do the same work for every address (second security battery):
+the answer comes before anything that depends on the account, which runs from the outbox.
+
+Timing cannot be asserted in a test; what makes it equal can: before the outbox runs, a
+known and an unknown address leave exactly the same trace (one queued item each, no link
+stored, no mail queued) and get byte-identical answers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+import trio
+
+from core.errors import InvalidArgument
+from core.settings import settings_from_flags
+from service.auth.requests import (
+    ForgotPasswordRequest,
+    MagicLinkLoginRequest,
+    ResendVerifyEmailRequest,
+    SignupRequest,
+)
+from service.context import CallerContext, Protocol, Reply
+from service.metrics import Metrics
+from service.runtime import Runtime
+from storage import StorageConfig, open_storage
+from storage.sql.schema import outbox, users, verification_requests
+from tests.dbfixtures import fresh_postgres_url, fresh_sqlite_url
+
+PASSWORD = "Mailed!links1"
+CALLER = CallerContext(protocol=Protocol.REST, client_ip="192.0.2.7", user_agent="test")
+
+
+@dataclass
+class Site:
+    runtime: Runtime
+
+    async def rows(self, table: sa.Table) -> list[Any]:
+        return await self.runtime.storage.db.run(lambda c: c.execute(sa.select(table)).all())
+
+    async def links(self, identifier: str) -> list[Any]:
+        return [r for r in await self.rows(verification_requests) if r.identifier == identifier]
+
+    async def queued(self) -> list[str]:
+        return sorted(row.kind for row in await self.rows(outbox))
+
+    async def drain(self) -> None:
+        """Run the outbox until it has nothing due (mail has nowhere to go: it stays)."""
+        await self.runtime.outbox.run_once()
+
+    async def clear_outbox(self) -> None:
+        await self.runtime.storage.db.run(lambda c: c.execute(outbox.delete()), write=True)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def site(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Site]:
+    if request.param == "sqlite":
+        url = fresh_sqlite_url(tmp_path)
+    else:
+        url = await trio.to_thread.run_sync(fresh_postgres_url, "mailed")
+    settings = settings_from_flags(
+        {
+            "admin-secret": "a",
+            "client-id": "client-1",
+            "client-secret": "client-secret-1",
+            "database-type": request.param,
+            "database-url": url,
+            "jwt-type": "HS256",
+            "jwt-secret": "jwt-secret-of-some-length",
+            "url": "http://127.0.0.1:9",
+            # Mail goes nowhere (nothing listens on port 9); the outbox only queues it.
+            "smtp-host": "127.0.0.1",
+            "smtp-port": "9",
+            "smtp-sender-email": "bastion@example.com",
+            "enable-magic-link-login": "true",
+            "enable-email-verification": "true",
+        }
+    )
+    config = StorageConfig(database_type=request.param, database_url=url)
+    async with open_storage(config) as storage:
+        yield Site(Runtime.build(settings, storage, Metrics()))
+
+
+async def known_address(site: Site) -> str:
+    email = "known@example.com"
+    signup = SignupRequest(email=email, password=PASSWORD, confirm_password=PASSWORD)
+    await site.runtime.auth.signup(signup, CALLER)
+    await site.clear_outbox()
+    return email
+
+
+def same_answer(one: Reply, other: Reply) -> None:
+    assert one.body == other.body
+    assert one.cookies == other.cookies
+
+
+async def test_forgot_password_answers_before_it_looks_the_address_up(site: Site) -> None:
+    known = await known_address(site)
+    auth = site.runtime.auth
+    for_known = await auth.forgot_password(ForgotPasswordRequest(email=known), CALLER)
+    assert await site.queued() == ["mailed_link"]
+    assert await site.links("forgot_password") == []
+    await site.clear_outbox()
+    unknown = ForgotPasswordRequest(email="nobody@example.com")
+    same_answer(for_known, await auth.forgot_password(unknown, CALLER))
+    assert await site.queued() == ["mailed_link"]
+    # The queued flows run: the known address gets its link, the unknown one nothing.
+    await site.drain()
+    assert await site.queued() == []
+    await site.clear_outbox()
+    await auth.forgot_password(ForgotPasswordRequest(email=known), CALLER)
+    await site.drain()
+    (stored,) = await site.links("forgot_password")
+    assert stored.email == known
+    assert await site.queued() == ["mail"]
+
+
+async def test_resend_verify_email_answers_alike_and_sends_from_the_outbox(site: Site) -> None:
+    known = await known_address(site)
+    auth = site.runtime.auth
+    asks = [
+        ResendVerifyEmailRequest(email=address, identifier="basic_auth_signup")
+        for address in (known, "nobody@example.com")
+    ]
+    answers = [await auth.resend_verify_email(ask, CALLER) for ask in asks]
+    same_answer(*answers)
+    assert await site.queued() == ["mailed_link", "mailed_link"]
+    await site.drain()
+    # Only the pending sign-up was mailed again.
+    assert await site.queued() == ["mail"]
+
+
+async def test_magic_link_for_a_new_address_makes_the_account_only_from_the_outbox(
+    site: Site,
+) -> None:
+    known = await known_address(site)
+    auth = site.runtime.auth
+    new = "new@example.com"
+    answers = [
+        await auth.magic_link_login(MagicLinkLoginRequest(email=address), CALLER)
+        for address in (known, new)
+    ]
+    same_answer(*answers)
+    assert [row.email for row in await site.rows(users)] == [known]
+    await site.drain()
+    assert sorted(row.email for row in await site.rows(users)) == [known, new]
+    assert await site.queued() == ["mail", "mail"]
+
+
+async def test_refusals_that_hold_for_every_address_come_at_once(site: Site) -> None:
+    with pytest.raises(InvalidArgument):
+        await site.runtime.auth.forgot_password(ForgotPasswordRequest(email="not-an-email"), CALLER)
+    assert await site.queued() == []

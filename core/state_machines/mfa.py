@@ -446,12 +446,15 @@ class MfaMachine(Machine[State]):
                 resource_id=challenge.user_id,
                 metadata={"method": challenge.method.value, "reason": "guess budget"},
             )
+            announce = RecordMfaOutcome(
+                user_id=challenge.user_id, method=challenge.method, outcome=MfaOutcome.LOCKED
+            )
             refusal = Fail(
                 error=ResourceExhausted,
                 message=TOO_MANY_CODES,
                 retry_after=otp.USER_GUESS_WINDOW,
             )
-            return [locked, refusal], State.FAILED
+            return [locked, announce, refusal], State.FAILED
         if event.attempts > otp.MAX_ATTEMPTS:
             fail, state = self._fail(Unauthenticated, INVALID_SESSION)
             return [DropChallenge(challenge_id=challenge.id), *fail], state

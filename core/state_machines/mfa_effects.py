@@ -255,12 +255,15 @@ class MfaOutcome(enum.StrEnum):
     ISSUED = "issued"
     PASSED = "passed"
     FAILED = "failed"
+    #: the user's second-factor guess budget ran out (announced once per window)
+    LOCKED = "locked"
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class RecordMfaOutcome(Effect):
-    """A challenge was issued, passed or failed: counted (a metric, never labelled by user)
-    and announced to the webhooks registered for the ``user.mfa_*`` event."""
+    """A challenge was issued, passed or failed, or the user's guess budget ran out:
+    counted (a metric, never labelled by user) and announced to the webhooks registered for
+    the ``user.mfa_*`` event."""
 
     user_id: str
     method: Method

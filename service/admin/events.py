@@ -18,6 +18,7 @@ WEBHOOK_EVENTS: Final[tuple[str, ...]] = (
     "user.mfa_challenge_issued",
     "user.mfa_passed",
     "user.mfa_failed",
+    "user.mfa_locked",
     "user.mfa_reset",
 )
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
+from core.auth import otp
 from core.auth.claims import verification_token_claims
 from core.auth.mfa import Method
 from core.auth.user import User
@@ -72,6 +73,7 @@ from core.state_machines.login import State as LoginState
 from core.state_machines.mfa import ChallengeRequested, MfaMachine
 from core.state_machines.mfa_effects import (
     ClearMfaCookie,
+    MfaOutcome,
     RecordMfaOutcome,
     SendSms,
     SetMfaCookie,
@@ -384,6 +386,10 @@ class FlowRun:
         elif isinstance(effect, ClearMfaCookie):
             self.cookies.extend(auth.cookies.clear_mfa())
         elif isinstance(effect, RecordMfaOutcome):
+            if effect.outcome is MfaOutcome.LOCKED and not await auth.storage.memory.set_if_absent(
+                f"mfa:locked_notice:{effect.user_id}", b"1", ttl=otp.USER_GUESS_WINDOW
+            ):
+                return  # this lock was announced already
             auth.record_mfa_outcome(effect.method, effect.outcome)
             if await auth.storage.webhook_listeners.listening(MFA_WEBHOOK_EVENTS[effect.outcome]):
                 self._sql.append(

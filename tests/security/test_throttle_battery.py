@@ -23,6 +23,7 @@ from conformance.surfaces import GraphQLSurface, GrpcSurface, RestSurface
 from conformance.surfaces.base import Surface
 from tests.security.conftest import PASSWORD, flags_for
 from tests.server.harness import ADMIN_SECRET, CLIENT_ID, ServerProcess, running
+from tests.webhook_receiver import Receiver
 
 TOTP_STEP = 30
 
@@ -51,6 +52,7 @@ def throttled(
         "--enable-mfa",
         "--enable-totp-login",
         "--enforce-mfa=false",
+        "--webhook-allow-private-targets",
     )
     with running(flags, tmp) as server:
         yield Throttled(server)
@@ -162,6 +164,47 @@ def test_codes_are_checked_at_most_ten_times_across_challenges(throttled: Thrott
         )
     assert late.status_code == 429, late.text
     assert int(late.headers["retry-after"]) > 0
+
+
+def test_a_spent_guess_budget_is_announced_once(throttled: Throttled) -> None:
+    """``user.mfa_locked`` goes out when the budget runs out, not for every code refused
+    after it (an audit row records each)."""
+    admin = {"x-service-admin-secret": ADMIN_SECRET}
+    hooks = Receiver()
+    with hooks.running(), throttled.http(source()) as http:
+        for event in ("user.mfa_locked", "user.login"):
+            body = {"event_name": event, "endpoint": hooks.url, "enabled": True}
+            added = http.post("/v1/admin/add_webhook", json=body, headers=admin)
+            assert added.status_code == 200, added.text
+        listed = http.post("/v1/admin/webhooks", json={}, headers=admin).json()["webhooks"]
+        ids = [w["id"] for w in listed if w["endpoint"] == hooks.url]
+        try:
+            email, _ = signup(http, is_multi_factor_auth_enabled=True)
+            refused = Counter[int]()
+            for _ in range(4):
+                login = http.post("/v1/login", json={"email": email, "password": PASSWORD})
+                mfa = login.cookies.get("mfa") or ""
+                for _ in range(5):
+                    wrong = http.post(
+                        "/v1/verify_otp",
+                        json={"email": email, "otp": "000000", "is_totp": True},
+                        headers={"cookie": f"mfa={mfa}"},
+                    )
+                    refused[wrong.status_code] += 1
+            assert refused[429] >= 5, refused
+            # A later event: once it arrived, everything queued before it had its turn.
+            sentinel, _ = signup(http)
+            assert http.post("/v1/login", json={"email": sentinel, "password": PASSWORD}).is_success
+            seen: list[dict[str, object]] = []
+            while not any(e["event_name"] == "user.login" for e in seen):
+                seen = [r.json for r in hooks.wait_for(len(seen) + 1)]
+        finally:
+            for webhook_id in ids:
+                http.post("/v1/admin/delete_webhook", json={"id": webhook_id}, headers=admin)
+    locked = [e for e in seen if e["event_name"] == "user.mfa_locked"]
+    assert len(locked) == 1, seen
+    assert locked[0]["user"]["email"] == email  # type: ignore[index]
+    assert locked[0]["auth_recipe"] == "totp"
 
 
 # -- 3. the login throttle under parallel guesses ----------------------------------------------

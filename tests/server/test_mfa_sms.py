@@ -16,6 +16,7 @@ import secrets
 import sqlite3
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -237,6 +238,22 @@ def test_wrong_codes_get_one_message_and_exhaust_the_challenge(
     dead = verify(client, phone, code, cookie)  # the fifth wrong code killed the challenge
     assert dead.status_code == 401
     assert dead.json()["message"] == "invalid session"
+
+
+def test_text_codes_spend_the_users_one_guess_budget(env: Env, client: httpx.Client) -> None:
+    """Across challenges, at most 10 wrong codes are compared per window; then even the
+    right code of a new challenge waits (429), as for authenticator codes."""
+    phone = mfa_phone_user(client)
+    answers: Counter[int] = Counter()
+    for _ in range(3):
+        cookie, code = challenged(client, env.fake, phone)
+        for _ in range(5):
+            answers[verify(client, phone, other_code(code), cookie).status_code] += 1
+    assert answers == {400: 10, 429: 5}, answers
+    cookie, code = challenged(client, env.fake, phone)
+    late = verify(client, phone, code, cookie)
+    assert late.status_code == 429, late.text
+    assert int(late.headers["retry-after"]) > 0
 
 
 def test_an_expired_code_is_refused(env: Env, client: httpx.Client) -> None:

@@ -98,6 +98,7 @@ def parse_args(argv: list[str]) -> Settings:
     settings = settings_from_flags(read_flags(argv))
     _check_jwt_keys(settings)
     _check_grpc_tls(settings)
+    _check_http_tls(settings)
     return settings
 
 
@@ -255,14 +256,28 @@ def _check_grpc_tls(settings: Settings) -> None:
     """The gRPC TLS files must be readable, parse, and belong together."""
     if not (settings.enable_grpc and settings.grpc_tls_cert):
         return
-    cert_path, key_path = settings.grpc_tls_cert, settings.grpc_tls_key
+    _matching_pair(
+        settings.grpc_tls_cert, "--grpc-tls-cert", settings.grpc_tls_key, "--grpc-tls-key"
+    )
+
+
+def _check_http_tls(settings: Settings) -> None:
+    """The HTTP listener's TLS files: readable, parsed, and a pair."""
+    if not settings.tls_cert_file:
+        return
+    _matching_pair(
+        settings.tls_cert_file, "--tls-cert-file", settings.tls_key_file, "--tls-key-file"
+    )
+
+
+def _matching_pair(cert_path: str, cert_flag: str, key_path: str, key_flag: str) -> None:
     try:
-        certificates = x509.load_pem_x509_certificates(_read_file(cert_path, "--grpc-tls-cert"))
+        certificates = x509.load_pem_x509_certificates(_read_file(cert_path, cert_flag))
     except ValueError:
-        raise ConfigError(f"--grpc-tls-cert {cert_path!r} holds no PEM certificate") from None
-    key = _load_private_key(_read_file(key_path, "--grpc-tls-key"), "--grpc-tls-key")
+        raise ConfigError(f"{cert_flag} {cert_path!r} holds no PEM certificate") from None
+    key = _load_private_key(_read_file(key_path, key_flag), key_flag)
     if _spki(certificates[0].public_key()) != _spki(key.public_key()):
-        raise ConfigError("--grpc-tls-key does not match the certificate of --grpc-tls-cert")
+        raise ConfigError(f"{key_flag} does not match the certificate of {cert_flag}")
 
 
 def _read_file(path: str, option: str) -> bytes:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import signal
 import socket
+import ssl
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -80,7 +81,7 @@ async def _http_listener(
     ``inherited_fd``: a listening socket the ``--workers`` parent bound and handed down."""
     if settings.http_server == "hypercorn":
         try:
-            config, sockets = _hypercorn_config(host, port)
+            config, sockets = _hypercorn_config(host, port, settings)
         except OSError as exc:
             raise _cannot_listen(host, port, flag, exc) from None
         wrapped = wrap_app(shield_server_send(app), MAX_BODY_BYTES, "asgi")
@@ -113,11 +114,24 @@ async def _http_listener(
     else:
         inherited = socket.socket(fileno=inherited_fd)
         listeners = [trio.SocketListener(trio.socket.from_stdlib_socket(inherited))]
-    return partial(HttpServer(app, limits).serve, listeners)
+    return partial(HttpServer(app, limits, tls=_tls_context(settings)).serve, listeners)
 
 
-def _hypercorn_config(host: str, port: int) -> tuple[HypercornConfig, Sockets]:
+def _tls_context(settings: Settings) -> ssl.SSLContext | None:
+    """HTTPS on the HTTP listener (``--tls-cert-file``): TLS 1.2 or later, HTTP/1.1."""
+    if not settings.tls_cert_file:
+        return None
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.load_cert_chain(settings.tls_cert_file, settings.tls_key_file)
+    context.set_alpn_protocols(["http/1.1"])
+    return context
+
+
+def _hypercorn_config(host: str, port: int, settings: Settings) -> tuple[HypercornConfig, Sockets]:
     config = HypercornConfig()
+    if settings.tls_cert_file:
+        config.certfile, config.keyfile = settings.tls_cert_file, settings.tls_key_file
     config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
     config.graceful_timeout = GRACE_SECONDS
     config.keep_alive_timeout = KEEP_ALIVE_SECONDS
@@ -126,7 +140,7 @@ def _hypercorn_config(host: str, port: int) -> tuple[HypercornConfig, Sockets]:
     config.h11_max_incomplete_size = 64 * 1024
     config.wsgi_max_body_size = MAX_BODY_BYTES
     sockets = config.create_sockets()
-    for sock in sockets.insecure_sockets:
+    for sock in (*sockets.insecure_sockets, *sockets.secure_sockets):
         sock.listen(config.backlog)
     return config, sockets
 

@@ -66,6 +66,10 @@ class Settings:
     enable_grpc: bool = flag_field(True, _S, "Serve gRPC, and the REST gateway with it.")
     grpc_port: int = flag_field(9091, _S, "gRPC port; 0 = any free port.")
     enable_grpc_reflection: bool = flag_field(True, _S, "Serve gRPC server reflection.")
+    tls_cert_file: str = flag_field(
+        "", _S, "PEM certificate chain file: the HTTP listener serves HTTPS (with --tls-key-file)."
+    )
+    tls_key_file: str = flag_field("", _S, "PEM private key file of --tls-cert-file.")
     grpc_tls_cert: str = flag_field(
         "", _S, "PEM certificate file for gRPC TLS (with --grpc-tls-key)."
     )

@@ -285,6 +285,8 @@ def _check_security(s: Settings) -> None:
             f"--rate-limit-burst must be at least 1 when rate limiting is on, "
             f"got {s.rate_limit_burst}"
         )
+    if bool(s.tls_cert_file) != bool(s.tls_key_file):
+        raise ConfigError("--tls-cert-file and --tls-key-file must be given together")
     if bool(s.grpc_tls_cert) != bool(s.grpc_tls_key):
         raise ConfigError("--grpc-tls-cert and --grpc-tls-key must be given together")
     if s.cookie_domain and not _COOKIE_DOMAIN.fullmatch(s.cookie_domain):

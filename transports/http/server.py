@@ -11,12 +11,16 @@ connections are served at once; more wait in the listen backlog.
 
 Stopping (:meth:`HttpServer.serve`'s ``stop``) closes the listeners at once, lets requests
 in flight finish within ``shutdown_timeout`` and closes idle connections.
+
+With an ``ssl.SSLContext`` every connection is TLS (``trio.SSLStream``): the handshake
+has the request head's time limit, and the application sees the ``https`` scheme.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import ssl
 from collections.abc import Awaitable, Callable, MutableMapping
 from http import HTTPStatus
 from typing import Any
@@ -171,9 +175,17 @@ def _address(sockname: Any) -> tuple[str, int] | None:
 class HttpServer:
     """Serve ``app`` on trio socket listeners until ``stop`` is set."""
 
-    def __init__(self, app: ASGIApp, limits: ServerLimits | None = None) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        limits: ServerLimits | None = None,
+        *,
+        tls: ssl.SSLContext | None = None,
+    ) -> None:
         self.app = app
         self.limits = limits or ServerLimits()
+        self.tls = tls
+        self._scheme = "https" if tls is not None else "http"
         self._date = HttpDate()
         self._slots = trio.Semaphore(self.limits.max_connections)
         self._connections: set[Connection] = set()
@@ -188,7 +200,7 @@ class HttpServer:
         *,
         task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED,
     ) -> None:
-        """Serve until ``stop``; reports ``http://host:port`` of the first listener."""
+        """Serve until ``stop``; reports ``http(s)://host:port`` of the first listener."""
         async with trio.open_nursery() as lifespan:
             shutdown = trio.Event()
             await lifespan.start(self._lifespan, shutdown)
@@ -196,7 +208,7 @@ class HttpServer:
                 async with trio.open_nursery() as accepting:
                     for listener in listeners:
                         accepting.start_soon(self._accept, listener, connections)
-                    task_status.started(bound_address(listeners))
+                    task_status.started(bound_address(listeners, self._scheme))
                     await stop.wait()
                     accepting.cancel_scope.cancel()
                 for listener in listeners:
@@ -258,21 +270,27 @@ class HttpServer:
             connections.start_soon(self._connection, stream)
 
     async def _connection(self, stream: trio.SocketStream) -> None:
-        conn = Connection(stream, self.limits, self._date)
+        wire: trio.abc.Stream = stream
+        if self.tls is not None:
+            wire = trio.SSLStream(stream, self.tls, server_side=True, https_compatible=True)
+        conn = Connection(wire, self.limits, self._date)
         self._connections.add(conn)
         try:
             sock = stream.socket
             server, client = _address(sock.getsockname()), _address(sock.getpeername())
+            if isinstance(wire, trio.SSLStream):
+                with trio.fail_after(self.limits.header_timeout):
+                    await wire.do_handshake()
             await self._serve_connection(conn, server, client)
-        except (ClientGone, OSError):
+        except (ClientGone, OSError, trio.BrokenResourceError, trio.TooSlowError):
             pass
         finally:
             self._connections.discard(conn)
             if self._stopping and not self._connections:
                 self._all_closed.set()
             self._slots.release()
-            with contextlib.suppress(trio.ClosedResourceError):
-                await stream.aclose()
+            with contextlib.suppress(trio.ClosedResourceError, trio.BrokenResourceError):
+                await wire.aclose()
 
     async def _serve_connection(
         self, conn: Connection, server: tuple[str, int] | None, client: tuple[str, int] | None
@@ -293,7 +311,7 @@ class HttpServer:
             if not isinstance(event, h11.Request):
                 return
             conn.busy = True
-            exchange = _Exchange(conn, event, "http")
+            exchange = _Exchange(conn, event, self._scheme)
             try:
                 await self._run_app(exchange, server, client)
             finally:
@@ -353,8 +371,8 @@ async def open_listeners(host: str, port: int, backlog: int = 1024) -> list[trio
     return listeners
 
 
-def bound_address(listeners: list[trio.SocketListener]) -> str:
-    """``http://host:port`` of the first listener (the port a 0 resolved to)."""
+def bound_address(listeners: list[trio.SocketListener], scheme: str = "http") -> str:
+    """``http(s)://host:port`` of the first listener (the port a 0 resolved to)."""
     host, port = listeners[0].socket.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
-    return f"http://{shown}:{port}"
+    return f"{scheme}://{shown}:{port}"

@@ -54,11 +54,25 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, default=str)
 
 
-def configure(level: str, env: str) -> None:
+class TextFormatter(JsonFormatter):
+    """``time level logger: message key=value ...``, the same facts as the JSON form
+    (and the same redaction), for a person reading a terminal."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry = json.loads(super().format(record))
+        head = f"{entry.pop('time')} {entry.pop('level'):<7} {entry.pop('logger')}: "
+        message, trace = entry.pop("msg"), entry.pop("exc", None)
+        facts = " ".join(f"{k}={json.dumps(v, default=str)}" for k, v in entry.items())
+        line = head + message + (f" {facts}" if facts else "")
+        return f"{line}\n{trace}" if trace else line
+
+
+def configure(level: str, env: str, *, text: bool = False, access_log: bool = True) -> None:
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(JsonFormatter(env))
+    handler.setFormatter(TextFormatter(env) if text else JsonFormatter(env))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(_LEVELS.get(level.lower(), logging.INFO))
+    logging.getLogger("bastion.access").disabled = not access_log
     # hypercorn's own access log would duplicate ours and print raw paths with queries.
     logging.getLogger("hypercorn.access").disabled = True

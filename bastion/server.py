@@ -232,7 +232,12 @@ async def serve(
 
 def run(settings: Settings) -> int:
     """The console entry point's second half: serve, and turn start-up failures into exit codes."""
-    logs.configure(settings.log_level, settings.env)
+    logs.configure(
+        settings.log_level,
+        settings.env,
+        text=settings.log_format == "text",
+        access_log=settings.access_log,
+    )
     try:
         trio.run(partial(serve, settings))
     except StorageUnavailable as exc:

@@ -80,6 +80,15 @@ class Settings:
     log_level: str = flag_field(
         "info", _S, "Log level (bastion's default is info).", choices=tuple(LOG_LEVELS)
     )
+    log_format: str = flag_field(
+        "json",
+        _S,
+        "json: one JSON object per line (for collectors); text: one readable line per event.",
+        choices=("json", "text"),
+    )
+    access_log: bool = flag_field(
+        True, _S, "One line per HTTP request (logger bastion.access, at info level)."
+    )
     url: str = flag_field(
         "",
         _S,

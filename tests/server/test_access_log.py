@@ -62,3 +62,33 @@ def test_a_missing_or_malformed_id_is_replaced(
     assert len(given) == 32
     (line,) = access_lines(server, given)
     assert line["status"] == 401
+
+
+def test_access_log_off_writes_no_line_but_keeps_the_id(tmp_path: Path) -> None:
+    flags = [f for f in base_flags("sqlite", fresh_sqlite_url(tmp_path)) if "log-level" not in f]
+    with running([*flags, "--log-level=info", "--access-log=false"], tmp_path) as quiet:
+        with quiet.client() as http:
+            answer = http.get("/healthz", headers={"x-request-id": "quiet-1"})
+        assert answer.headers["x-request-id"] == "quiet-1"
+        # A line the server writes after the request: its log is flushed past that point.
+        with quiet.client() as http:
+            http.post("/v1/admin/login", json={"admin_secret": "wrong"})
+    assert "quiet-1" not in quiet.stderr()
+    assert "bastion listening" in quiet.stderr()
+
+
+def test_text_log_format_writes_readable_lines(tmp_path: Path) -> None:
+    flags = [f for f in base_flags("sqlite", fresh_sqlite_url(tmp_path)) if "log-level" not in f]
+    with running([*flags, "--log-level=info", "--log-format=text"], tmp_path) as server:
+        with server.client() as http:
+            http.get("/healthz?token=do-not-log-me", headers={"x-request-id": "text-7"})
+        deadline = time.monotonic() + 10
+        while "text-7" not in server.stderr() and time.monotonic() < deadline:
+            time.sleep(0.1)
+    lines = server.stderr().splitlines()
+    (access,) = [line for line in lines if '"text-7"' in line]
+    assert " bastion.access: request " in access
+    assert 'path="/healthz"' in access
+    assert "status=200" in access
+    assert not any(line.startswith("{") for line in lines), lines[:3]
+    assert "do-not-log-me" not in server.stderr()

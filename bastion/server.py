@@ -170,6 +170,7 @@ async def serve(
     ):
         metrics.watch_storage(storage.statistics)
         runtime = Runtime.build(settings, storage, metrics, fga_store=fga_store)
+        metrics.watch_outbox(runtime.outbox)
         token = trio.lowlevel.current_trio_token()
         grpc_listener = (
             GrpcListener(

@@ -13,7 +13,6 @@ import hashlib
 import time
 import uuid
 from dataclasses import dataclass
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any, Protocol
 
 from core import admin
@@ -22,6 +21,7 @@ from core.settings import Settings
 from service.audit import record_admin_action
 from service.context import CallerContext, Cookie, Reply
 from service.requests import EmptyRequest
+from service.system import build_version
 from storage import Storage
 
 
@@ -52,13 +52,6 @@ ADMIN_SECRET_WINDOW_SECONDS = 900
 TOO_MANY_ADMIN_GUESSES = "too many wrong admin secrets from this address, please try again later"
 
 
-def _version() -> str:
-    try:
-        return version("bastion")
-    except PackageNotFoundError:  # running from a source tree that was never installed
-        return "0.0.0"
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AdminLoginRequest:
     admin_secret: str = ""
@@ -68,7 +61,7 @@ class Service:
     def __init__(self, settings: Settings, storage: Storage) -> None:
         self.settings = settings
         self.storage = storage
-        self.version = _version()
+        self.version = build_version()
         #: The authentication flows (``service.auth``), attached by the Runtime.
         self.auth: _SubjectResolver | None = None
 

@@ -8,18 +8,21 @@ a new time series.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterator, Mapping, MutableMapping
-from typing import Any
+from typing import Any, Protocol
 
 from prometheus_client import (
     CollectorRegistry,
     Counter,
     Histogram,
+    Info,
     PlatformCollector,
     ProcessCollector,
     make_asgi_app,
 )
-from prometheus_client.core import CounterMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
+
+from service.system import build_version
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -35,6 +38,22 @@ class Metrics:
         self.registry = CollectorRegistry()
         ProcessCollector(registry=self.registry)
         PlatformCollector(registry=self.registry)
+        Info("bastion_build", "The running build.", registry=self.registry).info(
+            {"version": build_version()}
+        )
+        self.logins = Counter(
+            "bastion_logins_total",
+            "Password logins by identifier (email, phone) and outcome (signed_in, "
+            "second_factor: a code was asked for, refused, throttled).",
+            ["identifier", "outcome"],
+            registry=self.registry,
+        )
+        self.tokens_issued = Counter(
+            "bastion_tokens_issued_total",
+            "Tokens minted, by kind (access, id, refresh).",
+            ["kind"],
+            registry=self.registry,
+        )
         self.http_requests = Counter(
             "bastion_http_requests_total",
             "HTTP requests by route template, method and status.",
@@ -100,6 +119,11 @@ class Metrics:
             registry=self.registry,
         )
 
+    def watch_outbox(self, worker: OutboxView) -> None:
+        """Report the outbox's work (read at each scrape): items settled by kind and
+        outcome (webhook delivery failures among them), the backlog and its oldest age."""
+        self.registry.register(_OutboxCollector(worker))
+
     def watch_storage(self, statistics: Callable[[], Mapping[str, Mapping[str, int]]]) -> None:
         """Report the stores' own counters (read at each scrape): connections opened,
         calls that found a store unreachable, and Sentinel failovers seen."""
@@ -136,6 +160,34 @@ class Metrics:
             await send({"type": "http.response.body", "body": body})
 
         return app
+
+
+class OutboxView(Protocol):
+    settled: Mapping[tuple[str, str], int]
+    backlog: tuple[int, float]
+
+
+class _OutboxCollector(Collector):
+    def __init__(self, worker: OutboxView) -> None:
+        self._worker = worker
+
+    def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
+        settled = CounterMetricFamily(
+            "bastion_outbox_items",
+            "Outbox items settled by kind (mail, sms, webhook_delivery ...) and outcome "
+            "(delivered, retried, failed: failed for good).",
+            labels=["kind", "outcome"],
+        )
+        for (kind, outcome), value in sorted(self._worker.settled.items()):
+            settled.add_metric([kind, outcome], value)
+        count, age = self._worker.backlog
+        yield settled
+        yield GaugeMetricFamily(
+            "bastion_outbox_backlog", "Outbox items waiting to run (retries included).", count
+        )
+        yield GaugeMetricFamily(
+            "bastion_outbox_oldest_age_seconds", "Age of the oldest waiting outbox item.", age
+        )
 
 
 class _StoreCollector(Collector):

@@ -10,9 +10,11 @@ be idempotent or tell the receiver how to deduplicate (webhooks carry the item i
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import random
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -63,6 +65,11 @@ class OutboxWorker:
         self.delivered = 0
         self.retried = 0
         self.failed = 0
+        #: items settled, by (kind, outcome): outcome is delivered, retried or failed
+        self.settled: Counter[tuple[str, str]] = Counter()
+        #: items waiting and the age in seconds of the oldest, as last measured
+        self.backlog: tuple[int, float] = (0, 0.0)
+        self._measured_at = 0.0
 
     def wake(self) -> None:
         """Look for work now rather than at the next poll (called after an enqueue commits)."""
@@ -79,11 +86,22 @@ class OutboxWorker:
             except Exception:
                 log.warning("outbox poll failed", exc_info=True)
                 worked = 0
+            with contextlib.suppress(Exception):  # a measure never stops the work
+                await self._measure()
             if worked:
                 continue
             with trio.move_on_after(self.policy.poll_interval):
                 await self._wake.wait()
             self._wake = trio.Event()
+
+    async def _measure(self) -> None:
+        """The backlog for ``bastion_outbox_*`` gauges, at most once per poll interval."""
+        now = time.time()
+        if now - self._measured_at < self.policy.poll_interval:
+            return
+        self._measured_at = now
+        count, oldest = await self._db.run(outbox.backlog)
+        self.backlog = (count, 0.0 if oldest is None else max(0.0, now - oldest))
 
     async def run_once(self) -> int:
         """Claim and run one batch of due items; how many were claimed."""
@@ -121,13 +139,16 @@ class OutboxWorker:
         if error is None:
             await self._db.run(lambda c: outbox.complete(c, item.id), write=True)
             self.delivered += 1
+            self.settled[item.kind, "delivered"] += 1
             return
         if permanent or item.attempts >= self.policy.max_attempts:
             await self._db.run(lambda c: outbox.fail(c, item.id, now=now, error=error), write=True)
             self.failed += 1
+            self.settled[item.kind, "failed"] += 1
             log.error("outbox item failed for good", extra={**extra, "error": error})
             return
         at = now + self.policy.backoff(item.attempts)
         await self._db.run(lambda c: outbox.reschedule(c, item.id, at=at, error=error), write=True)
         self.retried += 1
+        self.settled[item.kind, "retried"] += 1
         log.warning("outbox item will be retried", extra={**extra, "error": error})

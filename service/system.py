@@ -1,10 +1,19 @@
-"""The real clock, randomness and ids that the runtime hands to ``core``."""
+"""The real clock, randomness and ids that the runtime hands to ``core``, and the
+build's version."""
 
 from __future__ import annotations
 
 import secrets
 import time
 import uuid
+from importlib.metadata import PackageNotFoundError, version
+
+
+def build_version() -> str:
+    try:
+        return version("bastion")
+    except PackageNotFoundError:  # running from a source tree that was never installed
+        return "0.0.0"
 
 
 class SystemClock:

@@ -19,7 +19,16 @@ import sqlalchemy as sa
 from storage.sql.database import notify_on_commit
 from storage.sql.schema import outbox
 
-__all__ = ["ENQUEUED", "OutboxItem", "claim", "complete", "enqueue", "fail", "reschedule"]
+__all__ = [
+    "ENQUEUED",
+    "OutboxItem",
+    "backlog",
+    "claim",
+    "complete",
+    "enqueue",
+    "fail",
+    "reschedule",
+]
 
 #: The :meth:`Database.on_commit` topic of a committed :func:`enqueue`.
 ENQUEUED = "outbox.enqueued"
@@ -32,6 +41,15 @@ class OutboxItem:
     payload: dict[str, Any]
     attempts: int
     created_at: int
+
+
+def backlog(conn: sa.Connection) -> tuple[int, int | None]:
+    """Items still to run (not failed for good), and the ``created_at`` of the oldest."""
+    waiting = outbox.c.next_attempt_at.is_not(None)
+    count, oldest = conn.execute(
+        sa.select(sa.func.count(), sa.func.min(outbox.c.created_at)).where(waiting)
+    ).one()
+    return int(count), None if oldest is None else int(oldest)
 
 
 def enqueue(conn: sa.Connection, kind: str, payload: dict[str, Any], *, now: float) -> str:

@@ -230,7 +230,7 @@ class FlowRun:
                 effect = await self.auth.state_binder(effect, self.caller)
             sid = self.sid or effect.nonce
             self.sid = sid
-            return TokensIssued(tokens=await self.auth.issuer.mint(effect, sid=sid, now=self._now))
+            return TokensIssued(tokens=await self.auth.mint(effect, sid=sid, now=self._now))
         if isinstance(effect, CreateVerificationRequest):
             return VerificationRequestCreated(token=await self._create_request(effect))
         if isinstance(effect, LoadVerificationRequest):

@@ -13,6 +13,7 @@ from core.auth import otp
 from core.auth.claims import SESSION_TTL
 from core.auth.mfa import Method, MfaPolicy
 from core.auth.policy import AuthPolicy, FlowEnv
+from core.auth.responses import IssuedTokens
 from core.auth.secretbox import SecretBox
 from core.errors import FailedPrecondition
 from core.origins import OriginPolicy
@@ -119,8 +120,24 @@ class AuthParts:
         self.state_binder: Callable[[IssueTokens, CallerContext], Awaitable[IssueTokens]] | None = (
             None
         )
-        #: the server's metrics (MFA challenges issued, passed, failed), attached by the Runtime
+        #: the server's metrics (logins, tokens, MFA outcomes), attached by the Runtime
         self.metrics: Metrics | None = None
+
+    async def mint(self, effect: IssueTokens, *, sid: str, now: int) -> IssuedTokens:
+        """The tokens ``effect`` asks for, counted by kind."""
+        tokens = await self.issuer.mint(effect, sid=sid, now=now)
+        if self.metrics is not None:
+            issued = self.metrics.tokens_issued
+            issued.labels("access").inc()
+            if tokens.id_token:
+                issued.labels("id").inc()
+            if tokens.refresh_token:
+                issued.labels("refresh").inc()
+        return tokens
+
+    def record_login(self, identifier: str, outcome: str) -> None:
+        if self.metrics is not None:
+            self.metrics.logins.labels(identifier, outcome).inc()
 
     def record_mfa_outcome(self, method: Method, outcome: MfaOutcome) -> None:
         if self.metrics is not None:

@@ -203,20 +203,29 @@ class AuthService(AccountOperations):
         if has_control_character(identifier):
             raise InvalidArgument("invalid email" if email else "invalid phone number")
         reserved: list[str] = []
+        kind = "email" if email else "phone"
         if identifier:
             known = self.devices.recognises(caller, identifier)
-            reserved = await self._reserve_login(self._throttle_keys(identifier, caller), known)
+            try:
+                keys = self._throttle_keys(identifier, caller)
+                reserved = await self._reserve_login(keys, known)
+            except ResourceExhausted:
+                self.record_login(kind, "throttled")
+                raise
         run = FlowRun(self, caller)
         try:
             result = await run.run(LoginMachine(self.env), event)
         except Unauthenticated:
             # A wrong password keeps its reservation; unknown identifiers count exactly
             # like known ones: nothing tells them apart.
+            self.record_login(kind, "refused")
             raise
         except BaseException:
             await self._give_back(reserved)
             raise
         await self._give_back(reserved)
+        signed_in = isinstance(result, AuthResponse) and result.access_token is not None
+        self.record_login(kind, "signed_in" if signed_in else "second_factor")
         reply = self.reply(result, run)
         if identifier:
             reply = Reply(reply.body, (*reply.cookies, self.devices.cookie(identifier)))

@@ -131,7 +131,7 @@ class OAuthService:
             return UserLoaded(user=await auth.storage.db.run(lambda c: load_user(c, effect)))
         if isinstance(effect, IssueTokens):
             now = int(auth.clock.now())
-            return TokensIssued(tokens=await auth.issuer.mint(effect, sid=effect.nonce, now=now))
+            return TokensIssued(tokens=await auth.mint(effect, sid=effect.nonce, now=now))
         if isinstance(effect, TakeCode):
             return CodeTaken(grant=await self.store.take_code(effect.code))
         raise Internal(f"no answer for {type(effect).__name__}")

@@ -28,7 +28,7 @@ from storage import StorageUnavailable
 from transports.http import edge
 from transports.http.cookies import with_cookies
 from transports.http.errors import http_status
-from transports.http.routes import Route, openapi_document
+from transports.http.routes import Route, openapi_document, view_paths
 
 log = logging.getLogger("bastion.http")
 #: One line per request at info level: method, path (never the query: it may carry a
@@ -173,6 +173,8 @@ def create_app(
         )
     for register in views:
         register(app, caller_context)
+    served = [(rule.rule, rule.methods or ()) for rule in app.url_map.iter_rules()]
+    document["paths"].update(view_paths(served, documented=document["paths"]))
     for endpoint, view in list(app.view_functions.items()):
         app.view_functions[endpoint] = _within_deadline(view, settings.request_timeout)
 

@@ -1,7 +1,8 @@
-"""A signup answered with an error changed nothing (issue 27): with the memory store (a
+"""A request answered with an error changed nothing (issue 27): with the memory store (a
 Redis of the test's own) stopped, a signup answers 503 and leaves no user row, webhook or
 audit row behind; the identical retry once Redis is back signs up, and the account then
-has its row, its webhooks and its audit row, each once."""
+has its row, its webhooks and its audit row, each once. A login in the outage answers 503
+and records no sign-in; its retry does, once."""
 
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ def _stored(dsn: str, email: str) -> tuple[int, int, int]:
     return len(users), int(webhooks[0]), int(audits[0])
 
 
-def test_a_signup_during_a_memory_store_outage_leaves_nothing_and_its_retry_succeeds(
+def test_signup_and_login_during_a_memory_store_outage_leave_nothing_and_retries_succeed(
     tmp_path: Path,
 ) -> None:
     url = fresh_postgres_url("outage")
@@ -71,6 +72,26 @@ def test_a_signup_during_a_memory_store_outage_leaves_nothing_and_its_retry_succ
             redis = start_redis(tmp_path / "redis", port=redis_port)
             retried = http.post("/v1/signup", json=body)
             assert retried.status_code == 200, retried.text
+            assert _stored(dsn, email) == (1, 2, 1)
+
+            credentials = {"email": email, "password": PASSWORD}
+            redis.stop()
+            assert http.post("/v1/login", json=credentials).status_code == 503
+            assert _logins(dsn, email) == 0
+            redis = start_redis(tmp_path / "redis", port=redis_port)
+            logged_in = http.post("/v1/login", json=credentials)
+            assert logged_in.status_code == 200, logged_in.text
     finally:
         redis.stop()
-    assert _stored(dsn, email) == (1, 2, 1)
+    assert _logins(dsn, email) == 1
+
+
+def _logins(dsn: str, email: str) -> int:
+    with psycopg.connect(dsn) as conn:
+        row = conn.execute(
+            "select count(*) from service_audit_logs where action = 'user.login_success'"
+            " and actor_email = %s",
+            (email,),
+        ).fetchone()
+    assert row is not None
+    return int(row[0])

@@ -99,3 +99,22 @@ def test_grpc_signup_past_a_limit_is_invalid_argument(server: ServerProcess) -> 
     error: grpc.Call = refused.value  # type: ignore[assignment]
     assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert error.details() == _message("given_name")
+
+
+@pytest.mark.parametrize(
+    ("path", "raw"),
+    [
+        ("/v1/login", '{"email":"\\udfff@x.com","password":"x"}'),
+        ("/v1/admin/user", '{"id":"a\\u0000b"}'),
+        ("/v1/login", '{"a":' * 1000 + "1" + "}" * 1000),
+    ],
+    ids=["lone-surrogate", "nul", "nested-1000"],
+)
+def test_unrepresentable_input_is_400_on_every_database(
+    server: ServerProcess, path: str, raw: str
+) -> None:
+    headers = {"origin": server.url, "content-type": "application/json"}
+    headers["x-service-admin-secret"] = ADMIN_SECRET
+    answer = httpx.post(server.url + path, content=raw.encode(), headers=headers, timeout=30)
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["code"] == "invalid_argument"

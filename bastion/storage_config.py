@@ -22,6 +22,7 @@ def storage_config(settings: Settings, *, worker: bool = False) -> StorageConfig
         database_ca_cert=settings.database_ca_cert,
         database_cert_key=settings.database_cert_key,
         memory_store_url=settings.memory_store_url,
+        timeout=settings.request_timeout,
         run_migrations=settings.migrate == "auto" and not worker,
         check_schema=settings.migrate == "off" or worker,
     )

@@ -71,6 +71,9 @@ def fuzz(
         f"Origin: {base}",
         "--exclude-path",
         "/v1/admin/fga/reset",
+        # 503 by design while the optional GraphiQL bundle is not built (the page says so)
+        "--exclude-path",
+        "/playground",
     ]
     if admin_secret is not None:
         args += ["--header", f"x-service-admin-secret: {admin_secret}"]

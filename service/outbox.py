@@ -6,6 +6,10 @@ or reschedules it with exponential backoff (with jitter, capped), or after
 ``max_attempts`` marks it failed. Items survive restarts because they live in SQL; an
 item whose worker died mid-run comes back when its lease lapses. Handlers must therefore
 be idempotent or tell the receiver how to deduplicate (webhooks carry the item id).
+
+Leases are short (``OutboxPolicy.lease``, a few seconds) and renewed every half lease while
+the batch runs, so a crashed worker's items are retried within seconds, never while a live
+worker is still running them.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import trio
@@ -40,6 +45,8 @@ class OutboxPolicy:
     backoff_base: float = 2.0
     backoff_max: float = 600.0
     handler_timeout: float = 30.0
+    #: seconds an item stays claimed without its worker renewing the lease
+    lease: float = 5.0
     poll_interval: float = 1.0
     batch: int = 20
 
@@ -105,17 +112,37 @@ class OutboxWorker:
 
     async def run_once(self) -> int:
         """Claim and run one batch of due items; how many were claimed."""
-        lease = self.policy.handler_timeout * 2
+        lease = self.policy.lease
         items = await self._db.run(
             lambda c: outbox.claim(c, now=time.time(), lease=lease, limit=self.policy.batch),
             write=True,
         )
+        if not items:
+            return 0
+        running = {item.id for item in items}
         async with trio.open_nursery() as nursery:
-            for item in items:
-                nursery.start_soon(self._run_item, item)
+            nursery.start_soon(self._renew_leases, running)
+            async with trio.open_nursery() as batch:
+                for item in items:
+                    batch.start_soon(self._run_item, item, running)
+            nursery.cancel_scope.cancel()
         return len(items)
 
-    async def _run_item(self, item: OutboxItem) -> None:
+    async def _renew_leases(self, running: set[str]) -> None:
+        """Every half lease, extend the leases of the batch's items still running."""
+        while True:
+            await trio.sleep(self.policy.lease / 2)
+            ids = sorted(running)
+            if not ids:
+                continue
+            now = time.time()
+            renew = partial(outbox.renew, item_ids=ids, now=now, until=now + self.policy.lease)
+            try:
+                await self._db.run(renew, write=True)
+            except Exception:
+                log.warning("outbox lease renewal failed", exc_info=True)
+
+    async def _run_item(self, item: OutboxItem, running: set[str]) -> None:
         handler = self._handlers.get(item.kind)
         error: str | None = None
         permanent = False
@@ -131,6 +158,7 @@ class OutboxWorker:
                 error, permanent = str(exc) or type(exc).__name__, True
             except Exception as exc:
                 error = f"{type(exc).__name__}: {exc}"
+        running.discard(item.id)
         await self._settle(item, error, permanent)
 
     async def _settle(self, item: OutboxItem, error: str | None, permanent: bool) -> None:

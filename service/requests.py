@@ -19,17 +19,22 @@ field type               read as
 ``Any``                  the value as sent: the operation parses what has a shape of its own
 =======================  ===================================================================
 
+A field named in :data:`core.limits.TEXT_LIMITS` is refused past its limit: a string by
+its length, a list by each string item's, an object by its JSON text's.
+
 :func:`wire` overrides a field's wire name or reader.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import typing
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 from core.errors import InvalidArgument
+from core.limits import TEXT_LIMITS, too_long
 from service.context import CallerContext, Reply
 
 __all__ = [
@@ -192,16 +197,43 @@ def _make_plan(kind: type[Any]) -> tuple[_Field, ...]:
         if read is None:
             raise TypeError(f"{kind.__name__}.{spec.name}: no reader for {annotation!r}")
         schema = spec.metadata.get("schema") or (by_type[1] if by_type else {})
+        wire_name = spec.metadata.get("wire", spec.name)
         plan.append(
             _Field(
                 spec.name,
-                spec.metadata.get("wire", spec.name),
+                wire_name,
                 read,
-                schema,
+                _with_limit(schema, TEXT_LIMITS.get(wire_name)),
                 keep_default=annotation is bool,
             )
         )
     return tuple(plan)
+
+
+def _with_limit(schema: dict[str, Any], limit: int | None) -> dict[str, Any]:
+    """``schema`` documenting ``limit`` where JSON Schema can say it."""
+    if limit is None:
+        return schema
+    if schema.get("type") == "string":
+        return {**schema, "maxLength": limit}
+    items = schema.get("items")
+    if schema.get("type") == "array" and isinstance(items, dict) and items.get("type") == "string":
+        return {**schema, "items": {**items, "maxLength": limit}}
+    if schema.get("type") == "object":
+        return {**schema, "description": f"at most {limit} characters as JSON text"}
+    return schema
+
+
+def _length_refusal(name: str, value: Any) -> str | None:
+    """Why ``value`` is too long for field ``name`` (see :mod:`core.limits`), or None."""
+    if isinstance(value, str):
+        return too_long(name, len(value))
+    if isinstance(value, list | tuple):
+        longest = max((len(item) for item in value if isinstance(item, str)), default=0)
+        return too_long(name, longest)
+    if isinstance(value, dict):
+        return too_long(name, len(json.dumps(value)))
+    return None
 
 
 def decode(kind: type[R], wire_form: Mapping[str, Any]) -> R:
@@ -210,6 +242,8 @@ def decode(kind: type[R], wire_form: Mapping[str, Any]) -> R:
     values = {}
     for field in _plan(kind):
         value = field.read(wire_form, field.wire_name)
+        if (why := _length_refusal(field.wire_name, value)) is not None:
+            raise InvalidArgument(why)
         if value is None and field.keep_default:
             continue
         values[field.attribute] = value

@@ -27,6 +27,7 @@ __all__ = [
     "complete",
     "enqueue",
     "fail",
+    "renew",
     "reschedule",
 ]
 
@@ -95,6 +96,17 @@ def claim(conn: sa.Connection, *, now: float, lease: float, limit: int) -> list[
                 )
             )
     return claimed
+
+
+def renew(conn: sa.Connection, item_ids: list[str], *, now: float, until: float) -> int:
+    """Extend the leases still held on ``item_ids`` to ``until``; a lease that lapsed or
+    was settled (NULL) is left alone. How many were extended."""
+    held = conn.execute(
+        outbox.update()
+        .where(outbox.c.id.in_(item_ids), outbox.c.leased_until > now)
+        .values(leased_until=until)
+    )
+    return int(held.rowcount)
 
 
 def complete(conn: sa.Connection, item_id: str) -> None:

@@ -18,6 +18,8 @@ from typing import Any
 
 import idna
 
+from core.limits import TEXT_LIMITS
+
 __all__ = [
     "SignupMethod",
     "User",
@@ -47,7 +49,7 @@ class SignupMethod(enum.StrEnum):
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 #: The reference only asks a phone number to be at least 10 characters long.
 _MIN_PHONE_LENGTH = 10
-_MAX_EMAIL_LENGTH = 320
+_MAX_EMAIL_LENGTH = TEXT_LIMITS["email"]
 
 
 def normalise_email(email: str) -> str:

@@ -61,6 +61,14 @@ class Settings:
         "/metrics reports them all. Needs --http-server h11 and a shared memory store "
         "(Redis or the database), not memory://.",
     )
+    request_timeout: float = flag_field(
+        10.0,
+        _S,
+        "Seconds an HTTP request may take; past it the answer is 503 unavailable with "
+        "Retry-After. Database statements and lock waits inherit it (statement_timeout and "
+        "lock_timeout on PostgreSQL, innodb_lock_wait_timeout and lock_wait_timeout on "
+        "MySQL/MariaDB, busy_timeout on SQLite).",
+    )
     metrics_host: str = flag_field("127.0.0.1", _S, "Bind host of the metrics listener.")
     metrics_port: int = flag_field(8081, _S, "Metrics port (GET /metrics only); 0 = any free port.")
     enable_grpc: bool = flag_field(True, _S, "Serve gRPC, and the REST gateway with it.")

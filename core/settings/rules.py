@@ -148,6 +148,11 @@ def _check_recent_sign_in(s: Settings) -> None:
         raise ConfigError("--recent-sign-in-seconds must be at least 1")
 
 
+def _check_request_timeout(s: Settings) -> None:
+    if not s.request_timeout > 0:
+        raise ConfigError("--request-timeout must be a positive number of seconds")
+
+
 def _check_workers(s: Settings) -> None:
     if not 1 <= s.workers <= MAX_WORKERS:
         raise ConfigError(f"--workers must be between 1 and {MAX_WORKERS}, got {s.workers}")
@@ -392,6 +397,7 @@ _RULES = (
     _check_choices,
     _check_workers,
     _check_recent_sign_in,
+    _check_request_timeout,
     _check_fga_store,
     _check_graphql_limits,
     _check_security,

@@ -9,14 +9,20 @@ Rules / theory of operation
    lock(s), which is where a taken email or phone number shows up. Hashing always runs
    first, so "taken" and "created" cost the same time. A taken identifier is the vague
    InvalidArgument "signup failed. please check your credentials or try a different method".
-3. With email verification asked for and mail configured, an email signup gets a
+3. Stores are written so that a failed request leaves nothing behind: without a
+   verification step, the tokens are issued and the session kept (the memory store) BEFORE
+   ``CreateUser``, whose transaction commits the user row together with the webhooks and
+   the audit row queued before it; the durable commit comes last. A memory store that
+   fails answers 503 with no account made, so the identical retry signs up; a taken
+   identity drops the session kept for it.
+4. With email verification asked for and mail configured, an email signup gets a
    ``basic_auth_signup`` verification link (the verification flow finishes it) and no
    tokens. Else, with phone verification asked for and SMS configured, a phone signup
    leaves the number unverified, sends ``user.created``, and parks in
    PHONE_VERIFICATION_REQUIRED: the MFA flow texts the code (``should_show_mobile_otp_screen``)
    and ``verify_otp`` finishes the signup. Otherwise identifiers count as verified and
    tokens are issued at once.
-4. The signup response carries no ``id_token`` (reference surprise 2, kept); the tokens'
+5. The signup response carries no ``id_token`` (reference surprise 2, kept); the tokens'
    ``login_method`` is ``basic_auth`` for email and phone alike (surprise 21, kept), while
    the webhooks' ``auth_recipe`` says ``mobile_basic_auth`` for a phone signup.
 """
@@ -33,7 +39,7 @@ from core.auth.emails import EmailEvent
 from core.auth.links import default_redirect, verify_email_link
 from core.auth.passwords import password_problem
 from core.auth.policy import AuthPolicy
-from core.auth.responses import AuthResponse
+from core.auth.responses import AuthResponse, IssuedTokens
 from core.auth.roles import INVALID_ROLES, signup_roles
 from core.auth.user import (
     SignupMethod,
@@ -50,6 +56,7 @@ from core.state_machines.effects import (
     AuditRecord,
     CreateUser,
     CreateVerificationRequest,
+    DeleteSession,
     EmitWebhook,
     HashPassword,
     Respond,
@@ -85,12 +92,12 @@ class State(enum.Enum):
     START = "start"
     #: waiting for ``PasswordHashed``
     HASHING = "hashing"
+    #: waiting for ``TokensIssued`` (no verification step: the session before the user)
+    ISSUING_TOKENS = "issuing_tokens"
     #: waiting for ``UserCreated`` / ``UserAlreadyExists``
     CREATING_USER = "creating_user"
     #: waiting for ``VerificationRequestCreated``
     CREATING_VERIFICATION = "creating_verification"
-    #: waiting for ``TokensIssued``
-    ISSUING_TOKENS = "issuing_tokens"
     #: parked: the MFA flow texts the code that proves the phone number
     PHONE_VERIFICATION_REQUIRED = "phone_verification_required"
     DONE = "done"
@@ -121,16 +128,16 @@ class SignupRequested(Event):
 
 TABLE: Table[State] = {
     (State.START, SignupRequested): edge("_on_request", State.HASHING, State.FAILED),
-    (State.HASHING, PasswordHashed): edge("_on_hashed", State.CREATING_USER),
+    (State.HASHING, PasswordHashed): edge("_on_hashed", State.CREATING_USER, State.ISSUING_TOKENS),
+    (State.ISSUING_TOKENS, TokensIssued): edge("_on_tokens", State.CREATING_USER),
     (State.CREATING_USER, UserCreated): edge(
         "_on_created",
         State.CREATING_VERIFICATION,
         State.PHONE_VERIFICATION_REQUIRED,
-        State.ISSUING_TOKENS,
+        State.DONE,
     ),
     (State.CREATING_USER, UserAlreadyExists): edge("_on_taken", State.FAILED),
     (State.CREATING_VERIFICATION, VerificationRequestCreated): edge("_on_verification", State.DONE),
-    (State.ISSUING_TOKENS, TokensIssued): edge("_on_tokens", State.DONE),
 }
 
 
@@ -146,6 +153,8 @@ class SignupContext:
     needs_verification: bool = False
     #: the phone number must be proved by an SMS code before any token
     verify_phone: bool = False
+    #: issued (and their session kept) before the user row, without a verification step
+    tokens: IssuedTokens | None = None
 
 
 def _problem(
@@ -227,14 +236,45 @@ class SignupMachine(Machine[State]):
 
     def _on_hashed(self, event: PasswordHashed) -> tuple[list[Effect], State]:
         draft = self._require(self.ctx.user)
-        user = dataclasses.replace(draft, password_hash=event.password_hash)
+        user = self.ctx.user = dataclasses.replace(draft, password_hash=event.password_hash)
+        if self.ctx.needs_verification or self.ctx.verify_phone:
+            return [self._create(user)], State.CREATING_USER
+        issue = issue_tokens(
+            self._env.ids,
+            user=user,
+            roles=self.ctx.roles,
+            scope=self.ctx.scope,
+            login_method=login_method_for(self._require(self.ctx.method)),
+            state=self.ctx.oauth_state,
+        )
+        return [issue], State.ISSUING_TOKENS
+
+    def _on_tokens(self, event: TokensIssued) -> tuple[list[Effect], State]:
+        """The session first, then the user row with its webhooks and audit row."""
+        user, method = self._require(self.ctx.user), self._require(self.ctx.method)
+        self.ctx.tokens = event.tokens
+        return [
+            *keep_session(user, login_method_for(method), event.tokens),
+            EmitWebhook(event=WebhookEvent.CREATED, user=user),
+            EmitWebhook(event=WebhookEvent.SIGNUP, user=user, auth_recipe=method.value),
+            EmitWebhook(event=WebhookEvent.LOGIN, user=user, auth_recipe=method.value),
+            self._audit(user),
+            self._create(user),
+        ], State.CREATING_USER
+
+    @staticmethod
+    def _create(user: User) -> CreateUser:
         keys = identity_lock_keys(email=user.email, phone_number=user.phone_number)
-        return [CreateUser(user=user, lock_keys=keys)], State.CREATING_USER
+        return CreateUser(user=user, lock_keys=keys)
 
     def _on_created(self, event: UserCreated) -> tuple[list[Effect], State]:
         user = self.ctx.user = event.user
-        method = self._require(self.ctx.method)
         now = self._env.now()
+        if self.ctx.tokens is not None:
+            response = AuthResponse.with_tokens(
+                SIGNED_UP, user, self.ctx.tokens, include_id_token=False
+            )
+            return [Respond(result=response)], State.DONE
         if self.ctx.needs_verification:
             request = CreateVerificationRequest(
                 email=self._require(user.email),
@@ -245,22 +285,20 @@ class SignupMachine(Machine[State]):
                 expires_at=now + self.policy.verification_ttl,
             )
             return [request], State.CREATING_VERIFICATION
-        if self.ctx.verify_phone:
-            return [EmitWebhook(event=WebhookEvent.CREATED, user=user), self._audit(user)], (
-                State.PHONE_VERIFICATION_REQUIRED
-            )
-        issue = issue_tokens(
-            self._env.ids,
-            user=user,
-            roles=self.ctx.roles,
-            scope=self.ctx.scope,
-            login_method=login_method_for(method),
-            state=self.ctx.oauth_state,
+        return [EmitWebhook(event=WebhookEvent.CREATED, user=user), self._audit(user)], (
+            State.PHONE_VERIFICATION_REQUIRED
         )
-        return [issue], State.ISSUING_TOKENS
 
     def _on_taken(self, event: UserAlreadyExists) -> tuple[list[Effect], State]:
-        return self._fail(InvalidArgument, SIGNUP_FAILED)
+        effects, state = self._fail(InvalidArgument, SIGNUP_FAILED)
+        tokens = self.ctx.tokens
+        if tokens is not None:  # the session kept for the account that was not made
+            user, method = self._require(self.ctx.user), self._require(self.ctx.method)
+            ended = DeleteSession(
+                user_id=user.id, login_method=login_method_for(method), nonce=tokens.nonce
+            )
+            effects = [ended, *effects]
+        return effects, state
 
     def _on_verification(self, event: VerificationRequestCreated) -> tuple[list[Effect], State]:
         user = self._require(self.ctx.user)
@@ -275,18 +313,6 @@ class SignupMachine(Machine[State]):
             EmitWebhook(event=WebhookEvent.CREATED, user=user),
             self._audit(user),
             Respond(result=AuthResponse(message=VERIFICATION_SENT)),
-        ], State.DONE
-
-    def _on_tokens(self, event: TokensIssued) -> tuple[list[Effect], State]:
-        user, method = self._require(self.ctx.user), self._require(self.ctx.method)
-        response = AuthResponse.with_tokens(SIGNED_UP, user, event.tokens, include_id_token=False)
-        return [
-            *keep_session(user, login_method_for(method), event.tokens),
-            EmitWebhook(event=WebhookEvent.CREATED, user=user),
-            EmitWebhook(event=WebhookEvent.SIGNUP, user=user, auth_recipe=method.value),
-            EmitWebhook(event=WebhookEvent.LOGIN, user=user, auth_recipe=method.value),
-            self._audit(user),
-            Respond(result=response),
         ], State.DONE
 
     def _redirect(self) -> str:

@@ -9,7 +9,9 @@ outbox items for mail and webhooks, consuming a verification request, the sessio
 are collected and committed together in ONE transaction, right before the next effect
 that reads, waits or touches the memory store. So a user change and the mail and webhook
 it causes commit together or not at all, and SQL always commits before sessions are
-dropped (architecture.md, "State that spans stores").
+dropped (architecture.md, "State that spans stores"). ``CreateUser`` commits what is queued
+before it in its own transaction, with the new row (its webhooks and audit row), or drops
+it when the identity is taken.
 """
 
 from __future__ import annotations
@@ -155,7 +157,8 @@ class FlowRun:
                     await self._flush()
                     return effect.result
                 if effect.replies:
-                    await self._flush()
+                    if not isinstance(effect, CreateUser):  # it commits what is queued
+                        await self._flush()
                     reply = await self._answer(effect)
                 else:
                     await self._do(effect)
@@ -217,10 +220,16 @@ class FlowRun:
         if isinstance(effect, HashPassword):
             return PasswordHashed(password_hash=await self.auth.hasher.hash(effect.password))
         if isinstance(effect, CreateUser):
-            user = effect.user
-            taken = await db.run_locked(
-                effect.lock_keys, lambda conn: user_rows.insert_unique(conn, user)
-            )
+            user, queued, self._sql = effect.user, self._sql, []
+
+            def create(conn: sa.Connection) -> str | None:
+                taken = user_rows.insert_unique(conn, user)
+                if taken is None:
+                    for op in queued:
+                        op(conn)
+                return taken
+
+            taken = await db.run_locked(effect.lock_keys, create)
             if taken is not None:
                 self.taken = taken
                 return UserAlreadyExists()

@@ -8,6 +8,7 @@ from typing import Any
 
 from core.errors import InvalidArgument
 from core.fga.tuples import TupleKey
+from core.limits import too_long
 from service.requests import wire
 
 __all__ = [
@@ -63,6 +64,8 @@ def _condition(raw: Any) -> tuple[str, dict[str, Any] | None]:
     context = raw.get("context")
     if context is not None and not isinstance(context, Mapping):
         raise InvalidArgument("condition context must be an object")
+    if (why := too_long("condition_name", len(raw["name"]))) is not None:
+        raise InvalidArgument(why)
     return raw["name"], None if context is None else dict(context)
 
 
@@ -77,9 +80,12 @@ def parse_tuple(raw: Any, missing: str) -> TupleKey:
         if not isinstance(value, str) or not value.strip():
             raise InvalidArgument(missing)
         parts.append(value.strip())
-    user, relation, obj = parts
+    user, relation, obj = normalise_user(parts[0]), parts[1], parts[2]
+    for name, value in (("user", user), ("relation", relation), ("object", obj)):
+        if (why := too_long(name, len(value))) is not None:
+            raise InvalidArgument(why)
     condition, context = _condition(raw.get("condition"))
-    return TupleKey(obj, relation, normalise_user(user), condition, context)
+    return TupleKey(obj, relation, user, condition, context)
 
 
 def parse_tuples(raw: Any) -> list[TupleKey]:

@@ -19,6 +19,14 @@ keys, across processes: ``pg_advisory_xact_lock`` on PostgreSQL, ``GET_LOCK``/``
 MySQL/MariaDB, and ``BEGIN IMMEDIATE`` (one writer at a time) on SQLite. It is how the
 application keeps email and phone number unique, and how the SQL memory store is atomic.
 
+Every statement and lock wait is bounded by the config's timeout (the request deadline):
+``statement_timeout`` and ``lock_timeout`` on PostgreSQL, ``innodb_lock_wait_timeout`` and
+``lock_wait_timeout`` on MySQL/MariaDB, ``busy_timeout`` on SQLite, set on each new
+connection. A statement stopped by one of them raises :class:`StorageUnavailable` (503
+``unavailable``), its transaction rolled back and its connection back in the pool. A
+``run_locked`` given its own ``lock_wait`` (the migration) waits that long instead, its
+statements unbounded.
+
 ``notify_on_commit(conn, topic)`` inside ``fn`` asks that the callbacks registered with
 ``Database.on_commit(topic, callback)`` run (in trio, in this process) once the transaction
 has committed; a rolled-back transaction notifies nobody. The outbox uses it to wake its
@@ -28,6 +36,7 @@ worker as soon as an item it can run exists.
 from __future__ import annotations
 
 import hashlib
+import random
 import ssl
 import threading
 from collections.abc import AsyncIterator, Callable, Collection
@@ -159,8 +168,8 @@ class Database:
 
         Several locks are taken in one global order, so two callers naming overlapping
         sets cannot deadlock. ``lock_wait`` bounds the wait for each lock on MySQL/MariaDB
-        (default: the config's timeout); on PostgreSQL the caller's cancel scope bounds it,
-        on SQLite the busy timeout.
+        and PostgreSQL (default: the config's timeout; a caller's cancel scope stops it
+        sooner on PostgreSQL), on SQLite the busy timeout does.
         """
         keys = [lock_keys] if isinstance(lock_keys, str) else list(lock_keys)
         if not keys:
@@ -169,7 +178,7 @@ class Database:
             return await self._call(fn, begin="BEGIN IMMEDIATE", mysql_lock=None)
         if self._dialect == "postgresql":
             ids = sorted({_pg_lock_id(key) for key in keys})
-            return await self._call(partial(_pg_locked, ids, fn), None, None)
+            return await self._call(partial(_pg_locked, ids, fn, lock_wait), None, None)
         names = tuple(sorted({_mysql_lock_name(key) for key in keys}))
         lock = (names, lock_wait if lock_wait is not None else self._timeout)
         return await self._call(fn, begin=None, mysql_lock=lock)
@@ -210,20 +219,19 @@ class Database:
         autocommit: bool = False,
     ) -> T:
         try:
-            if self._async_engine is not None:
-                run_async = trio_asyncio.aio_as_trio(self._call_asyncio, loop=self._loop)
-                result, topics = await run_async(fn, autocommit)
-            elif self._dialect == "postgresql":
-                result, topics = await self._call_cancellable(fn, autocommit)
-            else:
-                result, topics = await trio.to_thread.run_sync(
-                    self._call_sync,
-                    fn,
-                    begin,
-                    mysql_lock,
-                    abandon_on_cancel=abandon,
-                    limiter=self._limiter,
-                )
+            for attempt in range(1, _DEADLOCK_ATTEMPTS + 1):
+                try:
+                    result, topics = await self._call_once(
+                        fn, begin, mysql_lock, abandon, autocommit
+                    )
+                    break
+                except exc.DBAPIError as e:
+                    # The database chose this transaction as a deadlock's victim and rolled
+                    # it back: running it again (after a random pause, so that the same
+                    # contenders do not meet again) is what it asks for.
+                    if attempt == _DEADLOCK_ATTEMPTS or not _deadlocked(e):
+                        raise
+                    await trio.sleep(random.uniform(0, _DEADLOCK_PAUSE * attempt))  # noqa: S311
         except StorageUnavailable:
             self._stats["unavailable"] += 1
             raise
@@ -233,11 +241,35 @@ class Database:
                 raise StorageUnavailable(
                     f"lost the connection to the {self._dialect} database"
                 ) from e
+            if _timed_out(e) or _deadlocked(e):
+                self._stats["unavailable"] += 1
+                raise StorageUnavailable(
+                    f"the {self._dialect} database did not answer within {self._timeout:g}s"
+                    if _timed_out(e)
+                    else f"the {self._dialect} database is busy (deadlocks)"
+                ) from e
             raise
         for topic in topics:
             for callback in self._on_commit.get(topic, ()):
                 callback()
         return result
+
+    async def _call_once(
+        self,
+        fn: Callable[[sa.Connection], T],
+        begin: str | None,
+        mysql_lock: tuple[tuple[str, ...], float] | None,
+        abandon: bool,
+        autocommit: bool,
+    ) -> tuple[T, frozenset[str]]:
+        if self._async_engine is not None:
+            run_async = trio_asyncio.aio_as_trio(self._call_asyncio, loop=self._loop)
+            return await run_async(fn, autocommit)  # type: ignore[no-any-return]
+        if self._dialect == "postgresql":
+            return await self._call_cancellable(fn, autocommit)
+        return await trio.to_thread.run_sync(
+            self._call_sync, fn, begin, mysql_lock, abandon_on_cancel=abandon, limiter=self._limiter
+        )
 
     async def _call_cancellable(
         self, fn: Callable[[sa.Connection], T], autocommit: bool
@@ -363,7 +395,15 @@ def _pg_lock_id(key: str) -> int:
     return int.from_bytes(digest, "big", signed=True)
 
 
-def _pg_locked(lock_ids: list[int], fn: Callable[[sa.Connection], T], conn: sa.Connection) -> T:
+def _pg_locked(
+    lock_ids: list[int],
+    fn: Callable[[sa.Connection], T],
+    lock_wait: float | None,
+    conn: sa.Connection,
+) -> T:
+    if lock_wait is not None:  # the transaction's own bounds instead of the connection's
+        conn.exec_driver_sql(f"SET LOCAL lock_timeout = {_milliseconds(lock_wait)}")
+        conn.exec_driver_sql("SET LOCAL statement_timeout = 0")
     for lock_id in lock_ids:
         conn.execute(sa.select(sa.func.pg_advisory_xact_lock(lock_id))).all()
     return fn(conn)
@@ -465,6 +505,45 @@ def _sole_exception(group: BaseExceptionGroup[BaseException]) -> BaseException |
     return inner
 
 
+#: What each database answers when a statement ran out of time or waited out a lock:
+#: PostgreSQL's SQLSTATEs (query_canceled, lock_not_available), MySQL/MariaDB's error
+#: numbers (lock wait timeout, max_execution_time, max_statement_time, metadata lock).
+_PG_TIMEOUTS = frozenset({"57014", "55P03"})
+_MYSQL_TIMEOUTS = frozenset({1205, 3024, 1969})
+
+
+#: A transaction chosen as a deadlock's victim (PostgreSQL's SQLSTATE, MySQL's errno) is
+#: run again, up to this many times in all.
+_DEADLOCK_ATTEMPTS = 5
+#: Seconds: the longest pause before a deadlocked transaction's next run, per attempt.
+_DEADLOCK_PAUSE = 0.05
+
+
+def _error_code(error: exc.DBAPIError) -> str | int | None:
+    """PostgreSQL's SQLSTATE or MySQL/MariaDB's error number, if the driver gave one."""
+    orig = error.orig
+    args = getattr(orig, "args", ())
+    if args and isinstance(args[0], int):  # pymysql (which also carries a SQLSTATE)
+        return args[0]
+    sqlstate = getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
+    return sqlstate if isinstance(sqlstate, str) else None
+
+
+def _timed_out(error: exc.DBAPIError) -> bool:
+    code = _error_code(error)
+    if code is not None:
+        return code in _PG_TIMEOUTS or code in _MYSQL_TIMEOUTS
+    return isinstance(error, exc.OperationalError) and "database is locked" in str(error.orig)
+
+
+def _deadlocked(error: exc.DBAPIError) -> bool:
+    return _error_code(error) in ("40P01", 1213)
+
+
+def _milliseconds(seconds: float) -> int:
+    return max(1, round(seconds * 1000))
+
+
 def _configure_sqlite(engine: sa.Engine, timeout: float) -> None:
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn: Any, _record: Any) -> None:
@@ -478,8 +557,13 @@ def _configure_sqlite(engine: sa.Engine, timeout: float) -> None:
         cursor.close()
 
 
+def _pg_bounds(config: StorageConfig) -> dict[str, str]:
+    bound = f"{_milliseconds(config.timeout)}ms"
+    return {"statement_timeout": bound, "lock_timeout": bound}
+
+
 def _asyncpg_args(config: StorageConfig) -> dict[str, Any]:
-    args: dict[str, Any] = {"timeout": config.timeout}
+    args: dict[str, Any] = {"timeout": config.timeout, "server_settings": _pg_bounds(config)}
     if config.database_ca_cert or config.database_cert:
         context = ssl.create_default_context(cafile=config.database_ca_cert or None)
         if config.database_cert:
@@ -491,7 +575,8 @@ def _asyncpg_args(config: StorageConfig) -> dict[str, Any]:
 def _psycopg_args(config: StorageConfig) -> dict[str, Any]:
     """libpq's own TLS settings, matching :func:`_asyncpg_args`: the server's certificate
     and host name are verified against the CA file (or the system's CAs)."""
-    args: dict[str, Any] = {"connect_timeout": max(1, round(config.timeout))}
+    options = " ".join(f"-c {name}={value}" for name, value in _pg_bounds(config).items())
+    args: dict[str, Any] = {"connect_timeout": max(1, round(config.timeout)), "options": options}
     if config.database_ca_cert or config.database_cert:
         args["sslmode"] = "verify-full"
         args["sslrootcert"] = config.database_ca_cert or "system"
@@ -502,7 +587,12 @@ def _psycopg_args(config: StorageConfig) -> dict[str, Any]:
 
 
 def _pymysql_args(config: StorageConfig) -> dict[str, Any]:
-    args: dict[str, Any] = {"connect_timeout": max(1, round(config.timeout))}
+    wait = max(1, round(config.timeout))
+    args: dict[str, Any] = {
+        "connect_timeout": wait,
+        "init_command": f"SET SESSION innodb_lock_wait_timeout = {wait}, "
+        f"SESSION lock_wait_timeout = {wait}",
+    }
     tls = {
         name: path
         for name, path in (

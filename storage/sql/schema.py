@@ -16,6 +16,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.dialects import mysql
 
+from core.limits import TEXT_LIMITS
+
 __all__ = [
     "IDENTITY_COLUMNS",
     "audit_logs",
@@ -52,6 +54,11 @@ IDENTITY_COLUMNS: dict[str, tuple[str, ...]] = {
 }
 
 
+def _declared(field: str) -> sa.String:
+    """A column holding request field ``field``: as long as its declared limit."""
+    return sa.String(TEXT_LIMITS[field])
+
+
 def _id() -> sa.Column[str]:
     return sa.Column("id", sa.String(36), primary_key=True)
 
@@ -67,17 +74,17 @@ users = sa.Table(
     "service_users",
     metadata,
     _id(),
-    sa.Column("email", sa.String(256), index=True),
+    sa.Column("email", _declared("email"), index=True),
     sa.Column("email_verified_at", sa.BigInteger),
     sa.Column("password", sa.String(256)),
     sa.Column("signup_methods", sa.String(512), nullable=False, server_default=""),
-    sa.Column("given_name", sa.String(256)),
-    sa.Column("family_name", sa.String(256)),
-    sa.Column("middle_name", sa.String(256)),
-    sa.Column("nickname", sa.String(256)),
-    sa.Column("gender", sa.String(64)),
-    sa.Column("birthdate", sa.String(64)),
-    sa.Column("phone_number", sa.String(64), index=True),
+    sa.Column("given_name", _declared("given_name")),
+    sa.Column("family_name", _declared("family_name")),
+    sa.Column("middle_name", _declared("middle_name")),
+    sa.Column("nickname", _declared("nickname")),
+    sa.Column("gender", _declared("gender")),
+    sa.Column("birthdate", _declared("birthdate")),
+    sa.Column("phone_number", _declared("phone_number"), index=True),
     sa.Column("phone_number_verified_at", sa.BigInteger),
     sa.Column("picture", sa.Text),
     sa.Column("roles", sa.Text, nullable=False),
@@ -120,9 +127,9 @@ otps = sa.Table(
     "service_otps",
     metadata,
     _id(),
-    sa.Column("email", sa.String(256), index=True),
-    sa.Column("phone_number", sa.String(64), index=True),
-    sa.Column("otp", sa.String(256), nullable=False),
+    sa.Column("email", _declared("email"), index=True),
+    sa.Column("phone_number", _declared("phone_number"), index=True),
+    sa.Column("otp", _declared("otp"), nullable=False),
     sa.Column("expires_at", sa.BigInteger, nullable=False),
     *_timestamps(),
     **_MYSQL,
@@ -234,8 +241,10 @@ outbox = sa.Table(
 # ---------------------------------------------------------------- authorization engine (FGA)
 
 
-def _fga_text(length: int) -> sa.String:
-    """Tuple parts compare byte for byte on every database (MySQL's default ignores case)."""
+def _fga_text(field: str) -> sa.String:
+    """Tuple parts compare byte for byte on every database (MySQL's default ignores case);
+    as long as request field ``field``'s declared limit."""
+    length = TEXT_LIMITS[field]
     return sa.String(length).with_variant(
         mysql.VARCHAR(length, charset="utf8mb4", collation="utf8mb4_bin"), "mysql", "mariadb"
     )
@@ -266,11 +275,11 @@ fga_tuples = sa.Table(
         autoincrement=True,
     ),
     sa.Column("key_hash", sa.String(64), nullable=False, unique=True),
-    sa.Column("object_type", _fga_text(254), nullable=False),
-    sa.Column("object", _fga_text(512), nullable=False),
-    sa.Column("relation", _fga_text(50), nullable=False),
-    sa.Column("user", _fga_text(512), nullable=False),
-    sa.Column("condition_name", sa.String(256)),
+    sa.Column("object_type", _fga_text("object_type"), nullable=False),
+    sa.Column("object", _fga_text("object"), nullable=False),
+    sa.Column("relation", _fga_text("relation"), nullable=False),
+    sa.Column("user", _fga_text("user"), nullable=False),
+    sa.Column("condition_name", _declared("condition_name")),
     #: JSON object: the condition's stored context.
     sa.Column("condition_context", sa.Text),
     sa.Column("created_at", sa.BigInteger, nullable=False),
@@ -287,10 +296,10 @@ fga_changelog = sa.Table(
     sa.Column("revision", sa.BigInteger, primary_key=True, autoincrement=False),
     #: ``write`` / ``delete`` (a tuple), ``model`` (``object`` holds the model id), ``reset``.
     sa.Column("operation", sa.String(16), nullable=False),
-    sa.Column("object", _fga_text(512), nullable=False, server_default=""),
-    sa.Column("relation", _fga_text(50), nullable=False, server_default=""),
-    sa.Column("user", _fga_text(512), nullable=False, server_default=""),
-    sa.Column("condition_name", sa.String(256)),
+    sa.Column("object", _fga_text("object"), nullable=False, server_default=""),
+    sa.Column("relation", _fga_text("relation"), nullable=False, server_default=""),
+    sa.Column("user", _fga_text("user"), nullable=False, server_default=""),
+    sa.Column("condition_name", _declared("condition_name")),
     sa.Column("condition_context", sa.Text),
     sa.Column("created_at", sa.BigInteger, nullable=False),
     **_MYSQL,

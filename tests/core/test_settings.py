@@ -56,7 +56,7 @@ BASE = [
 #: What this build implements (the brief of issue 2); everything else is refused.
 IMPLEMENTED = {
     "env", "host", "http-port", "http-server", "workers", "metrics-host", "metrics-port",
-    "enable-grpc", "recent-sign-in-seconds",
+    "enable-grpc", "recent-sign-in-seconds", "request-timeout",
     "grpc-port",
     "migrate",
     "enable-grpc-reflection", "grpc-tls-cert", "grpc-tls-key", "log-level", "url",

@@ -16,6 +16,7 @@ from graphql import (
     validate,
 )
 
+from core.limits import TEXT_LIMITS
 from transports.graphql import DEPRECATED_OPERATIONS, build_schema
 
 AUTHORIZER_JS = Path(__file__).parent / "data" / "authorizer_js_3.0.1_operations.graphql"
@@ -351,3 +352,12 @@ def test_every_list_of_objects_holds_non_null_objects(schema: GraphQLSchema) -> 
                 assert isinstance(item, GraphQLNonNull), f"{type_.name}.{name}"
                 checked += 1
     assert checked == 10
+
+
+def test_text_inputs_document_their_declared_limits(schema: GraphQLSchema) -> None:
+    signup = schema.get_type("SignUpRequest")
+    assert isinstance(signup, GraphQLInputObjectType)
+    limit = TEXT_LIMITS["given_name"]
+    assert signup.fields["given_name"].description == f"At most {limit} characters."
+    roles = TEXT_LIMITS["roles"]
+    assert signup.fields["roles"].description == f"Each item at most {roles} characters."

@@ -23,6 +23,7 @@ import httpx
 import pytest
 from google.protobuf import json_format
 from google.protobuf.message import Message
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from tests.dbfixtures import fresh_sqlite_url
 from tests.mailsink import SpooledMailSink
@@ -36,6 +37,8 @@ from transports.grpc.proto.authorizer.v1 import (
     types_pb2,
 )
 from transports.grpc.services import _RPCS
+
+SERVING = health_pb2.HealthCheckResponse.SERVING
 
 PASSWORD = "Str0ng!pass"
 ADMIN_HEADER = {"x-service-admin-secret": ADMIN_SECRET}
@@ -836,3 +839,12 @@ def test_undecodable_request_bytes_are_invalid_argument_and_one_log_line(
     assert "undecodable gRPC request to /authorizer.v1.AuthorizerService/Login" in log
     assert "Exception deserializing request" not in log
     assert "Traceback" not in log
+
+
+def test_health_list_answers_every_service_it_advertises(server: ServerProcess) -> None:
+    with grpc.insecure_channel(f"127.0.0.1:{server.grpc_port}") as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        listed = stub.List(health_pb2.HealthListRequest(), timeout=30)
+        for name in ("", "authorizer.v1.AuthorizerService"):
+            checked = stub.Check(health_pb2.HealthCheckRequest(service=name), timeout=30)
+            assert listed.statuses[name].status == checked.status == SERVING, name

@@ -149,7 +149,10 @@ def test_openapi_lists_exactly_the_served_routes(server: ServerProcess) -> None:
                 headers={"origin": server.url},
                 json={} if method == "post" else None,
             )
-            assert response.status_code not in (404, 405), (method, path)
+            # A templated path (``/oauth_login/{provider}``) is served; its literal
+            # parameter names no provider, file or asset: 404 is that resource's answer.
+            refused = (405,) if "{" in path else (404, 405)
+            assert response.status_code not in refused, (method, path)
 
 
 def test_meta(server: ServerProcess) -> None:

@@ -158,6 +158,30 @@ async def test_a_dead_workers_lease_lapses(storage: Storage) -> None:
     assert done == [2]
 
 
+async def test_a_running_items_short_lease_is_renewed_while_it_runs(storage: Storage) -> None:
+    policy = OutboxPolicy(lease=1.0, handler_timeout=60, poll_interval=0.05)
+    started, release = trio.Event(), trio.Event()
+    runs: list[str] = []
+
+    async def slow(item: OutboxItem) -> None:
+        runs.append(item.id)
+        started.set()
+        await release.wait()
+
+    await _enqueue(storage, "mail", {})
+    first, second = (OutboxWorker(storage.db, {"mail": slow}, policy) for _ in range(2))
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(first.run_once)
+            await started.wait()
+            for _ in range(3):  # several lease lengths pass while the item runs
+                await trio.sleep(policy.lease)
+                assert await second.run_once() == 0
+            release.set()
+    assert len(runs) == 1
+    assert await _rows(storage) == []
+
+
 async def test_mail_survives_an_smtp_outage(storage: Storage, tmp_path: Path) -> None:
     port = free_port()
     base = settings_from_flags(

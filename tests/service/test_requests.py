@@ -9,6 +9,7 @@ import inspect
 import pytest
 
 from core.errors import InvalidArgument
+from core.limits import TEXT_LIMITS
 from core.pagination import Page
 from service.access import Service
 from service.admin.audit import AuditLogAdmin
@@ -18,9 +19,9 @@ from service.admin.users import UserAdmin
 from service.admin.webhooks import WebhookAdmin
 from service.auth.requests import SessionRequest, SignupRequest, VerifyOtpRequest
 from service.auth.service import AuthService
-from service.fga.requests import ReadTuplesRequest
+from service.fga.requests import ReadTuplesRequest, parse_tuples
 from service.fga.service import FgaService
-from service.requests import bind, decode, request_schema, request_type
+from service.requests import _plan, bind, decode, request_schema, request_type
 
 SIGNUP = {
     "email": "ann@example.com",
@@ -106,9 +107,60 @@ def test_every_service_operation_declares_a_request_dataclass() -> None:
         assert dataclasses.is_dataclass(request_type(operation)), name  # type: ignore[arg-type]
 
 
+def test_every_text_field_of_every_operation_declares_its_limit() -> None:
+    """Strings and lists of strings: each wire name is in the one table."""
+    undeclared = set()
+    for name, operation in _operations():
+        for field in _plan(request_type(operation)):  # type: ignore[arg-type]
+            kind = field.schema.get("type")
+            items = field.schema.get("items", {}).get("type")
+            if "string" in (kind, items) and field.wire_name not in TEXT_LIMITS:
+                undeclared.add(f"{name}: {field.wire_name}")
+    assert not undeclared
+
+
+@pytest.mark.parametrize(
+    ("kind", "field", "value"),
+    [
+        (SignupRequest, "given_name", "g" * 257),
+        (SignupRequest, "nickname", "n" * 5000),
+        (SignupRequest, "roles", ["user", "r" * 257]),
+        (SignupRequest, "app_data", {"k": "v" * 16000}),
+        (UpdateWebhookRequest, "headers", {"X-A": "h" * 9000}),
+        (ReadTuplesRequest, "object", "doc:" + "o" * 600),
+    ],
+)
+def test_a_value_past_its_declared_limit_is_refused_naming_field_and_limit(
+    kind: type[object], field: str, value: object
+) -> None:
+    limit = TEXT_LIMITS[field]
+    with pytest.raises(InvalidArgument, match=f"^{field} is longer than the limit of {limit} "):
+        decode(kind, {field: value})
+    at_limit = "x" * limit if isinstance(value, str) else None
+    if at_limit is not None:
+        assert getattr(decode(kind, {field: at_limit}), field) == at_limit
+
+
+@pytest.mark.parametrize(
+    ("part", "value", "field"),
+    [
+        ("object", "doc:" + "o" * 600, "object"),
+        ("relation", "r" * 51, "relation"),
+        ("user", "u" * 510, "user"),  # 515 characters as ``user:<id>``
+        ("condition", {"name": "c" * 257}, "condition_name"),
+    ],
+)
+def test_a_tuple_part_past_its_column_is_refused(part: str, value: object, field: str) -> None:
+    tuple_key = {"user": "user:ann", "relation": "viewer", "object": "doc:1", part: value}
+    with pytest.raises(InvalidArgument, match=f"^{field} is longer than the limit of "):
+        parse_tuples([tuple_key])
+
+
 def test_the_documented_schema_follows_the_request() -> None:
     schema = request_schema(SignupRequest)
-    assert schema["properties"]["roles"] == {"type": "array", "items": {"type": "string"}}
+    roles = {"type": "array", "items": {"type": "string", "maxLength": TEXT_LIMITS["roles"]}}
+    assert schema["properties"]["roles"] == roles
+    assert schema["properties"]["given_name"] == {"type": "string", "maxLength": 256}
     assert schema["properties"]["is_multi_factor_auth_enabled"] == {"type": "boolean"}
     assert set(schema["properties"]) == {f.name for f in dataclasses.fields(SignupRequest)}
 

@@ -22,14 +22,20 @@ from typing import Any
 from graphql import (
     DocumentNode,
     GraphQLField,
+    GraphQLInputObjectType,
     GraphQLObjectType,
     GraphQLResolveInfo,
     GraphQLSchema,
+    GraphQLString,
     build_ast_schema,
+    get_named_type,
+    get_nullable_type,
+    is_list_type,
     parse,
 )
 
 from core.errors import Unimplemented
+from core.limits import TEXT_LIMITS
 
 from .scalars import install_scalars
 
@@ -141,4 +147,21 @@ def build_schema(resolvers: Mapping[str, Resolver] | None = None) -> GraphQLSche
         type_ = schema.get_type(type_name)
         assert isinstance(type_, GraphQLObjectType), type_name
         type_.fields[field_name].resolve = _derived(key)
+    _document_limits(schema)
     return schema
+
+
+def _document_limits(schema: GraphQLSchema) -> None:
+    """Each text input field's declared maximum (``core.limits``) as its description."""
+    for type_ in schema.type_map.values():
+        if not isinstance(type_, GraphQLInputObjectType):
+            continue
+        for name, field in type_.fields.items():
+            limit = TEXT_LIMITS.get(name)
+            if limit is not None and get_named_type(field.type) is GraphQLString:
+                each = (
+                    "Each item at most"
+                    if is_list_type(get_nullable_type(field.type))
+                    else "At most"
+                )
+                field.description = f"{each} {limit} characters."

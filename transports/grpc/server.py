@@ -42,15 +42,34 @@ class _StorageAwareHealth(health.HealthServicer):
 
     def Check(self, request: Any, context: grpc.ServicerContext) -> Any:
         response = super().Check(request, context)
-        if response.status != health_pb2.HealthCheckResponse.SERVING:
+        if response.status != health_pb2.HealthCheckResponse.SERVING or self._storage_ready(
+            context
+        ):
             return response
+        return health_pb2.HealthCheckResponse(status=health_pb2.HealthCheckResponse.NOT_SERVING)
+
+    def List(self, request: Any, context: grpc.ServicerContext) -> Any:
+        """Every registered service's status, as Check answers it for each."""
+        with self._lock:
+            statuses = dict(self._server_status)
+        serving = health_pb2.HealthCheckResponse.SERVING
+        if serving in statuses.values() and not self._storage_ready(context):
+            statuses = dict.fromkeys(statuses, health_pb2.HealthCheckResponse.NOT_SERVING)
+        return health_pb2.HealthListResponse(
+            statuses={
+                name: health_pb2.HealthCheckResponse(status=status)
+                for name, status in statuses.items()
+            }
+        )
+
+    def _storage_ready(self, context: grpc.ServicerContext) -> bool:
         try:
             run_for_call(self._token, context, self._runtime.check_ready)
         except StorageUnavailable:
-            return health_pb2.HealthCheckResponse(status=health_pb2.HealthCheckResponse.NOT_SERVING)
+            return False
         except CallCancelled:
             context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, "deadline exceeded")
-        return response
+        return True
 
 
 class _MetricsInterceptor(grpc.ServerInterceptor):
@@ -133,6 +152,8 @@ class GrpcListener:
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
         names = [health_pb2.DESCRIPTOR.services_by_name["Health"].full_name]
         names += [add(self.server) for add in register]
+        for name in names:
+            self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
         if settings.enable_grpc_reflection:
             reflection.enable_server_reflection([*names, reflection.SERVICE_NAME], self.server)
         address = _address(settings.host, settings.grpc_port if port is None else port)

@@ -7,6 +7,8 @@ the security headers, CORS headers for an allowed origin, and a metrics sample.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 import logging
 import time
@@ -26,7 +28,7 @@ from storage import StorageUnavailable
 from transports.http import edge
 from transports.http.cookies import with_cookies
 from transports.http.errors import http_status
-from transports.http.routes import Route, openapi_document
+from transports.http.routes import Route, openapi_document, view_paths
 
 log = logging.getLogger("bastion.http")
 #: One line per request at info level: method, path (never the query: it may carry a
@@ -35,6 +37,8 @@ access_log = logging.getLogger("bastion.access")
 
 #: Largest request body accepted on any route.
 MAX_BODY_BYTES = 1024 * 1024
+#: ``Retry-After`` of a 503: storage down, or a request past its deadline.
+RETRY_UNAVAILABLE_SECONDS = 1
 
 
 def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
@@ -52,6 +56,8 @@ def error_response(error: errors.BastionError) -> Response:
         headers["Retry-After"] = str(error.retry_after)
         if error.before_effect:
             headers[errors.BEFORE_EFFECT_MARK] = errors.BEFORE_EFFECT_VALUE
+    elif isinstance(error, errors.Unavailable):
+        headers["Retry-After"] = str(RETRY_UNAVAILABLE_SECONDS)
     return json_response(
         {"code": error.code, "message": error.message}, http_status(error), headers
     )
@@ -167,6 +173,10 @@ def create_app(
         )
     for register in views:
         register(app, caller_context)
+    served = [(rule.rule, rule.methods or ()) for rule in app.url_map.iter_rules()]
+    document["paths"].update(view_paths(served, documented=document["paths"]))
+    for endpoint, view in list(app.view_functions.items()):
+        app.view_functions[endpoint] = _within_deadline(view, settings.request_timeout)
 
     security = edge.security_headers(csp=not settings.disable_csp, hsts=settings.enable_hsts)
 
@@ -276,6 +286,21 @@ def create_app(
         return error_response(errors.Internal("internal server error"))
 
     return app
+
+
+def _within_deadline(view: Callable[..., Any], seconds: float) -> Callable[..., Any]:
+    """``view`` answering 503 ``unavailable`` once ``seconds`` have passed (--request-timeout):
+    what it awaits is cancelled (a PostgreSQL query on the server too), its connection
+    returns to the pool."""
+
+    @functools.wraps(view)
+    async def bounded(*args: Any, **kwargs: Any) -> Any:
+        with trio.move_on_after(seconds):
+            answer = view(*args, **kwargs)
+            return await answer if inspect.isawaitable(answer) else answer
+        raise errors.Unavailable(f"the request did not finish within {seconds:g}s")
+
+    return bounded
 
 
 def route_view(route: Route) -> Callable[[], Awaitable[Response]]:

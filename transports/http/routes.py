@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import re
+from collections.abc import Awaitable, Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,3 +84,41 @@ def openapi_document(
         "paths": paths,
         "components": {"schemas": {"Error": ERROR_SCHEMA}},
     }
+
+
+_CONVERTER = re.compile(r"<(?:[a-z_]+:)?([A-Za-z_]\w*)>")
+
+
+def view_paths(
+    rules: Iterable[tuple[str, Collection[str]]], documented: Collection[str]
+) -> dict[str, dict[str, Any]]:
+    """OpenAPI path items for the views that are not JSON routes (OAuth/OIDC, pages, social
+    sign-in, the emailed-link landings): ``rules`` are (rule, methods) as served. Their
+    answers are pages, redirects or JSON, so any status is documented; a form or JSON body
+    is accepted where a POST reads one."""
+    paths: dict[str, dict[str, Any]] = {}
+    for rule, methods in rules:
+        path = _CONVERTER.sub(r"{\1}", rule)
+        if path in documented:
+            continue
+        names = _CONVERTER.findall(rule)
+        for method in sorted(set(methods) - {"HEAD", "OPTIONS"}):
+            operation: dict[str, Any] = {
+                "summary": f"{method} {path}",
+                "tags": ["views"],
+                "operationId": method.lower() + "_" + re.sub(r"\W+", "_", path.strip("/")),
+                "responses": {"default": {"description": "A page, a redirect or JSON"}},
+            }
+            if names:
+                operation["parameters"] = [
+                    {"name": n, "in": "path", "required": True, "schema": {"type": "string"}}
+                    for n in names
+                ]
+            if method == "POST":
+                body = {"schema": {"type": "object"}}
+                operation["requestBody"] = {
+                    "required": False,
+                    "content": {"application/x-www-form-urlencoded": body},
+                }
+            paths.setdefault(path, {})[method.lower()] = operation
+    return paths

@@ -27,7 +27,13 @@ from core.state_machines.effects import (
     VerifyPasswordHash,
     WebhookEvent,
 )
-from core.state_machines.events import PasswordHashed, PasswordVerified, UserCreated, UserLoaded
+from core.state_machines.events import (
+    PasswordHashed,
+    PasswordVerified,
+    TokensIssued,
+    UserCreated,
+    UserLoaded,
+)
 from core.state_machines.login import (
     DecideSecondFactor,
     LoginMachine,
@@ -65,6 +71,7 @@ from tests.core.state_machines.harness import (
     STRONG,
     env,
     reset_challenge,
+    tokens,
     user,
 )
 
@@ -122,7 +129,8 @@ def test_phone_signup_without_phone_verification_counts_the_number_verified(
 ) -> None:
     machine = SignupMachine(env(**policy))
     request = SignupRequested(phone_number=PHONE, password=STRONG, confirm_password=STRONG)
-    create = last(machine, request, PasswordHashed(password_hash="$argon2id$new"))[0]
+    hashed = PasswordHashed(password_hash="$argon2id$new")
+    create = last(machine, request, hashed, TokensIssued(tokens=tokens()))[-1]
     assert isinstance(create, CreateUser)
     assert create.user.phone_number_verified_at == NOW
     with pytest.raises(ValueError, match="no phone number to prove"):

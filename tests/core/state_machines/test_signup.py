@@ -16,6 +16,7 @@ from core.state_machines.effects import (
     AuditRecord,
     CreateUser,
     CreateVerificationRequest,
+    DeleteSession,
     EmitWebhook,
     Fail,
     HashPassword,
@@ -60,21 +61,25 @@ def new_user(**overrides: object) -> User:
     return User(**base)  # type: ignore[arg-type]
 
 
-def test_happy_path_issues_tokens_without_an_id_token() -> None:
+HASHED = PasswordHashed(password_hash="$argon2id$new")
+
+
+def test_happy_path_keeps_the_session_before_the_user_row_and_answers_no_id_token() -> None:
+    """Without a verification step the durable commit comes last: the user row, with its
+    webhooks and audit row queued before it, after the session is kept."""
     machine, created, issued = SignupMachine(env()), new_user(), tokens()
     steps = drive(
         machine,
         REQUEST,
-        PasswordHashed(password_hash="$argon2id$new"),
-        UserCreated(user=created),
+        HASHED,
         TokensIssued(tokens=issued),
+        UserCreated(user=created),
     )
     audit = AuditRecord(
         action=AuditAction.SIGNUP, actor_id="id-1", actor_email=EMAIL, resource_id="id-1"
     )
     assert steps == [
         [HashPassword(password=STRONG)],
-        [CreateUser(user=created, lock_keys=("email:ann@example.com",))],
         [
             IssueTokens(
                 user=created,
@@ -92,6 +97,9 @@ def test_happy_path_issues_tokens_without_an_id_token() -> None:
             EmitWebhook(event=WebhookEvent.SIGNUP, user=created, auth_recipe="basic_auth"),
             EmitWebhook(event=WebhookEvent.LOGIN, user=created, auth_recipe="basic_auth"),
             audit,
+            CreateUser(user=created, lock_keys=("email:ann@example.com",)),
+        ],
+        [
             Respond(
                 result=AuthResponse(
                     message="Signed up successfully.",
@@ -143,40 +151,45 @@ def test_with_email_verification_a_link_is_sent_and_no_tokens() -> None:
 
 def test_verification_asked_but_no_mail_configured_counts_the_email_as_verified() -> None:
     machine = SignupMachine(env(enable_email_verification=True, email_enabled=False))
-    effects = last(machine, REQUEST, PasswordHashed(password_hash="$argon2id$new"))
-    assert isinstance(effects[0], CreateUser)
-    assert effects[0].user.email_verified_at == NOW
+    effects = last(machine, REQUEST, HASHED, TokensIssued(tokens=tokens()))
+    assert isinstance(effects[-1], CreateUser)
+    assert effects[-1].user.email_verified_at == NOW
 
 
-def test_a_taken_identity_is_the_vague_signup_failure() -> None:
+TAKEN = Fail(
+    error=InvalidArgument,
+    message="signup failed. please check your credentials or try a different method",
+)
+
+
+def test_a_taken_identity_is_the_vague_signup_failure_and_drops_the_session_kept() -> None:
     machine = SignupMachine(env())
     effects = last(
-        machine, REQUEST, PasswordHashed(password_hash="$argon2id$new"), UserAlreadyExists()
+        machine, REQUEST, HASHED, TokensIssued(tokens=tokens(nonce="n-1")), UserAlreadyExists()
     )
-    assert effects == [
-        Fail(
-            error=InvalidArgument,
-            message="signup failed. please check your credentials or try a different method",
-        )
-    ]
+    ended = DeleteSession(user_id="id-1", login_method="basic_auth", nonce="n-1")
+    assert effects == [ended, TAKEN]
     assert machine.state is State.FAILED
+
+
+def test_a_taken_identity_with_verification_asked_keeps_nothing_to_drop() -> None:
+    machine = SignupMachine(env(enable_email_verification=True, email_enabled=True))
+    assert last(machine, REQUEST, HASHED, UserAlreadyExists()) == [TAKEN]
 
 
 def test_phone_signup_records_mobile_basic_auth_but_logs_in_with_basic_auth() -> None:
     request = dataclasses.replace(REQUEST, phone_number=PHONE)
     machine = SignupMachine(env(enforce_mfa=False))
-    steps = drive(machine, request, PasswordHashed(password_hash="$argon2id$new"))
-    create = steps[1][0]
+    steps = drive(machine, request, HASHED, TokensIssued(tokens=tokens()))
+    issue, create = steps[1][0], steps[2][-1]
+    assert isinstance(issue, IssueTokens)
+    assert issue.login_method == "basic_auth"
     assert isinstance(create, CreateUser)
     assert create.lock_keys == ("email:ann@example.com", f"phone:{PHONE}")
     assert create.user.signup_methods == ("mobile_basic_auth",)
     assert create.user.phone_number_verified_at == NOW
     assert create.user.is_multi_factor_auth_enabled is None
-    steps = drive(machine, UserCreated(user=create.user), TokensIssued(tokens=tokens()))
-    issue = steps[0][0]
-    assert isinstance(issue, IssueTokens)
-    assert issue.login_method == "basic_auth"
-    recipes = [e.auth_recipe for e in steps[1] if isinstance(e, EmitWebhook)]
+    recipes = [e.auth_recipe for e in steps[2] if isinstance(e, EmitWebhook)]
     assert recipes == ["", "mobile_basic_auth", "mobile_basic_auth"]
 
 
@@ -245,6 +258,7 @@ def test_requested_allowed_roles_are_granted() -> None:
         machine,
         dataclasses.replace(REQUEST, roles=("editor", "user")),
         PasswordHashed(password_hash="h"),
+        TokensIssued(tokens=tokens()),
     )
-    assert isinstance(effects[0], CreateUser)
-    assert effects[0].user.roles == ("editor", "user")
+    assert isinstance(effects[-1], CreateUser)
+    assert effects[-1].user.roles == ("editor", "user")

@@ -1,0 +1,106 @@
+"""--request-timeout (issue 27): with ``service_users`` locked by another connection for
+longer than the deadline, logins answer 503 ``unavailable`` with Retry-After instead of
+waiting for the lock; their connections return to the pool, so an FGA check (which never
+reads ``service_users``) still answers while the lock is held, and a login after it
+succeeds. On PostgreSQL + Redis and on MariaDB."""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+import psycopg
+import pymysql
+import pytest
+from sqlalchemy.engine import make_url
+
+from tests.dbfixtures import fresh_mariadb_url, fresh_postgres_url, fresh_redis_url
+from tests.server.harness import ADMIN_SECRET, ServerProcess, base_flags, running
+
+PASSWORD = "Deadline!pass1"
+ADMIN = {"x-service-admin-secret": ADMIN_SECRET}
+MODEL = "model\n  schema 1.1\n\ntype user\n\ntype doc\n  relations\n    define viewer: [user]\n"
+#: More logins at once than the server's database pool holds connections (10).
+BLOCKED_LOGINS = 12
+
+
+@contextlib.contextmanager
+def _postgres_users_locked(url: str) -> Iterator[None]:
+    dsn = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+    with psycopg.connect(dsn) as locker:
+        locker.execute("lock table service_users in access exclusive mode")
+        try:
+            yield
+        finally:
+            locker.rollback()
+
+
+@contextlib.contextmanager
+def _mariadb_users_locked(url: str) -> Iterator[None]:
+    parts = make_url(url)
+    locker = pymysql.connect(
+        host=parts.host,
+        port=parts.port or 3306,
+        user=parts.username,
+        password=parts.password or "",
+        database=parts.database,
+    )
+    try:
+        locker.cursor().execute("LOCK TABLES service_users WRITE")
+        yield
+    finally:
+        locker.cursor().execute("UNLOCK TABLES")
+        locker.close()
+
+
+@pytest.fixture(scope="module", params=["postgres-redis", "mariadb"])
+def deployment(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[ServerProcess, contextlib.AbstractContextManager[None]]]:
+    tmp: Path = tmp_path_factory.mktemp(f"deadline-{request.param}")
+    if request.param == "mariadb":
+        url = fresh_mariadb_url("deadline")
+        flags = base_flags("mariadb", url)
+        locked = _mariadb_users_locked(url)
+    else:
+        url = fresh_postgres_url("deadline")
+        flags = [*base_flags("postgres", url), f"--memory-store-url={fresh_redis_url()}"]
+        locked = _postgres_users_locked(url)
+    with running([*flags, "--request-timeout=2"], tmp) as srv:
+        yield srv, locked
+
+
+def test_a_login_waiting_on_a_locked_table_answers_503_and_frees_its_connection(
+    deployment: tuple[ServerProcess, contextlib.AbstractContextManager[None]],
+) -> None:
+    server, users_locked = deployment
+    email = f"deadline-{uuid.uuid4().hex[:10]}@example.com"
+    credentials = {"email": email, "password": PASSWORD}
+    check = {"user": "user:ann", "checks": [{"relation": "viewer", "object": "doc:1"}]}
+    with httpx.Client(base_url=server.url, headers={"origin": server.url}, timeout=60) as http:
+        signup = {**credentials, "confirm_password": PASSWORD}
+        assert http.post("/v1/signup", json=signup).status_code == 200
+        assert http.post("/v1/admin/fga/model", json={"dsl": MODEL}, headers=ADMIN).is_success
+        tuples = {"tuples": [{"user": "user:ann", "relation": "viewer", "object": "doc:1"}]}
+        assert http.post("/v1/admin/fga/tuples", json=tuples, headers=ADMIN).is_success
+
+        def login(n: int) -> httpx.Response:
+            # Addresses of their own: one account's concurrent logins are throttled.
+            return http.post("/v1/login", json={**credentials, "email": f"{n}-{email}"})
+
+        with users_locked, ThreadPoolExecutor(BLOCKED_LOGINS) as pool:
+            answers = list(pool.map(login, range(BLOCKED_LOGINS)))
+            checked = http.post("/v1/check_permissions", json=check, headers=ADMIN)
+        after = http.post("/v1/login", json=credentials)
+
+    for answer in answers:
+        assert answer.status_code == 503, answer.text
+        assert answer.json()["code"] == "unavailable"
+        assert answer.headers["retry-after"] == "1"
+    assert checked.status_code == 200, checked.text
+    assert [r["allowed"] for r in checked.json()["results"]] == [True]
+    assert after.status_code == 200, after.text

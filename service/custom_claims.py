@@ -135,7 +135,7 @@ class CustomClaimsScript:
 
     def _claims_sync(self, program: str) -> dict[str, Any]:
         try:
-            text = _run(_evaluate(program, self._timeout, self._max_memory))
+            text = _run(_evaluate(program, self._timeout, self._max_memory), self._timeout)
         except TimeoutError:
             return _failed(_Failure.TIMEOUT)
         except JSOOMException:
@@ -160,21 +160,54 @@ def _failed(kind: _Failure) -> dict[str, Any]:
     return {}
 
 
-_loop: asyncio.AbstractEventLoop | None = None
-_loop_started = threading.Lock()
+#: How much longer than its own time limit a caller waits for an evaluation's answer.
+_GRACE_SECONDS = 5.0
 
 
-def _run(evaluation: Coroutine[Any, Any, object]) -> object:
-    """Run ``evaluation`` on the one asyncio loop every isolate of this process shares, and
-    wait for it (from a worker thread). mini-racer (0.14) crashes the process when isolates
-    driven by two asyncio loops in two threads are created or run at the same time; on one
-    loop they run side by side safely."""
-    global _loop
-    with _loop_started:
-        if _loop is None:
-            _loop = asyncio.new_event_loop()
-            threading.Thread(target=_loop.run_forever, name="mini-racer", daemon=True).start()
-    return asyncio.run_coroutine_threadsafe(evaluation, _loop).result()
+class _SharedLoop:
+    """The one asyncio loop every isolate of this process runs on, in a daemon thread.
+
+    mini-racer (0.14) crashes the process when isolates driven by two asyncio loops in two
+    threads are created or run at the same time; on one loop they run side by side safely.
+    Should the thread ever end, the next call starts a new one."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+
+    def _serve(self, loop: asyncio.AbstractEventLoop) -> None:
+        try:
+            loop.run_forever()
+        except BaseException:
+            log.exception("the custom access-token script loop stopped")
+            raise
+
+    def loop(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None or self._thread is None or not self._thread.is_alive():
+                # A plain selector loop, not the policy's: trio-asyncio (the asyncpg driver)
+                # installs a policy whose loops only run inside trio.
+                self._loop = asyncio.SelectorEventLoop()
+                self._thread = threading.Thread(
+                    target=self._serve, args=(self._loop,), name="mini-racer", daemon=True
+                )
+                self._thread.start()
+            return self._loop
+
+
+_SHARED = _SharedLoop()
+
+
+def _run(evaluation: Coroutine[Any, Any, object], seconds: float) -> object:
+    """Run ``evaluation`` on the shared loop and wait for it from this (worker) thread, never
+    much past its own limit: a loop that stopped answering is a timeout, not a hang."""
+    future = asyncio.run_coroutine_threadsafe(evaluation, _SHARED.loop())
+    try:
+        return future.result(timeout=seconds + _GRACE_SECONDS)
+    except TimeoutError:
+        future.cancel()
+        raise
 
 
 async def _evaluate(code: str, seconds: float, max_memory: int) -> object:
@@ -210,7 +243,7 @@ def _detect_form(source: str, *, timeout: float, max_memory: int) -> _Form:
 
     def run() -> None:
         try:
-            outcome.append(str(_run(_evaluate(_PRELUDE + check, timeout, max_memory))))
+            outcome.append(str(_run(_evaluate(_PRELUDE + check, timeout, max_memory), timeout)))
         except (TimeoutError, JSOOMException):
             outcome.append("evaluating it exceeded the time or memory limit")
         except JSEvalException as exc:

@@ -6,6 +6,11 @@ from conformance.discovery import ADMIN_COOKIE, Deployment
 from conformance.outcome import Credentials
 from conformance.scenario import Ctx, scenario
 
+#: One wrong secret for every run: a deployment counts the distinct wrong secrets an
+#: address sends (and then refuses it even the right one for a while), so a suite run
+#: again and again from one machine must not look like guessing.
+WRONG_SECRET = "conformance-suite-wrong-admin-secret"
+
 ADMIN_ONLY = ("roles", "default_roles", "protected_roles")
 
 
@@ -16,7 +21,7 @@ def _header_auth(deployment: Deployment) -> str | None:
 @scenario("admin.login_wrong_secret")
 def login_wrong_secret(ctx: Ctx) -> None:
     """A wrong admin secret is unauthenticated and sets no cookie."""
-    outcome = ctx.call("admin_login", {"admin_secret": ctx.name("wrong")})
+    outcome = ctx.call("admin_login", {"admin_secret": WRONG_SECRET})
     ctx.expect_error(outcome, "unauthenticated")
     ctx.expect(not outcome.cookies, f"a refused login set cookies: {outcome.cookies}")
 
@@ -53,7 +58,7 @@ def header_versus_none(ctx: Ctx) -> None:
     if ctx.surface.name == "rest":
         ctx.expect(meta.get("client_id") == ctx.deployment.client_id, f"admin_meta: {meta}")
     ctx.expect_error(ctx.call("admin_meta"), "unauthenticated")
-    wrong = Credentials(admin_secret=ctx.name("wrong"))
+    wrong = Credentials(admin_secret=WRONG_SECRET)
     ctx.expect_error(ctx.call("admin_meta", credentials=wrong), "unauthenticated")
     ctx.expect_error(ctx.call("admin_session"), "unauthenticated")
     ctx.expect_error(ctx.call("admin_logout"), "unauthenticated")

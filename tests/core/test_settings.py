@@ -60,6 +60,7 @@ IMPLEMENTED = {
     "grpc-port",
     "migrate",
     "enable-grpc-reflection", "grpc-tls-cert", "grpc-tls-key", "log-level", "url",
+    "tls-cert-file", "tls-key-file", "log-format", "access-log",
     "database-type", "database-url", "database-host", "database-port", "database-name",
     "database-username", "database-password", "database-cert", "database-ca-cert",
     "database-cert-key", "memory-store-url", "client-id", "client-secret", "admin-secret",

@@ -2,8 +2,10 @@
 
 For ``type#relation`` we keep the relations of the same type that mention it outside a
 ``but not`` subtract (``computed``), and the ``(parent type, parent relation, tupleset)``
-triples whose ``X from tupleset`` names it (``ttu``). ListObjects follows these edges to
-over-approximate its candidates, then confirms each with Check.
+triples whose ``X from tupleset`` names it (``ttu``), and the relations whose type
+restrictions admit it as a userset (``usersets``). ListObjects follows these edges to
+over-approximate its candidates, then confirms each with Check; :meth:`leading_to` says
+which relations can lead to the one it lists at all.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ __all__ = ["ReverseGraph"]
 class ReverseGraph:
     computed: dict[tuple[str, str], set[str]] = field(default_factory=dict)
     ttu: dict[tuple[str, str], set[tuple[str, str, str]]] = field(default_factory=dict)
+    usersets: dict[tuple[str, str], set[tuple[str, str]]] = field(default_factory=dict)
+    _leading: dict[tuple[str, str], frozenset[tuple[str, str]]] = field(default_factory=dict)
 
     @classmethod
     def build(cls, ts: TypeSystem) -> ReverseGraph:
@@ -28,12 +32,42 @@ class ReverseGraph:
             for name, relation in typedef.relations.items():
                 for target in ts.computed_targets(relation.rewrite):
                     graph.computed.setdefault((typedef.name, target), set()).add(name)
+                for ref in relation.directly_related:
+                    if ref.relation is not None:
+                        graph.usersets.setdefault((ref.type, ref.relation), set()).add(
+                            (typedef.name, name)
+                        )
                 for tupleset, computed in _ttus(relation.rewrite):
                     for ref in ts.directly_related(typedef.name, tupleset):
                         graph.ttu.setdefault((ref.type, computed), set()).add(
                             (typedef.name, name, tupleset)
                         )
         return graph
+
+    def leading_to(self, object_type: str, relation: str) -> frozenset[tuple[str, str]]:
+        """Every ``(type, relation)`` from which these edges reach the target (itself too)."""
+        target = (object_type, relation)
+        found = self._leading.get(target)
+        if found is None:
+            backwards: dict[tuple[str, str], set[tuple[str, str]]] = {}
+            for (type_name, part), names in self.computed.items():
+                for name in names:
+                    backwards.setdefault((type_name, name), set()).add((type_name, part))
+            for child, parents in self.ttu.items():
+                for parent_type, parent_relation, _ in parents:
+                    backwards.setdefault((parent_type, parent_relation), set()).add(child)
+            for member, holders in self.usersets.items():
+                for holder in holders:
+                    backwards.setdefault(holder, set()).add(member)
+            reached = {target}
+            pending = [target]
+            while pending:
+                for source in backwards.get(pending.pop(), ()):
+                    if source not in reached:
+                        reached.add(source)
+                        pending.append(source)
+            found = self._leading[target] = frozenset(reached)
+        return found
 
 
 def _ttus(rewrite: Rewrite) -> list[tuple[str, str]]:

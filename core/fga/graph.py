@@ -1,9 +1,11 @@
 """Reverse edges of a model, for walking from a user towards the objects it can reach.
 
-For ``type#relation`` we keep the relations of the same type that mention it outside a
-``but not`` subtract (``computed``), and the ``(parent type, parent relation, tupleset)``
-triples whose ``X from tupleset`` names it (``ttu``), and the relations whose type
-restrictions admit it as a userset (``usersets``). ListObjects follows these edges to
+For ``type#relation`` we keep the relations of the same type that mention it
+(``computed``), the ``(parent type, parent relation, tupleset)`` triples whose
+``X from tupleset`` names it (``ttu``), and the relations whose type restrictions admit it
+as a userset (``usersets``). As in OpenFGA's reverse expansion, of an intersection only the
+first operand is followed and of an exclusion only the base: an object must satisfy those
+anyway, so the candidates stay a superset. ListObjects follows these edges to
 over-approximate its candidates, then confirms each with Check; :meth:`leading_to` says
 which relations can lead to the one it lists at all.
 """
@@ -12,8 +14,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from core.fga.model import Difference, Rewrite, TupleToUserset
-from core.fga.typesystem import TypeSystem, rewrite_children
+from core.fga.model import (
+    ComputedUserset,
+    Difference,
+    Intersection,
+    Rewrite,
+    TupleToUserset,
+    Union,
+)
+from core.fga.typesystem import TypeSystem
 
 __all__ = ["ReverseGraph"]
 
@@ -30,14 +39,15 @@ class ReverseGraph:
         graph = cls()
         for typedef in ts.model.type_definitions:
             for name, relation in typedef.relations.items():
-                for target in ts.computed_targets(relation.rewrite):
+                targets, ttus = _followed(relation.rewrite)
+                for target in targets:
                     graph.computed.setdefault((typedef.name, target), set()).add(name)
                 for ref in relation.directly_related:
                     if ref.relation is not None:
                         graph.usersets.setdefault((ref.type, ref.relation), set()).add(
                             (typedef.name, name)
                         )
-                for tupleset, computed in _ttus(relation.rewrite):
+                for tupleset, computed in ttus:
                     for ref in ts.directly_related(typedef.name, tupleset):
                         graph.ttu.setdefault((ref.type, computed), set()).add(
                             (typedef.name, name, tupleset)
@@ -70,12 +80,24 @@ class ReverseGraph:
         return found
 
 
-def _ttus(rewrite: Rewrite) -> list[tuple[str, str]]:
-    if isinstance(rewrite, TupleToUserset):
-        return [(rewrite.tupleset, rewrite.computed)]
-    if isinstance(rewrite, Difference):
-        return _ttus(rewrite.base)
-    out: list[tuple[str, str]] = []
-    for child in rewrite_children(rewrite):
-        out.extend(_ttus(child))
-    return out
+def _followed(rewrite: Rewrite) -> tuple[list[str], list[tuple[str, str]]]:
+    """The computed relations and ``(tupleset, computed)`` pairs reverse expansion follows."""
+    match rewrite:
+        case ComputedUserset(computed):
+            return [computed], []
+        case TupleToUserset(tupleset, computed):
+            return [], [(tupleset, computed)]
+        case Union(children):
+            targets: list[str] = []
+            ttus: list[tuple[str, str]] = []
+            for child in children:
+                child_targets, child_ttus = _followed(child)
+                targets += child_targets
+                ttus += child_ttus
+            return targets, ttus
+        case Intersection(children):
+            return _followed(children[0])
+        case Difference(base, _):
+            return _followed(base)
+        case _:
+            return [], []

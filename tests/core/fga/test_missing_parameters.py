@@ -107,6 +107,20 @@ def test_list_objects_ignores_conditions_on_relations_that_cannot_lead_to_the_ta
     assert _objects(ts, store, "user:u1", "doc#editor") == "error"
 
 
+def test_list_objects_follows_an_intersections_first_operand_and_an_exclusions_base() -> None:
+    ts, store = world(
+        "type user\ntype doc\n  relations\n    define cond_viewer: [user with iw]\n"
+        "    define member: [user]\n    define first: cond_viewer and member\n"
+        "    define second: member and cond_viewer\n"
+        "    define excluded: member but not cond_viewer\n" + IW,
+        key("doc:d1#cond_viewer@user:u1", "iw", PARTIAL),
+        "doc:d2#member@user:u1",
+    )
+    assert _objects(ts, store, "user:u1", "doc#first") == "error"
+    assert _objects(ts, store, "user:u1", "doc#second") == []
+    assert _objects(ts, store, "user:u1", "doc#excluded") == ["doc:d2"]
+
+
 # -- Check: userset tuples ------------------------------------------------------------
 
 _GROUPS = (

@@ -173,7 +173,9 @@ def _plans(ts: TypeSystem) -> dict[tuple[str, str], _Plan]:
 def _compile(ts: TypeSystem, type_name: str, relation: str, rewrite: Rewrite) -> _Plan:
     match rewrite:
         case This():
-            return _direct_plan(ts.directly_related(type_name, relation), relation)
+            refs = ts.directly_related(type_name, relation)
+            lenient, user_side = _userset_strategy(ts, type_name, relation, refs)
+            return _direct_plan(refs, relation, lenient, user_side)
         case ComputedUserset(computed):
 
             def computed_plan(
@@ -183,7 +185,7 @@ def _compile(ts: TypeSystem, type_name: str, relation: str, rewrite: Rewrite) ->
 
             return computed_plan
         case TupleToUserset(tupleset, computed):
-            return _tuple_to_userset_plan(ts, tupleset, computed)
+            return _tuple_to_userset_plan(ts, type_name, tupleset, computed)
         case Union(children):
             steps = tuple(_compile(ts, type_name, relation, c) for c in children)
 
@@ -243,7 +245,9 @@ def _user_form(user: str) -> tuple[str, bool, str]:
     return user_type, user_id == "*", user_relation
 
 
-def _direct_plan(refs: tuple[RelationRef, ...], relation: str) -> _Plan:
+def _direct_plan(
+    refs: tuple[RelationRef, ...], relation: str, lenient: bool, user_side: _UserSide | None
+) -> _Plan:
     flags_by_form: dict[tuple[str, bool, str], _DirectFlags] = {}
 
     def direct_plan(
@@ -273,6 +277,8 @@ def _direct_plan(refs: tuple[RelationRef, ...], relation: str) -> _Plan:
         usersets = checker.reader.read_usersets(obj, relation) if userset_ok else ()
         if usersets:
             passing, read_error = checker.passing(usersets)
+            if lenient and passing:
+                read_error = None
             for key in passing:
                 set_object, _, set_relation = key.user.partition("#")
                 outcome = checker.dispatch(set_object, set_relation, user, depth, visited)
@@ -281,14 +287,20 @@ def _direct_plan(refs: tuple[RelationRef, ...], relation: str) -> _Plan:
                 error = error or outcome.error
                 cycle = cycle or outcome.cycle
             error = error or read_error
+            if passing and user_side is not None and not form[1] and not form[2]:
+                error = error or user_side.error(checker, user, form[0])
         return _denied(cycle, error)
 
     return direct_plan
 
 
-def _tuple_to_userset_plan(ts: TypeSystem, tupleset: str, computed: str) -> _Plan:
+def _tuple_to_userset_plan(ts: TypeSystem, type_name: str, tupleset: str, computed: str) -> _Plan:
     #: the parent types that define ``computed`` (other parents are skipped)
     parent_types = frozenset(t.name for t in ts.model.type_definitions if computed in t.relations)
+    parent_refs = ts.directly_related(type_name, tupleset)
+    user_side = None
+    if len(parent_refs) == 1 and parent_refs[0].relation is None:
+        user_side = _UserSide.of(ts, parent_refs[0].type, computed)
 
     def tuple_to_userset_plan(
         checker: Checker, obj: str, user: str, depth: int, visited: set[Step]
@@ -308,9 +320,112 @@ def _tuple_to_userset_plan(ts: TypeSystem, tupleset: str, computed: str) -> _Pla
                 return ALLOWED
             error = error or outcome.error
             cycle = cycle or outcome.cycle
-        return _denied(cycle, error or read_error)
+        error = error or read_error
+        if passing and user_side is not None:
+            form = checker.user_form if user is checker.user else _user_form(user)
+            if not form[1] and not form[2]:
+                error = error or user_side.error(checker, user, form[0])
+        return _denied(cycle, error)
 
     return tuple_to_userset_plan
+
+
+class _UserSide:
+    """OpenFGA's check from the user's side of a two-hop path, and the errors it meets.
+
+    When ``object#relation`` reaches the user through one kind of parent only (one
+    ``type#rel`` restriction, or a tupleset of one type), and that parent's relation holds
+    users with no further hop (its direct restrictions, through unions, intersections,
+    computed relations and exclusion bases, name no userset and no tupleset), OpenFGA
+    reads every tuple of the user on those relations of the parent type and evaluates
+    their conditions, whether or not the parent is linked to the object (recorded with
+    ``fga model test``). So such a tuple that cannot be evaluated fails the check unless
+    another path allows it. Only relations whose restrictions carry a condition can fail
+    that way; others are not looked at.
+    """
+
+    def __init__(self, parent_type: str, relations: frozenset[str]) -> None:
+        self.parent_type = parent_type
+        self.relations = relations
+
+    @classmethod
+    def of(cls, ts: TypeSystem, parent_type: str, relation: str) -> _UserSide | None:
+        found = _one_hop_relations(ts, parent_type, relation)
+        conditioned = frozenset(
+            name
+            for name in found or ()
+            if any(ref.condition for ref in ts.directly_related(parent_type, name))
+        )
+        return cls(parent_type, conditioned) if conditioned else None
+
+    def error(self, checker: Checker, user: str, user_type: str) -> FgaError | None:
+        read = checker.reader.read_by_user
+        keys = [
+            key
+            for subject in (user, f"{user_type}:*")
+            for key in read(subject, self.parent_type)
+            if key.relation in self.relations
+        ]
+        return checker.passing(keys)[1] if keys else None
+
+
+def _one_hop_relations(ts: TypeSystem, type_name: str, relation: str) -> frozenset[str] | None:
+    """The relations ``type_name#relation`` is made of when it holds users with no further
+    hop (OpenFGA's weight one), else ``None``."""
+    found: set[str] = set()
+    pending = [relation]
+    while pending:
+        name = pending.pop()
+        if name in found:
+            continue
+        found.add(name)
+        definition = ts.relation(type_name, name)
+        if definition is None or not _one_hop(definition.rewrite, pending):
+            return None
+        if any(ref.relation is not None for ref in definition.directly_related):
+            return None
+    return frozenset(found)
+
+
+def _userset_strategy(
+    ts: TypeSystem, type_name: str, relation: str, refs: tuple[RelationRef, ...]
+) -> tuple[bool, _UserSide | None]:
+    """How OpenFGA reads a direct relation's userset tuples for a user: ``(lenient,
+    user side)``.
+
+    OpenFGA has two strategies beside dispatching each userset: one for a relation that
+    admits its own ``type#relation`` (recursive), one for a relation whose usersets are
+    all of one ``type#rel`` holding users with no further hop (:class:`_UserSide`). Both
+    read the object's userset tuples through a filter that drops a tuple whose condition
+    cannot be evaluated and reports that only when no userset tuple passed (*lenient*;
+    recorded with ``fga model test``); the plain strategy reports it unless a userset
+    allows the user.
+    """
+    parents = {(ref.type, ref.relation) for ref in refs if ref.relation is not None}
+    if (type_name, relation) in parents:
+        return True, None
+    if len(parents) != 1:
+        return False, None
+    [(parent_type, parent_relation)] = parents
+    if parent_relation is None or _one_hop_relations(ts, parent_type, parent_relation) is None:
+        return False, None
+    return True, _UserSide.of(ts, parent_type, parent_relation)
+
+
+def _one_hop(rewrite: Rewrite, computed: list[str]) -> bool:
+    """Whether ``rewrite`` stays on its object (collecting the relations it computes)."""
+    match rewrite:
+        case This():
+            return True
+        case ComputedUserset(name):
+            computed.append(name)
+            return True
+        case TupleToUserset():
+            return False
+        case Union(children) | Intersection(children):
+            return all(_one_hop(child, computed) for child in children)
+        case Difference(base, _):
+            return _one_hop(base, computed)
 
 
 def _denied(cycle: bool, error: FgaError | None) -> Outcome:

@@ -21,6 +21,7 @@ from celpy.adapter import json_to_cel
 from celpy.celparser import CELParseError
 from celpy.evaluation import CELEvalError
 
+from core.fga.cel_types import CelTypeError, check_types
 from core.fga.model import Condition, ConditionParam
 
 __all__ = ["CompiledCondition", "ConditionError", "IPAddress", "compile_condition"]
@@ -181,7 +182,8 @@ class CompiledCondition:
         env = celpy.Environment()
         try:
             ast = env.compile(condition.expression)
-        except CELParseError as exc:
+            check_types(ast, condition.parameters)
+        except (CELParseError, CelTypeError) as exc:
             raise ConditionError(f"condition {condition.name!r} does not compile: {exc}") from exc
         self._program = env.program(ast, functions=_FUNCTIONS)
 

@@ -4,6 +4,11 @@ Reverse expansion from the user over :class:`ReverseGraph` collects candidate ob
 (reading tuples by user, so the cost follows what the user can reach), then each candidate
 is confirmed with Check in one shared request, so the answer agrees with Check exactly.
 At most ``max_results`` objects are returned; ``truncated`` says more exist.
+
+As OpenFGA's reverse expansion does, the walk only follows tuples on relations that can
+lead to the listed one, and evaluates the condition of every tuple it follows: one that
+does not hold is not followed, one that cannot be evaluated (a missing parameter) fails
+the whole request, even when the user reaches the object another way.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from core.fga.check import Checker
 from core.fga.errors import ErrorCode, FgaError
 from core.fga.graph import ReverseGraph
 from core.fga.request import RequestContext, RequestOptions
-from core.fga.tuples import TupleReader, split_object, split_user
+from core.fga.tuples import TupleKey, TupleReader, split_object, split_user
 from core.fga.typesystem import TypeSystem
 
 __all__ = ["ListResult", "list_objects"]
@@ -51,6 +56,13 @@ def candidates(
     if not user_relation and user_id != "*":
         subjects.append(f"{user_type}:*")
     found: list[str] = []
+    leading = graph.leading_to(object_type, relation)
+
+    def follows(key: TupleKey, type_name: str, rel: str) -> bool:
+        """Whether the walk takes ``key`` towards ``type_name#rel``; raises FgaError."""
+        if (type_name, rel) not in leading or not request.valid(key):
+            return False
+        return request.condition_holds(key)
 
     def add_fact(obj: str, rel: str) -> None:
         pending = [(obj, rel)]
@@ -70,7 +82,7 @@ def candidates(
             pending.extend((fact_obj, r) for r in graph.computed.get((fact_type, fact_rel), ()))
             for parent_type, parent_rel, tupleset in graph.ttu.get((fact_type, fact_rel), ()):
                 for key in reader.read_by_user(fact_obj, parent_type):
-                    if key.relation == tupleset:
+                    if key.relation == tupleset and follows(key, parent_type, parent_rel):
                         pending.append((key.object, parent_rel))
 
     if user_relation:
@@ -79,7 +91,8 @@ def candidates(
         subject = subjects.popleft()
         for type_name in ts.types:
             for key in reader.read_by_user(subject, type_name):
-                add_fact(key.object, key.relation)
+                if follows(key, type_name, key.relation):
+                    add_fact(key.object, key.relation)
     return sorted(set(found))
 
 

@@ -16,7 +16,6 @@ from core.fga.conditions import CompiledCondition, ConditionError
 from core.fga.errors import ErrorCode, FgaError
 from core.fga.model import (
     AuthorizationModel,
-    ComputedUserset,
     Difference,
     Intersection,
     Relation,
@@ -175,16 +174,3 @@ class TypeSystem:
         params = self.model.conditions[condition].parameters
         unknown = sorted(set(context) - set(params))
         return f"unknown condition parameters {unknown}" if unknown else None
-
-    def computed_targets(self, rewrite: Rewrite) -> set[str]:
-        """Relations on the same object that ``rewrite`` names outside a ``but not``."""
-        match rewrite:
-            case ComputedUserset(relation):
-                return {relation}
-            case Difference(base, _):
-                return self.computed_targets(base)
-            case _:
-                out: set[str] = set()
-                for child in rewrite_children(rewrite):
-                    out |= self.computed_targets(child)
-                return out

@@ -5,8 +5,9 @@ relations are drawn from a small grammar: direct assignments (users, ``user:*``,
 ``group#member``, ``user with cond``) and rewrites over earlier relations (union,
 intersection, exclusion, and those nested over three relations) or over the parent folder
 (tuple to userset). Tuples follow the model's type restrictions; parent and group-in-group
-tuples point "backwards" only, so the tuple graph is acyclic. Every check carries a context
-that binds the condition's parameter, and some checks come with contextual tuples.
+tuples point "backwards" only, so the tuple graph is acyclic. Most checks carry a context
+that binds the condition's parameter (the rest test OpenFGA's rules for a missing one),
+and some checks come with contextual tuples.
 """
 
 from __future__ import annotations
@@ -219,7 +220,9 @@ def generate_world(seed: int) -> World:
     stored = {str(k) for k in world.tuples}
     for user in USERS:
         for obj in (*FOLDERS, *DOCS):
-            world.queries.append(Query(user, obj, {"x": rng.randint(0, 6)}))
+            # A quarter of the checks carry no context: conditions may miss their parameter.
+            context = {"x": rng.randint(0, 6)} if rng.random() < 0.75 else {}
+            world.queries.append(Query(user, obj, context))
     for _ in range(12):
         extra = tuple(k for k in _contextual(rng, world) if str(k) not in stored)
         if extra:

@@ -300,3 +300,77 @@ def test_request_context_and_per_check_errors_on_every_surface(
         (r.allowed, r.error.message if r.HasField("error") else None) for r in reply.results
     ] == answers(rest)
     assert reply.results[0].error.code == "invalid_argument"
+
+
+def test_list_operations_take_context_and_name_a_missing_parameter_on_every_surface(
+    client: httpx.Client,
+    stubs: tuple[
+        admin_pb2_grpc.AuthorizerAdminServiceStub, authorizer_pb2_grpc.AuthorizerServiceStub
+    ],
+) -> None:
+    """An evaluation error in list_permissions or _fga_list_users is 400 invalid_argument
+    naming the parameter (never 403); request context supplies it."""
+    admin(client, "/v1/admin/fga/model", {"dsl": MODEL})
+    who = uid()
+    doc = f"document:{who}"
+    conditional = tuple_(who, "viewer", doc, condition={"name": "in_hours"})
+    admin(client, "/v1/admin/fga/tuples", {"tuples": [conditional]})
+    permissions = {"user": who, "object_type": "document", "relation": "viewer"}
+    users = {"object": doc, "relation": "viewer", "user_type": "user"}
+
+    failed = client.post("/v1/list_permissions", json=permissions, headers=ADMIN)
+    assert failed.status_code == 400
+    assert failed.json()["code"] == "invalid_argument"
+    message = failed.json()["message"]
+    assert "'hour'" in message
+    failed = client.post("/v1/admin/fga/list_users", json=users, headers=ADMIN)
+    assert (failed.status_code, failed.json()) == (
+        400,
+        {"code": "invalid_argument", "message": message},
+    )
+    inside = admin(client, "/v1/list_permissions", {**permissions, "context": {"hour": 10}})
+    assert inside["objects"] == [doc]
+    outside = admin(client, "/v1/list_permissions", {**permissions, "context": {"hour": 20}})
+    assert outside["objects"] == []
+    listed = admin(client, "/v1/admin/fga/list_users", {**users, "context": {"hour": 10}})
+    assert listed["users"] == [f"user:{who}"]
+
+    permissions_query = (
+        "query($p: ListPermissionsInput!) { list_permissions(params: $p) { objects } }"
+    )
+    users_query = "query($p: FgaListUsersInput!) { _fga_list_users(params: $p) { users } }"
+    for query, params in ((permissions_query, permissions), (users_query, users)):
+        errors = gql(client, query, p=params)["errors"]
+        assert [(e["message"], e["extensions"]["code"]) for e in errors] == [
+            (message, "invalid_argument")
+        ]
+    data = gql_data(client, permissions_query, p={**permissions, "context": {"hour": 10}})
+    assert data["list_permissions"]["objects"] == [doc]
+    data = gql_data(client, users_query, p={**users, "context": {"hour": 10}})
+    assert data["_fga_list_users"]["users"] == [f"user:{who}"]
+
+    admin_stub, public = stubs
+    with pytest.raises(grpc.RpcError) as refused:
+        public.ListPermissions(
+            authorizer_pb2.ListPermissionsRequest(**permissions), metadata=METADATA, timeout=10
+        )
+    assert (refused.value.code(), refused.value.details()) == (
+        grpc.StatusCode.INVALID_ARGUMENT,
+        message,
+    )
+    with pytest.raises(grpc.RpcError) as refused:
+        admin_stub.FgaListUsers(
+            admin_pb2.FgaListUsersRequest(**users), metadata=METADATA, timeout=10
+        )
+    assert (refused.value.code(), refused.value.details()) == (
+        grpc.StatusCode.INVALID_ARGUMENT,
+        message,
+    )
+    request = authorizer_pb2.ListPermissionsRequest(**permissions)
+    request.context.update({"hour": 10})
+    reply = public.ListPermissions(request, metadata=METADATA, timeout=10)
+    assert list(reply.objects) == [doc]
+    users_request = admin_pb2.FgaListUsersRequest(**users)
+    users_request.context.update({"hour": 10})
+    found = admin_stub.FgaListUsers(users_request, metadata=METADATA, timeout=10)
+    assert list(found.users) == [f"user:{who}"]

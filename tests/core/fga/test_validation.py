@@ -103,6 +103,15 @@ def test_check_model_raises_2056_for_invalid_models_and_bad_cel() -> None:
     check_model(parse_dsl(HEADER + "type user\n").model)  # a valid model passes
 
 
+def test_the_server_accepts_a_condition_no_relation_uses() -> None:
+    """Only the language validator reports ``condition-not-used``; OpenFGA's server (and
+    so ``fga model test``, recorded) accepts the model."""
+    dsl = "type user\ntype doc\n  relations\n    define v: [user]\n"
+    dsl += "condition unused(x: int) {\n  x < 1\n}\n"
+    check_model(parse_dsl(HEADER + dsl).model)
+    assert [e.error_type for e in errors(dsl)] == ["condition-not-used"]
+
+
 _SHARED_VISIT = (
     "type user\ntype doc\n  relations\n    define parent: [doc]\n"
     "    define r0: [user]\n    define r0x: [user]\n    define r2: r0 and r0x\n"

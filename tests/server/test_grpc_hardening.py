@@ -8,8 +8,6 @@ query wait on a lock, visible in ``pg_stat_activity`` until the server cancels i
 from __future__ import annotations
 
 import contextlib
-import datetime
-import ipaddress
 import sqlite3
 import threading
 import time
@@ -21,13 +19,10 @@ import grpc
 import httpx
 import psycopg
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from tests import dbfixtures
+from tests.server.certificates import self_signed
 from tests.server.harness import ADMIN_SECRET, ServerProcess, base_flags, running
 from transports.grpc.proto.authorizer.v1 import (
     admin_pb2,
@@ -146,40 +141,9 @@ def test_overload_is_refused_at_once_rather_than_queued(
         assert check(health_pb2.HealthCheckRequest(), timeout=PATIENCE).status == SERVING
 
 
-def _self_signed(directory: Path, name: str) -> tuple[Path, Path]:
-    key = ec.generate_private_key(ec.SECP256R1())
-    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(subject)
-        .issuer_name(subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-            critical=False,
-        )
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    cert_path, key_path = directory / f"{name}.crt", directory / f"{name}.key"
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    return cert_path, key_path
-
-
 def test_tls_listener_serves_tls_only(tmp_path: Path) -> None:
-    cert, key = _self_signed(tmp_path, "bastion")
-    stranger, _ = _self_signed(tmp_path, "stranger")
+    cert, key = self_signed(tmp_path, "bastion")
+    stranger, _ = self_signed(tmp_path, "stranger")
     flags = base_flags("sqlite", str(tmp_path / "bastion.db"))
     flags += [f"--grpc-tls-cert={cert}", f"--grpc-tls-key={key}"]
     with running(flags, tmp_path) as srv:

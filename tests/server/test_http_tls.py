@@ -6,8 +6,6 @@ start with a message naming the flag."""
 from __future__ import annotations
 
 import contextlib
-import datetime
-import ipaddress
 import socket
 import ssl
 import time
@@ -15,47 +13,12 @@ from pathlib import Path
 
 import httpx
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 from tests.dbfixtures import fresh_sqlite_url
+from tests.server.certificates import self_signed
 from tests.server.harness import ServerProcess, base_flags, start_server
 
 PASSWORD = "Tls!password1"
-
-
-def self_signed(directory: Path, name: str = "server") -> tuple[Path, Path]:
-    key = ec.generate_private_key(ec.SECP256R1())
-    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
-    now = datetime.datetime.now(datetime.UTC)
-    certificate = (
-        x509.CertificateBuilder()
-        .subject_name(subject)
-        .issuer_name(subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(
-            x509.SubjectAlternativeName(
-                [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
-            ),
-            critical=False,
-        )
-        .sign(key, hashes.SHA256())
-    )
-    cert_path, key_path = directory / f"{name}.crt", directory / f"{name}.key"
-    cert_path.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    return cert_path, key_path
 
 
 def trusting(cert: Path) -> ssl.SSLContext:

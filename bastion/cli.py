@@ -28,7 +28,7 @@ from cryptography.hazmat.primitives.serialization import (
     load_pem_public_key,
 )
 
-from core.settings import (
+from bastion.core.settings import (
     FLAGS,
     FLAGS_BY_NAME,
     NOSQL_ONLY_FLAGS,

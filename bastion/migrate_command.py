@@ -12,11 +12,11 @@ from functools import partial
 
 import trio
 
+from bastion.core.settings import Settings
+from bastion.storage import SchemaMismatch, StorageUnavailable
+from bastion.storage.sql import open_database
+from bastion.storage.sql.migrate import head_revision, migrate, pending_revisions
 from bastion.storage_config import storage_config
-from core.settings import Settings
-from storage import SchemaMismatch, StorageUnavailable
-from storage.sql import open_database
-from storage.sql.migrate import head_revision, migrate, pending_revisions
 
 
 async def _run(settings: Settings, dry_run: bool) -> str:

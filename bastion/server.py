@@ -24,19 +24,19 @@ from hypercorn.trio.run import worker_serve
 from hypercorn.utils import wrap_app
 
 from bastion import logs
+from bastion.core.settings import Settings
+from bastion.service.fga.opening import open_fga_store
+from bastion.service.metrics import Metrics
+from bastion.service.runtime import Runtime
+from bastion.storage import SchemaMismatch, StorageUnavailable, open_storage
 from bastion.storage_config import storage_config
+from bastion.transports.grpc.server import GrpcListener
+from bastion.transports.grpc.services import registrations
+from bastion.transports.http.app import MAX_BODY_BYTES
+from bastion.transports.http.server import HttpServer, ServerLimits, open_listeners
+from bastion.transports.http.shield import shield_server_send
 from bastion.web import build_http_app
 from bastion.workers import worker_slot
-from core.settings import Settings
-from service.fga.opening import open_fga_store
-from service.metrics import Metrics
-from service.runtime import Runtime
-from storage import SchemaMismatch, StorageUnavailable, open_storage
-from transports.grpc.server import GrpcListener
-from transports.grpc.services import registrations
-from transports.http.app import MAX_BODY_BYTES
-from transports.http.server import HttpServer, ServerLimits, open_listeners
-from transports.http.shield import shield_server_send
 
 log = logging.getLogger("bastion.server")
 

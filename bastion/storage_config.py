@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from core.settings import Settings
-from storage import StorageConfig
+from bastion.core.settings import Settings
+from bastion.storage import StorageConfig
 
 __all__ = ["storage_config"]
 

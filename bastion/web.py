@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from quart_trio import QuartTrio
 
-from service.runtime import Runtime
-from transports import rest
-from transports.graphql.http import graphql_route
-from transports.graphql.playground import register_playground
-from transports.http.app import ViewRegistrar, create_app
-from transports.pages import register_login_pages
+from bastion.service.runtime import Runtime
+from bastion.transports import rest
+from bastion.transports.graphql.http import graphql_route
+from bastion.transports.graphql.playground import register_playground
+from bastion.transports.http.app import ViewRegistrar, create_app
+from bastion.transports.pages import register_login_pages
 
 __all__ = ["build_http_app"]
 

@@ -32,10 +32,10 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
+from bastion.core.settings import Settings
+from bastion.storage import open_storage
 from bastion.storage_config import storage_config
-from core.settings import Settings
-from storage import open_storage
-from transports.http.server import HttpServer, ServerLimits, open_listeners
+from bastion.transports.http.server import HttpServer, ServerLimits, open_listeners
 
 __all__ = ["WORKER_ENV", "WorkerSlot", "run_workers", "worker_slot"]
 

@@ -36,7 +36,7 @@ import trio
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from service.passwords import PasswordHasher  # noqa: E402
+from bastion.service.passwords import PasswordHasher  # noqa: E402
 from tests.dbfixtures import fresh_postgres_url, fresh_redis_url  # noqa: E402
 from tests.server.harness import base_flags, running  # noqa: E402
 

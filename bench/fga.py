@@ -41,13 +41,13 @@ import trio
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from core.fga import MemoryTupleReader, TypeSystem, check, list_objects  # noqa: E402
-from core.fga.cache import CheckCache  # noqa: E402
-from core.fga.dsl_parser import parse_model  # noqa: E402
-from core.fga.request import RequestOptions  # noqa: E402
-from core.fga.tuples import TupleKey  # noqa: E402
-from storage import StorageConfig, open_storage  # noqa: E402
-from storage.fga import SqlFgaStore, StoredModel  # noqa: E402
+from bastion.core.fga import MemoryTupleReader, TypeSystem, check, list_objects  # noqa: E402
+from bastion.core.fga.cache import CheckCache  # noqa: E402
+from bastion.core.fga.dsl_parser import parse_model  # noqa: E402
+from bastion.core.fga.request import RequestOptions  # noqa: E402
+from bastion.core.fga.tuples import TupleKey  # noqa: E402
+from bastion.storage import StorageConfig, open_storage  # noqa: E402
+from bastion.storage.fga import SqlFgaStore, StoredModel  # noqa: E402
 from tests.server.harness import ADMIN_SECRET, base_flags, start_server  # noqa: E402
 
 MODEL = """model

@@ -26,12 +26,12 @@ import trio
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bastion.service.context import CallerContext, Protocol  # noqa: E402
+from bastion.service.fga.service import FgaService  # noqa: E402
+from bastion.service.metrics import Metrics  # noqa: E402
+from bastion.service.requests import bind  # noqa: E402
+from bastion.storage.fga import MemoryFgaStore, StoredModel  # noqa: E402
 from bench.fga import MODEL, Organisation, generate  # noqa: E402
-from service.context import CallerContext, Protocol  # noqa: E402
-from service.fga.service import FgaService  # noqa: E402
-from service.metrics import Metrics  # noqa: E402
-from service.requests import bind  # noqa: E402
-from storage.fga import MemoryFgaStore, StoredModel  # noqa: E402
 
 
 class _AdminService:

@@ -1,4 +1,5 @@
-"""CI for the cross-surface conformance suite: ``python -m conformance`` against real servers.
+"""CI for the cross-surface conformance suite: ``python -m bastion.conformance`` against real
+servers.
 
 Three deployments, as issue 9 asks: SQLite with the SQL-backed memory store; two server
 processes sharing PostgreSQL + Redis with every call alternating between them; and a
@@ -19,15 +20,15 @@ from typing import Any
 
 import pytest
 
-from conformance.catalogue import CATALOGUE
-from conformance.catalogue.mail import NO_SINK
-from conformance.catalogue.sms import NO_SINK as NO_SMS_SINK
-from conformance.cli import main
-from conformance.operations import Operation
-from conformance.outcome import Credentials, Outcome
-from conformance.profiles import PROFILES, profile_for
-from conformance.surfaces import GraphQLSurface, GrpcSurface, RestSurface
-from conformance.surfaces.base import Surface
+from bastion.conformance.catalogue import CATALOGUE
+from bastion.conformance.catalogue.mail import NO_SINK
+from bastion.conformance.catalogue.sms import NO_SINK as NO_SMS_SINK
+from bastion.conformance.cli import main
+from bastion.conformance.operations import Operation
+from bastion.conformance.outcome import Credentials, Outcome
+from bastion.conformance.profiles import PROFILES, profile_for
+from bastion.conformance.surfaces import GraphQLSurface, GrpcSurface, RestSurface
+from bastion.conformance.surfaces.base import Surface
 from tests.dbfixtures import fresh_postgres_url, fresh_redis_url, fresh_sqlite_url
 from tests.fakes.twilio import ACCOUNT_SID as TWILIO_ACCOUNT
 from tests.fakes.twilio import API_KEY as TWILIO_KEY

@@ -12,19 +12,19 @@ from typing import Any
 import pytest
 from google.protobuf import json_format
 
-from conformance import mailsink
-from conformance.discovery import Deployment
-from conformance.operations import OPERATIONS, Operation
-from conformance.outcome import Credentials, Outcome, normal_form, parse_set_cookie
-from conformance.pacing import Pacer, retry_safe_after
-from conformance.runner import FAIL, NA, PASS, SKIP, run_scenario
-from conformance.scenario import Ctx, Scenario
-from conformance.sinks import parse_address
-from conformance.surfaces.base import Surface, Unexpressible
-from conformance.surfaces.graphql import bundled_schema, document
-from conformance.surfaces.grpc import plain, proto_shaped
+from bastion.conformance import mailsink
+from bastion.conformance.discovery import Deployment
+from bastion.conformance.operations import OPERATIONS, Operation
+from bastion.conformance.outcome import Credentials, Outcome, normal_form, parse_set_cookie
+from bastion.conformance.pacing import Pacer, retry_safe_after
+from bastion.conformance.runner import FAIL, NA, PASS, SKIP, run_scenario
+from bastion.conformance.scenario import Ctx, Scenario
+from bastion.conformance.sinks import parse_address
+from bastion.conformance.surfaces.base import Surface, Unexpressible
+from bastion.conformance.surfaces.graphql import bundled_schema, document
+from bastion.conformance.surfaces.grpc import plain, proto_shaped
+from bastion.transports.grpc.proto.authorizer.v1 import admin_pb2, authorizer_pb2
 from tests.server.harness import free_port
-from transports.grpc.proto.authorizer.v1 import admin_pb2, authorizer_pb2
 
 
 def test_normal_form_drops_proto3_defaults_and_masks_what_varies() -> None:

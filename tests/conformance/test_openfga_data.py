@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.openfga.runner import main, run_path
+from bastion.conformance.openfga.runner import main, run_path
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -75,7 +75,7 @@ def test_cli_reports_failures_through_the_module_entry_point(tmp_path: Path) -> 
     data = tmp_path / "my_tests.yaml"
     data.write_text(FAILING_TESTS)
     result = subprocess.run(
-        [sys.executable, "-m", "conformance", "openfga", str(data)],
+        [sys.executable, "-m", "bastion.conformance", "openfga", str(data)],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -91,7 +91,7 @@ def test_cli_reports_failures_through_the_module_entry_point(tmp_path: Path) -> 
 
 def test_unknown_suite_is_a_usage_error() -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "conformance", "nope"],
+        [sys.executable, "-m", "bastion.conformance", "nope"],
         cwd=REPO,
         capture_output=True,
         text=True,

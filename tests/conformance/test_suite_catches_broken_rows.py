@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from conformance.operations import Operation
-from conformance.outcome import Credentials, Outcome
-from conformance.surfaces import GraphQLSurface, GrpcSurface, RestSurface
-from conformance.surfaces.base import Surface
+from bastion.conformance.operations import Operation
+from bastion.conformance.outcome import Credentials, Outcome
+from bastion.conformance.surfaces import GraphQLSurface, GrpcSurface, RestSurface
+from bastion.conformance.surfaces.base import Surface
 from tests.conformance.rewriting_proxy import Answer, rewriting
 from tests.conformance.test_cross_surface import (
     SUITE_FLAGS,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from core.errors import InvalidArgument
-from core.pagination import DEFAULT_LIMIT, MAX_LIMIT, Page, parse_pagination
+from bastion.core.errors import InvalidArgument
+from bastion.core.pagination import DEFAULT_LIMIT, MAX_LIMIT, Page, parse_pagination
 
 
 @pytest.mark.parametrize("value", [None, {}, {"page": None, "limit": None}])

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-import core
+from bastion import core
 
 CORE = Path(core.__file__).parent
 FORBIDDEN = frozenset(

@@ -29,7 +29,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bastion.cli import HelpRequested, default_label, main, parse_args, render_help
-from core.settings import (
+from bastion.core.settings import (
     FLAGS,
     FLAGS_BY_NAME,
     NOSQL_ONLY_FLAGS,

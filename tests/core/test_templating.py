@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.templating import TemplateSyntaxError, compile_template, render
+from bastion.core.templating import TemplateSyntaxError, compile_template, render
 
 #: An email template as operators bring them from Authorizer (Go html/template syntax).
 AUTHORIZER_STYLE = """<html><body>

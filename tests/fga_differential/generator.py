@@ -16,10 +16,10 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.fga.dsl_parser import parse_model
-from core.fga.errors import FgaError
-from core.fga.tuples import TupleKey
-from core.fga.validation import check_model
+from bastion.core.fga.dsl_parser import parse_model
+from bastion.core.fga.errors import FgaError
+from bastion.core.fga.tuples import TupleKey
+from bastion.core.fga.validation import check_model
 
 __all__ = ["Query", "World", "draw_models", "generate_world"]
 
@@ -203,7 +203,7 @@ def _valid(dsl: str) -> bool:
 
 
 def draw_models(seed: int, count: int) -> list[tuple[str, bool]]:
-    """``count`` model drafts, valid or not, each with core/fga's verdict on it."""
+    """``count`` model drafts, valid or not, each with bastion/core/fga's verdict on it."""
     rng = random.Random(seed)
     drafts = [_model(rng, World(seed, "")) for _ in range(count)]
     return [(dsl, _valid(dsl)) for dsl in drafts]

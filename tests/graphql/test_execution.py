@@ -18,8 +18,8 @@ import trio
 import trio.lowlevel
 import trio.testing
 
-from core.errors import NotFound
-from transports.graphql.execution import TrioExecutor, execute_operation, gather
+from bastion.core.errors import NotFound
+from bastion.transports.graphql.execution import TrioExecutor, execute_operation, gather
 
 SDL = """
 type Query {

@@ -11,9 +11,9 @@ from typing import Any
 import graphql
 import pytest
 
-from core.errors import PayloadTooLarge
-from transports.graphql import QueryLimits, build_schema, execute_operation
-from transports.graphql.limits import check_operation_limits
+from bastion.core.errors import PayloadTooLarge
+from bastion.transports.graphql import QueryLimits, build_schema, execute_operation
+from bastion.transports.graphql.limits import check_operation_limits
 
 # A recursive type makes any depth expressible; nothing here needs resolvers.
 NODE_SCHEMA = graphql.build_schema(

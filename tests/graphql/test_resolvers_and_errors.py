@@ -10,10 +10,10 @@ import pytest
 import trio
 import trio.lowlevel
 
-from core import errors as core_errors
-from core.errors import BastionError, NotFound
-from transports.graphql import DEPRECATED_OPERATIONS, build_schema, execute_operation
-from transports.graphql.scalars import install_scalars
+from bastion.core import errors as core_errors
+from bastion.core.errors import BastionError, NotFound
+from bastion.transports.graphql import DEPRECATED_OPERATIONS, build_schema, execute_operation
+from bastion.transports.graphql.scalars import install_scalars
 
 USER = {
     "id": "u1",

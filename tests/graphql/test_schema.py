@@ -16,8 +16,8 @@ from graphql import (
     validate,
 )
 
-from core.limits import TEXT_LIMITS
-from transports.graphql import DEPRECATED_OPERATIONS, build_schema
+from bastion.core.limits import TEXT_LIMITS
+from bastion.transports.graphql import DEPRECATED_OPERATIONS, build_schema
 
 AUTHORIZER_JS = Path(__file__).parent / "data" / "authorizer_js_3.0.1_operations.graphql"
 
@@ -141,7 +141,7 @@ def test_mutations_are_authorizers(schema: GraphQLSchema) -> None:
 
 
 def test_package_exports_resolve() -> None:
-    import transports.graphql as package
+    import bastion.transports.graphql as package
 
     assert package.__all__
     for name in package.__all__:

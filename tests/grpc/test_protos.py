@@ -19,8 +19,8 @@ import pytest
 from google.protobuf import descriptor_pb2, descriptor_pool
 from google.protobuf.descriptor import Descriptor, FieldDescriptor, ServiceDescriptor
 
-from transports.grpc import build_protos
-from transports.grpc.proto.authorizer.v1 import admin_pb2, authorizer_pb2
+from bastion.transports.grpc import build_protos
+from bastion.transports.grpc.proto.authorizer.v1 import admin_pb2, authorizer_pb2
 
 SNAPSHOT: dict[str, Any] = json.loads(
     (Path(__file__).parent / "authorizer_proto_2_4_subset.json").read_text(encoding="utf-8")
@@ -143,9 +143,9 @@ def test_build_generates_every_module_the_package_imports(tmp_path: Path) -> Non
 
 def test_generated_modules_import_inside_our_package() -> None:
     text = (build_protos.PROTO_DIR / "admin_pb2.py").read_text(encoding="utf-8")
-    assert "from transports.grpc.proto.authorizer.v1 import types_pb2" in text
+    assert "from bastion.transports.grpc.proto.authorizer.v1 import types_pb2" in text
     grpc_text = (build_protos.PROTO_DIR / "admin_pb2_grpc.py").read_text(encoding="utf-8")
-    assert "from transports.grpc.proto.authorizer.v1 import admin_pb2" in grpc_text
+    assert "from bastion.transports.grpc.proto.authorizer.v1 import admin_pb2" in grpc_text
 
 
 # ---------------------------------------------------------------- wire compatibility

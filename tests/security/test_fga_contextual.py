@@ -15,11 +15,15 @@ import grpc
 import httpx
 import pytest
 
-from service.fga.service import CONTEXTUAL_REFUSED
+from bastion.service.fga.service import CONTEXTUAL_REFUSED
+from bastion.transports.grpc.proto.authorizer.v1 import (
+    authorizer_pb2,
+    authorizer_pb2_grpc,
+    types_pb2,
+)
 from tests.server.harness import ServerProcess, base_flags, running
 from tests.server.test_auth_flows import bearer, new_user
 from tests.server.test_fga_api import ADMIN, MODEL, admin, tuple_, uid
-from transports.grpc.proto.authorizer.v1 import authorizer_pb2, authorizer_pb2_grpc, types_pb2
 
 GQL = (
     "query($p: CheckPermissionsInput!) { check_permissions(params: $p) "

@@ -13,6 +13,7 @@ import grpc
 import httpx
 import pytest
 
+from bastion.transports.grpc.proto.authorizer.v1 import authorizer_pb2, authorizer_pb2_grpc
 from tests.dbfixtures import fresh_postgres_url, fresh_redis_url, fresh_sqlite_url
 from tests.mailsink import SpooledMailSink
 from tests.server.harness import ServerProcess, base_flags, free_port, start_server
@@ -25,7 +26,6 @@ from tests.server.test_auth_flows import (
     signup,
     token_in,
 )
-from transports.grpc.proto.authorizer.v1 import authorizer_pb2, authorizer_pb2_grpc
 
 FULLWIDTH_E = "\uff45"
 

@@ -11,15 +11,15 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from core.auth.user import (
+from bastion.core.auth.user import (
     identity_lock_key,
     is_valid_email,
     is_valid_phone_number,
     normalise_email,
 )
-from storage.sql import migrate, open_database
-from storage.sql.migrate import VERSION_TABLE, head_revision
-from storage.sql.schema import users
+from bastion.storage.sql import migrate, open_database
+from bastion.storage.sql.migrate import VERSION_TABLE, head_revision
+from bastion.storage.sql.schema import users
 from tests.dbfixtures import fresh_database_url
 from tests.storage.helpers import config_for
 

@@ -13,10 +13,10 @@ import grpc
 import httpx
 import pytest
 
-from service.auth.account import RECENT_SIGN_IN_NEEDED
+from bastion.service.auth.account import RECENT_SIGN_IN_NEEDED
+from bastion.transports.grpc.proto.authorizer.v1 import authorizer_pb2, authorizer_pb2_grpc
 from tests.security.conftest import PASSWORD, flags_for
 from tests.server.harness import ServerProcess, running
-from transports.grpc.proto.authorizer.v1 import authorizer_pb2, authorizer_pb2_grpc
 
 #: A sign-in counts as recent for this long on the test server.
 WINDOW = 2

@@ -17,10 +17,10 @@ import httpx
 import pyotp
 import pytest
 
-from conformance.operations import OPERATIONS
-from conformance.outcome import Credentials
-from conformance.surfaces import GraphQLSurface, GrpcSurface, RestSurface
-from conformance.surfaces.base import Surface
+from bastion.conformance.operations import OPERATIONS
+from bastion.conformance.outcome import Credentials
+from bastion.conformance.surfaces import GraphQLSurface, GrpcSurface, RestSurface
+from bastion.conformance.surfaces.base import Surface
 from tests.security.conftest import PASSWORD, flags_for
 from tests.server.harness import ADMIN_SECRET, CLIENT_ID, ServerProcess, running
 from tests.webhook_receiver import Receiver

@@ -12,8 +12,8 @@ import grpc
 import httpx
 import pytest
 
+from bastion.transports.grpc.proto.authorizer.v1 import admin_pb2, admin_pb2_grpc
 from tests.server.harness import ADMIN_SECRET, ServerProcess, base_flags, running
-from transports.grpc.proto.authorizer.v1 import admin_pb2, admin_pb2_grpc
 
 MISSING = "00000000-0000-4000-8000-000000000000"
 HOOK = {"event_name": "user.login", "endpoint": "http://127.0.0.1:9/hook", "enabled": True}

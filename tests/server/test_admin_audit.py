@@ -13,9 +13,9 @@ import grpc
 import httpx
 import pytest
 
+from bastion.transports.grpc.proto.authorizer.v1 import admin_pb2, admin_pb2_grpc
 from tests.server.harness import ADMIN_SECRET, ServerProcess, base_flags, running
 from tests.webhook_receiver import Receiver, receiver
-from transports.grpc.proto.authorizer.v1 import admin_pb2, admin_pb2_grpc
 
 ADMIN = {"x-service-admin-secret": ADMIN_SECRET}
 

@@ -12,9 +12,9 @@ import grpc
 import httpx
 import pytest
 
+from bastion.transports.grpc.proto.authorizer.v1 import admin_pb2, admin_pb2_grpc
 from tests.mailsink import SpooledMailSink
 from tests.server.harness import ADMIN_SECRET, ServerProcess, base_flags, free_port, running
-from transports.grpc.proto.authorizer.v1 import admin_pb2, admin_pb2_grpc
 
 ADMIN = {"x-service-admin-secret": ADMIN_SECRET}
 PASSWORD = "Str0ng!pass"

@@ -19,6 +19,7 @@ import pytest
 import redis
 import sqlalchemy as sa
 
+from bastion.transports.grpc.proto.authorizer.v1 import admin_pb2, admin_pb2_grpc
 from tests.dbfixtures import fresh_postgres_url, fresh_redis_url
 from tests.mailsink import SpooledMailSink
 from tests.server.harness import (
@@ -29,7 +30,6 @@ from tests.server.harness import (
     running,
 )
 from tests.webhook_receiver import Receiver, receiver
-from transports.grpc.proto.authorizer.v1 import admin_pb2, admin_pb2_grpc
 
 ADMIN = {"x-service-admin-secret": ADMIN_SECRET}
 PASSWORD = "Str0ng!pass"

@@ -16,7 +16,8 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from storage import outbox, webhooks
+from bastion.storage import outbox, webhooks
+from bastion.transports.grpc.proto.authorizer.v1 import admin_pb2, admin_pb2_grpc
 from tests.server.harness import (
     ADMIN_SECRET,
     CLIENT_SECRET,
@@ -26,7 +27,6 @@ from tests.server.harness import (
     start_server,
 )
 from tests.webhook_receiver import Receiver, receiver
-from transports.grpc.proto.authorizer.v1 import admin_pb2, admin_pb2_grpc
 
 ADMIN = {"x-service-admin-secret": ADMIN_SECRET}
 USER = {"id": "4b1c6c1e-0000-4000-8000-000000000001", "email": "ada@example.test"}

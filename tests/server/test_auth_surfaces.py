@@ -17,6 +17,7 @@ import httpx
 import pytest
 from google.protobuf import json_format
 
+from bastion.transports.grpc.proto.authorizer.v1 import authorizer_pb2, authorizer_pb2_grpc
 from tests.dbfixtures import fresh_sqlite_url
 from tests.server.harness import HTTP_SERVERS, ServerProcess, base_flags, running
 from tests.server.test_auth_flows import (
@@ -30,7 +31,6 @@ from tests.server.test_auth_flows import (
     validate,
     with_cookie,
 )
-from transports.grpc.proto.authorizer.v1 import authorizer_pb2, authorizer_pb2_grpc
 
 USER_FIELDS = "id email email_verified roles given_name signup_methods app_data"
 AUTH_FIELDS = f"message access_token id_token refresh_token expires_in user {{ {USER_FIELDS} }}"

@@ -30,8 +30,8 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from joserfc import jwt
 from joserfc.jwk import OctKey, RSAKey
 
-from core.auth.user import identity_lock_key
-from storage.sql.database import _pg_lock_id
+from bastion.core.auth.user import identity_lock_key
+from bastion.storage.sql.database import _pg_lock_id
 from tests.dbfixtures import (
     fresh_database_url,
     fresh_postgres_url,

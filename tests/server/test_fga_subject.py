@@ -11,13 +11,18 @@ from typing import Any
 
 import pytest
 
-from core.errors import FailedPrecondition, InvalidArgument, PermissionDenied, Unauthenticated
-from core.fga.tuples import TupleKey
-from service.context import CallerContext, Protocol
-from service.fga.service import NOT_ENABLED, FgaService
-from service.metrics import Metrics
-from service.requests import bind
-from storage.fga import MemoryFgaStore, StoredModel
+from bastion.core.errors import (
+    FailedPrecondition,
+    InvalidArgument,
+    PermissionDenied,
+    Unauthenticated,
+)
+from bastion.core.fga.tuples import TupleKey
+from bastion.service.context import CallerContext, Protocol
+from bastion.service.fga.service import NOT_ENABLED, FgaService
+from bastion.service.metrics import Metrics
+from bastion.service.requests import bind
+from bastion.storage.fga import MemoryFgaStore, StoredModel
 from tests.server.test_fga_api import MODEL
 
 CALLER = CallerContext(protocol=Protocol.REST, client_ip="127.0.0.1", bearer_token="token-of-ann")

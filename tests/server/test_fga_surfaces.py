@@ -11,15 +11,15 @@ import grpc
 import httpx
 import pytest
 
-from tests.server.harness import ADMIN_SECRET, ServerProcess, base_flags, running
-from tests.server.test_fga_api import ADMIN, MODEL, admin, tuple_, uid
-from transports.grpc.proto.authorizer.v1 import (
+from bastion.transports.grpc.proto.authorizer.v1 import (
     admin_pb2,
     admin_pb2_grpc,
     authorizer_pb2,
     authorizer_pb2_grpc,
     types_pb2,
 )
+from tests.server.harness import ADMIN_SECRET, ServerProcess, base_flags, running
+from tests.server.test_fga_api import ADMIN, MODEL, admin, tuple_, uid
 
 METADATA = [("x-service-admin-secret", ADMIN_SECRET)]
 

@@ -20,8 +20,8 @@ import httpx
 import pytest
 from quart_trio import QuartTrio
 
+from bastion.transports.graphql import playground
 from tests.server.harness import ServerProcess, base_flags, running
-from transports.graphql import playground
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -21,16 +21,16 @@ import psycopg
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from tests import dbfixtures
-from tests.server.certificates import self_signed
-from tests.server.harness import ADMIN_SECRET, ServerProcess, base_flags, running
-from transports.grpc.proto.authorizer.v1 import (
+from bastion.transports.grpc.proto.authorizer.v1 import (
     admin_pb2,
     admin_pb2_grpc,
     authorizer_pb2,
     authorizer_pb2_grpc,
 )
-from transports.grpc.server import MAX_CONCURRENT_RPCS
+from bastion.transports.grpc.server import MAX_CONCURRENT_RPCS
+from tests import dbfixtures
+from tests.server.certificates import self_signed
+from tests.server.harness import ADMIN_SECRET, ServerProcess, base_flags, running
 
 SERVING = health_pb2.HealthCheckResponse.SERVING
 #: How long a test waits for something that must happen (not a performance bound).

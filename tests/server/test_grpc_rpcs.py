@@ -25,18 +25,18 @@ from google.protobuf import json_format
 from google.protobuf.message import Message
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from tests.dbfixtures import fresh_sqlite_url
-from tests.mailsink import SpooledMailSink
-from tests.server.harness import ADMIN_SECRET, ServerProcess, base_flags, free_port, running
-from tests.server.test_auth_flows import mails_to, token_in
-from transports.grpc.proto.authorizer.v1 import (
+from bastion.transports.grpc.proto.authorizer.v1 import (
     admin_pb2,
     admin_pb2_grpc,
     authorizer_pb2,
     authorizer_pb2_grpc,
     types_pb2,
 )
-from transports.grpc.services import _RPCS
+from bastion.transports.grpc.services import _RPCS
+from tests.dbfixtures import fresh_sqlite_url
+from tests.mailsink import SpooledMailSink
+from tests.server.harness import ADMIN_SECRET, ServerProcess, base_flags, free_port, running
+from tests.server.test_auth_flows import mails_to, token_in
 
 SERVING = health_pb2.HealthCheckResponse.SERVING
 

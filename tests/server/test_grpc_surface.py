@@ -9,13 +9,13 @@ import httpx
 import pytest
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-from tests.server.harness import ADMIN_SECRET, ServerProcess, base_flags, running
-from transports.grpc.proto.authorizer.v1 import (
+from bastion.transports.grpc.proto.authorizer.v1 import (
     admin_pb2,
     admin_pb2_grpc,
     authorizer_pb2,
     authorizer_pb2_grpc,
 )
+from tests.server.harness import ADMIN_SECRET, ServerProcess, base_flags, running
 
 
 @pytest.fixture(scope="module")

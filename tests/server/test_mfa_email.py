@@ -22,7 +22,8 @@ import grpc
 import httpx
 import pytest
 
-from core.auth import otp
+from bastion.core.auth import otp
+from bastion.transports.grpc.proto.authorizer.v1 import authorizer_pb2, authorizer_pb2_grpc
 from tests.mailsink import SpooledMailSink
 from tests.server.harness import ServerProcess, backend_storage, free_port, start_server
 from tests.server.test_auth_flows import (
@@ -36,7 +37,6 @@ from tests.server.test_auth_flows import (
     signup,
     unique_email,
 )
-from transports.grpc.proto.authorizer.v1 import authorizer_pb2, authorizer_pb2_grpc
 
 MFA_FLAGS = ["--enable-mfa", "--enable-email-otp", "--enforce-mfa=false"]
 

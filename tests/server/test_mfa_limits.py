@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from core.auth import otp
+from bastion.core.auth import otp
 from tests.mailsink import SpooledMailSink
 from tests.server.harness import ServerProcess, backend_storage, free_port, start_server
 from tests.server.memory_time import MemoryEntries

@@ -25,9 +25,15 @@ import httpx
 import pyotp
 import pytest
 
-from core.auth import otp, totp
-from core.auth.mfa_settings import FACTOR_REQUIRED
-from core.auth.otp import USER_GUESS_BUDGET
+from bastion.core.auth import otp, totp
+from bastion.core.auth.mfa_settings import FACTOR_REQUIRED
+from bastion.core.auth.otp import USER_GUESS_BUDGET
+from bastion.transports.grpc.proto.authorizer.v1 import (
+    admin_pb2,
+    admin_pb2_grpc,
+    authorizer_pb2,
+    authorizer_pb2_grpc,
+)
 from tests.server.harness import (
     ADMIN_SECRET,
     ServerProcess,
@@ -38,12 +44,6 @@ from tests.server.memory_time import MemoryEntries
 from tests.server.test_auth_flows import bearer, client_for, login, signup, unique_email
 from tests.server.test_mfa_email import mfa_cookie, with_mfa
 from tests.webhook_receiver import Receiver
-from transports.grpc.proto.authorizer.v1 import (
-    admin_pb2,
-    admin_pb2_grpc,
-    authorizer_pb2,
-    authorizer_pb2_grpc,
-)
 
 ADMIN = {"x-service-admin-secret": ADMIN_SECRET}
 MFA_EVENTS = ("user.mfa_challenge_issued", "user.mfa_passed", "user.mfa_failed", "user.mfa_reset")

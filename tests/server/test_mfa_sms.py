@@ -27,12 +27,12 @@ import httpx
 import pytest
 import redis
 
-from core.auth import otp
+from bastion.core.auth import otp
+from bastion.transports.grpc.proto.authorizer.v1 import authorizer_pb2, authorizer_pb2_grpc
 from tests.fakes.twilio import ACCOUNT_SID, API_KEY, API_SECRET, FakeTwilio
 from tests.server.harness import ServerProcess, backend_storage, start_server
 from tests.server.test_auth_flows import PASSWORD, bearer, client_for, session_cookie
 from tests.server.test_mfa_email import mfa_cookie, set_cookies, with_mfa
-from transports.grpc.proto.authorizer.v1 import authorizer_pb2, authorizer_pb2_grpc
 
 SENDER = "+15550001111"
 MFA_FLAGS = ["--enable-mfa", "--enable-sms-otp", "--enforce-mfa=false"]

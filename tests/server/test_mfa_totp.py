@@ -25,7 +25,8 @@ import httpx
 import pyotp
 import pytest
 
-from core.auth import totp
+from bastion.core.auth import totp
+from bastion.transports.grpc.proto.authorizer.v1 import authorizer_pb2, authorizer_pb2_grpc
 from tests.server.harness import ServerProcess, backend_storage, start_server
 from tests.server.test_auth_flows import (
     PASSWORD,
@@ -36,7 +37,6 @@ from tests.server.test_auth_flows import (
     unique_email,
 )
 from tests.server.test_mfa_email import set_cookies, with_mfa
-from transports.grpc.proto.authorizer.v1 import authorizer_pb2, authorizer_pb2_grpc
 
 
 @dataclass

@@ -7,7 +7,7 @@ import sqlite3
 import subprocess
 from pathlib import Path
 
-from storage.sql.migrate import VERSION_TABLE, head_revision
+from bastion.storage.sql.migrate import VERSION_TABLE, head_revision
 from tests.dbfixtures import fresh_sqlite_url
 from tests.server.harness import BASTION, base_flags, free_port
 

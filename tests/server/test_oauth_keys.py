@@ -21,7 +21,7 @@ from joserfc import jwt
 from joserfc.jwk import KeySet, RSAKey
 
 from bastion.cli import parse_args
-from core.settings import ConfigError
+from bastion.core.settings import ConfigError
 from tests.dbfixtures import fresh_sqlite_url
 from tests.server.harness import CLIENT_ID, CLIENT_SECRET, base_flags, running
 from tests.server.test_auth_flows import client_for, new_user, validate

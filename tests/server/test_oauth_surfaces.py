@@ -18,12 +18,12 @@ import grpc
 import httpx
 import pytest
 
+from bastion.transports.grpc.proto.authorizer.v1 import authorizer_pb2, authorizer_pb2_grpc
 from tests.dbfixtures import fresh_sqlite_url
 from tests.server.harness import CLIENT_ID, ServerProcess, base_flags, running
 from tests.server.test_auth_flows import PASSWORD, client_for, session_cookie, signup, unique_email
 from tests.server.test_auth_surfaces import data, gql
 from tests.server.test_oauth_flow import location, pkce
-from transports.grpc.proto.authorizer.v1 import authorizer_pb2, authorizer_pb2_grpc
 
 
 @pytest.fixture(scope="module")

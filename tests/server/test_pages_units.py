@@ -9,9 +9,9 @@ from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
-from transports.pages.csrf import CSRF_COOKIE, CSRF_FIELD, FormGuard
-from transports.pages.query import MAX_VALUE_LENGTH, PageQuery
-from transports.pages.render import (
+from bastion.transports.pages.csrf import CSRF_COOKIE, CSRF_FIELD, FormGuard
+from bastion.transports.pages.query import MAX_VALUE_LENGTH, PageQuery
+from bastion.transports.pages.render import (
     Branding,
     FormError,
     PageContext,

@@ -11,6 +11,7 @@ import grpc
 import httpx
 import pytest
 
+from bastion.transports.grpc.proto.authorizer.v1 import authorizer_pb2, authorizer_pb2_grpc
 from tests.dbfixtures import fresh_sqlite_url
 from tests.fakes.twilio import FakeTwilio
 from tests.server.harness import ServerProcess, base_flags, running
@@ -27,7 +28,6 @@ from tests.server.test_mfa_sms import (
     unique_phone,
     verify,
 )
-from transports.grpc.proto.authorizer.v1 import authorizer_pb2, authorizer_pb2_grpc
 
 CODE_SENT = {
     "message": "Please enter the OTP sent to your phone number and change your password.",

@@ -11,7 +11,8 @@ import grpc
 import httpx
 import pytest
 
-from core.auth import otp
+from bastion.core.auth import otp
+from bastion.transports.grpc.proto.authorizer.v1 import authorizer_pb2, authorizer_pb2_grpc
 from tests.dbfixtures import fresh_sqlite_url
 from tests.fakes.twilio import FakeTwilio
 from tests.server.harness import ADMIN_SECRET, ServerProcess, base_flags, running
@@ -28,7 +29,6 @@ from tests.server.test_mfa_sms import (
     unique_phone,
     verify,
 )
-from transports.grpc.proto.authorizer.v1 import authorizer_pb2, authorizer_pb2_grpc
 
 SIGNUP_OTP_SENT = "Please check the OTP in your inbox"
 

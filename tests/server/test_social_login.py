@@ -19,6 +19,7 @@ import grpc
 import httpx
 import pytest
 
+from bastion.transports.grpc.proto.authorizer.v1 import authorizer_pb2, authorizer_pb2_grpc
 from tests.dbfixtures import fresh_sqlite_url
 from tests.fakes.social import FakeProvider, Person
 from tests.server.harness import ADMIN_SECRET, ServerProcess, base_flags, start_server
@@ -32,7 +33,6 @@ from tests.server.social import (
     sign_in,
     start,
 )
-from transports.grpc.proto.authorizer.v1 import authorizer_pb2, authorizer_pb2_grpc
 
 
 @pytest.fixture(scope="module")

@@ -13,11 +13,11 @@ import grpc
 import httpx
 import pytest
 
-from core.limits import TEXT_LIMITS
+from bastion.core.limits import TEXT_LIMITS
+from bastion.transports.grpc.proto.authorizer.v1 import authorizer_pb2, authorizer_pb2_grpc
 from tests.dbfixtures import fresh_mariadb_url
 from tests.security.conftest import flags_for
 from tests.server.harness import ADMIN_SECRET, ServerProcess, base_flags, running
-from transports.grpc.proto.authorizer.v1 import authorizer_pb2, authorizer_pb2_grpc
 
 PASSWORD = "Limits!pass1"
 

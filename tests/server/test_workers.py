@@ -15,6 +15,7 @@ import grpc
 import httpx
 import pytest
 
+from bastion.transports.grpc.proto.authorizer.v1 import authorizer_pb2, authorizer_pb2_grpc
 from tests.server.harness import (
     BASTION,
     ServerProcess,
@@ -23,7 +24,6 @@ from tests.server.harness import (
     fresh_sqlite_url,
     start_server,
 )
-from transports.grpc.proto.authorizer.v1 import authorizer_pb2, authorizer_pb2_grpc
 
 
 def children(pid: int) -> set[int]:

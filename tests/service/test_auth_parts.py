@@ -8,19 +8,19 @@ from typing import Any
 
 import pytest
 
-from core.auth.claims import SESSION_TTL
-from core.auth.user import User
-from core.errors import InvalidArgument
-from core.settings import Settings, settings_from_flags
-from core.state_machines.effects import IssueTokens
-from service.auth.cookies import SessionCookies, cookie_domain_for
-from service.auth.issuer import TokenIssuer
-from service.auth.parts import policy_from
-from service.auth.requests import relations
-from service.context import CallerContext, Protocol, Reply
-from service.requests import mapping, strings, text
-from service.tokens import TokenSigner
-from transports.grpc.auth_shapes import grpc_shaped
+from bastion.core.auth.claims import SESSION_TTL
+from bastion.core.auth.user import User
+from bastion.core.errors import InvalidArgument
+from bastion.core.settings import Settings, settings_from_flags
+from bastion.core.state_machines.effects import IssueTokens
+from bastion.service.auth.cookies import SessionCookies, cookie_domain_for
+from bastion.service.auth.issuer import TokenIssuer
+from bastion.service.auth.parts import policy_from
+from bastion.service.auth.requests import relations
+from bastion.service.context import CallerContext, Protocol, Reply
+from bastion.service.requests import mapping, strings, text
+from bastion.service.tokens import TokenSigner
+from bastion.transports.grpc.auth_shapes import grpc_shaped
 
 BASE = {
     "admin-secret": "a",

@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+from bastion.core.auth.responses import IssuedTokens
+from bastion.core.auth.user import User
+from bastion.core.settings import settings_from_flags
+from bastion.service.auth.sessions import ACCESS, REFRESH, SESSION, Lifetimes, SessionStore
+from bastion.storage import Storage, open_storage
+from bastion.storage import users as user_rows
 from bastion.storage_config import storage_config
-from core.auth.responses import IssuedTokens
-from core.auth.user import User
-from core.settings import settings_from_flags
-from service.auth.sessions import ACCESS, REFRESH, SESSION, Lifetimes, SessionStore
-from storage import Storage, open_storage
-from storage import users as user_rows
 
 LIFETIMES = Lifetimes(session=600, access=300, refresh=900)
 
@@ -110,7 +110,7 @@ async def test_the_sql_marker_and_revocation_refuse_older_tokens(storage: Storag
 
 
 async def test_user_repository_round_trip(storage: Storage) -> None:
-    """storage/users.py: what the flows and the admin operations read and write."""
+    """bastion/storage/users.py: what the flows and the admin operations read and write."""
     ada = User(
         id="a1",
         email="ada@example.com",

@@ -9,7 +9,7 @@ import pytest
 import trio
 import trio.lowlevel
 
-from service.custom_claims import CustomClaimsScript
+from bastion.service.custom_claims import CustomClaimsScript
 
 USER: dict[str, Any] = {"id": "u-1", "email": "ada@example.com", "roles": ["user"], "age": 36}
 PAYLOAD: dict[str, Any] = {"sub": "u-1", "roles": ["user"], "iat": 1700000000}

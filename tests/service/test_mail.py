@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import trio
 
-from core.settings import settings_from_flags
-from service.mail import Mail, MailError, SmtpMailer
+from bastion.core.settings import settings_from_flags
+from bastion.service.mail import Mail, MailError, SmtpMailer
 from tests.mailsink import SpooledMailSink, self_signed
 from tests.server.harness import free_port
 

@@ -17,19 +17,19 @@ import pytest
 import sqlalchemy as sa
 import trio
 
-from core.errors import InvalidArgument
-from core.settings import settings_from_flags
-from service.auth.requests import (
+from bastion.core.errors import InvalidArgument
+from bastion.core.settings import settings_from_flags
+from bastion.service.auth.requests import (
     ForgotPasswordRequest,
     MagicLinkLoginRequest,
     ResendVerifyEmailRequest,
     SignupRequest,
 )
-from service.context import CallerContext, Protocol, Reply
-from service.metrics import Metrics
-from service.runtime import Runtime
-from storage import StorageConfig, open_storage
-from storage.sql.schema import outbox, users, verification_requests
+from bastion.service.context import CallerContext, Protocol, Reply
+from bastion.service.metrics import Metrics
+from bastion.service.runtime import Runtime
+from bastion.storage import StorageConfig, open_storage
+from bastion.storage.sql.schema import outbox, users, verification_requests
 from tests.dbfixtures import fresh_postgres_url, fresh_sqlite_url
 
 PASSWORD = "Mailed!links1"

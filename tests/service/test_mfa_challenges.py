@@ -13,23 +13,23 @@ from pathlib import Path
 import pytest
 import trio
 
-from core.auth import otp
-from core.auth.mfa import Method
-from core.auth.policy import FlowEnv
-from core.state_machines._machine import Effect, Event
-from core.state_machines.effects import Fail, IssueTokens, LoadUser, Respond, SendEmail
-from core.state_machines.events import TokensIssued, UserLoaded
-from core.state_machines.mfa import (
+from bastion.core.auth import otp
+from bastion.core.auth.mfa import Method
+from bastion.core.auth.policy import FlowEnv
+from bastion.core.state_machines._machine import Effect, Event
+from bastion.core.state_machines.effects import Fail, IssueTokens, LoadUser, Respond, SendEmail
+from bastion.core.state_machines.events import TokensIssued, UserLoaded
+from bastion.core.state_machines.mfa import (
     ChallengeRequested,
     MfaMachine,
     ResendOtpRequested,
     VerifyOtpRequested,
 )
-from core.state_machines.mfa_effects import SetMfaCookie, StoreChallenge
-from service.mfa_challenges import CHALLENGE_EFFECTS, ChallengeStore
-from service.system import SystemClock, SystemIds, SystemRandom
-from storage import StorageConfig, open_storage
-from storage.memory import InProcessMemoryStore, MemoryStore, RedisMemoryStore
+from bastion.core.state_machines.mfa_effects import SetMfaCookie, StoreChallenge
+from bastion.service.mfa_challenges import CHALLENGE_EFFECTS, ChallengeStore
+from bastion.service.system import SystemClock, SystemIds, SystemRandom
+from bastion.storage import StorageConfig, open_storage
+from bastion.storage.memory import InProcessMemoryStore, MemoryStore, RedisMemoryStore
 from tests.core.state_machines.harness import EMAIL, policy, tokens
 from tests.core.state_machines.mfa_samples import account
 from tests.dbfixtures import fresh_postgres_url, fresh_redis_url, fresh_sqlite_url

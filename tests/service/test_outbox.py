@@ -10,12 +10,12 @@ import pytest
 import sqlalchemy as sa
 import trio
 
-from core.settings import settings_from_flags
-from service.mail import Mail, SmtpMailer
-from service.outbox import OutboxPolicy, OutboxWorker, PermanentFailure
-from storage import Storage, StorageConfig, open_storage, outbox
-from storage.outbox import OutboxItem
-from storage.sql.schema import outbox as outbox_table
+from bastion.core.settings import settings_from_flags
+from bastion.service.mail import Mail, SmtpMailer
+from bastion.service.outbox import OutboxPolicy, OutboxWorker, PermanentFailure
+from bastion.storage import Storage, StorageConfig, open_storage, outbox
+from bastion.storage.outbox import OutboxItem
+from bastion.storage.sql.schema import outbox as outbox_table
 from tests.dbfixtures import fresh_postgres_url, fresh_sqlite_url
 from tests.mailsink import SpooledMailSink
 from tests.server.harness import free_port

@@ -8,7 +8,7 @@ import trio.lowlevel
 import trio.testing
 from argon2 import extract_parameters
 
-from service.passwords import PasswordHasher
+from bastion.service.passwords import PasswordHasher
 
 
 async def test_argon2id_with_the_fixed_parameters() -> None:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from core.errors import ResourceExhausted
-from service.metrics import Metrics
-from service.ratelimit import LEASE_SECONDS, RateLimiter, lease_size
-from storage.memory.base import BucketState
-from storage.memory.inprocess import InProcessMemoryStore
+from bastion.core.errors import ResourceExhausted
+from bastion.service.metrics import Metrics
+from bastion.service.ratelimit import LEASE_SECONDS, RateLimiter, lease_size
+from bastion.storage.memory.base import BucketState
+from bastion.storage.memory.inprocess import InProcessMemoryStore
 
 
 class Clock:

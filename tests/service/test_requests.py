@@ -8,20 +8,20 @@ import inspect
 
 import pytest
 
-from core.errors import InvalidArgument
-from core.limits import TEXT_LIMITS
-from core.pagination import Page
-from service.access import Service
-from service.admin.audit import AuditLogAdmin
-from service.admin.email_templates import EmailTemplateAdmin
-from service.admin.requests import AuditLogsRequest, UpdateWebhookRequest
-from service.admin.users import UserAdmin
-from service.admin.webhooks import WebhookAdmin
-from service.auth.requests import SessionRequest, SignupRequest, VerifyOtpRequest
-from service.auth.service import AuthService
-from service.fga.requests import ReadTuplesRequest, parse_tuples
-from service.fga.service import FgaService
-from service.requests import _plan, bind, decode, request_schema, request_type
+from bastion.core.errors import InvalidArgument
+from bastion.core.limits import TEXT_LIMITS
+from bastion.core.pagination import Page
+from bastion.service.access import Service
+from bastion.service.admin.audit import AuditLogAdmin
+from bastion.service.admin.email_templates import EmailTemplateAdmin
+from bastion.service.admin.requests import AuditLogsRequest, UpdateWebhookRequest
+from bastion.service.admin.users import UserAdmin
+from bastion.service.admin.webhooks import WebhookAdmin
+from bastion.service.auth.requests import SessionRequest, SignupRequest, VerifyOtpRequest
+from bastion.service.auth.service import AuthService
+from bastion.service.fga.requests import ReadTuplesRequest, parse_tuples
+from bastion.service.fga.service import FgaService
+from bastion.service.requests import _plan, bind, decode, request_schema, request_type
 
 SIGNUP = {
     "email": "ann@example.com",

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from core.settings import Settings
-from service.outbox import OutboxPolicy, OutboxWorker
-from service.sms import (
+from bastion.core.settings import Settings
+from bastion.service.outbox import OutboxPolicy, OutboxWorker
+from bastion.service.sms import (
     DEFAULT_API_URL,
     SmsClient,
     SmsRejected,
@@ -22,8 +22,8 @@ from service.sms import (
     sms_configured,
     sms_handlers,
 )
-from storage import Storage, StorageConfig, open_storage, outbox
-from storage.sql.schema import outbox as outbox_table
+from bastion.storage import Storage, StorageConfig, open_storage, outbox
+from bastion.storage.sql.schema import outbox as outbox_table
 from tests.dbfixtures import fresh_sqlite_url
 from tests.fakes.twilio import ACCOUNT_SID, API_KEY, API_SECRET, FakeTwilio, SpooledTwilio
 from tests.server.harness import free_port
@@ -250,7 +250,7 @@ def test_the_standalone_fake_spools_each_message(tmp_path: Path) -> None:
 async def test_the_runtime_registers_sms_on_the_outbox(
     storage: Storage, twilio: FakeTwilio
 ) -> None:
-    from service.runtime import _outbox_handlers
+    from bastion.service.runtime import _outbox_handlers
 
     assert "sms" in _outbox_handlers(settings_for(twilio), storage)
     assert "sms" not in _outbox_handlers(Settings(), storage)

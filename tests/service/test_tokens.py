@@ -13,8 +13,8 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from joserfc import jwt
 from joserfc.jwk import RSAKey
 
-from core.settings import settings_from_flags
-from service.tokens import InvalidToken, TokenSigner
+from bastion.core.settings import settings_from_flags
+from bastion.service.tokens import InvalidToken, TokenSigner
 
 BASE = {
     "admin-secret": "a",

@@ -12,11 +12,11 @@ import pytest
 import sqlalchemy as sa
 import trio
 
-from service.admin.delivery import WebhookDelivery, WebhookSender, webhook_handlers
-from service.outbox import OutboxPolicy, OutboxWorker
-from storage import Storage, StorageConfig, open_storage, outbox, webhooks
-from storage.sql.database import Database
-from storage.sql.schema import outbox as outbox_table
+from bastion.service.admin.delivery import WebhookDelivery, WebhookSender, webhook_handlers
+from bastion.service.outbox import OutboxPolicy, OutboxWorker
+from bastion.storage import Storage, StorageConfig, open_storage, outbox, webhooks
+from bastion.storage.sql.database import Database
+from bastion.storage.sql.schema import outbox as outbox_table
 from tests.dbfixtures import fresh_postgres_url, fresh_sqlite_url
 from tests.webhook_receiver import Receiver, receiver
 

@@ -11,11 +11,11 @@ import pytest
 import sqlalchemy as sa
 import trio
 
-from storage import Storage, StorageConfig, email_templates, open_storage, webhooks
-from storage.admin_users import delete_authenticators, delete_otps
-from storage.audit import AuditEntry, record
-from storage.audit_query import AuditFilter, list_audit_logs
-from storage.sql.schema import authenticators, otps
+from bastion.storage import Storage, StorageConfig, email_templates, open_storage, webhooks
+from bastion.storage.admin_users import delete_authenticators, delete_otps
+from bastion.storage.audit import AuditEntry, record
+from bastion.storage.audit_query import AuditFilter, list_audit_logs
+from bastion.storage.sql.schema import authenticators, otps
 from tests.dbfixtures import fresh_mariadb_url, fresh_postgres_url, fresh_sqlite_url
 
 

@@ -6,7 +6,7 @@ import ipaddress
 
 import pytest
 
-from service.admin.targets import (
+from bastion.service.admin.targets import (
     RefusedTarget,
     UnresolvableTarget,
     address_refusal,

@@ -14,9 +14,14 @@ from pathlib import Path
 import pytest
 import trio
 
-from storage import StorageConfig, open_storage
-from storage.memory import InProcessMemoryStore, MemoryStore, RedisMemoryStore, SqlMemoryStore
-from storage.sql import Database, open_database
+from bastion.storage import StorageConfig, open_storage
+from bastion.storage.memory import (
+    InProcessMemoryStore,
+    MemoryStore,
+    RedisMemoryStore,
+    SqlMemoryStore,
+)
+from bastion.storage.sql import Database, open_database
 from tests.dbfixtures import fresh_database_url, fresh_redis_url
 from tests.redis_topologies import redis_cluster, sentinel_set
 from tests.storage.helpers import asyncpg_url, config_for

@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable
 
 import trio
 
-from storage import StorageConfig
+from bastion.storage import StorageConfig
 
 #: Upper bound on waiting for something outside the test (an expiry, another server
 #: process) to happen. Tests never assert how long it took.

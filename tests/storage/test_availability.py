@@ -12,8 +12,8 @@ import sqlalchemy as sa
 import trio
 import trio_asyncio
 
-from storage import StorageConfig, StorageUnavailable, open_storage
-from storage.sql import open_database
+from bastion.storage import StorageConfig, StorageUnavailable, open_storage
+from bastion.storage.sql import open_database
 from tests.storage.helpers import asyncpg_url, config_for, eventually
 
 

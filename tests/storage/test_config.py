@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from storage import SUPPORTED_DATABASE_TYPES, StorageConfig
-from storage.config import dialect_of, sqlalchemy_url
+from bastion.storage import SUPPORTED_DATABASE_TYPES, StorageConfig
+from bastion.storage.config import dialect_of, sqlalchemy_url
 
 
 def url_of(**kwargs: object) -> str:

@@ -9,9 +9,9 @@ import pytest
 import sqlalchemy as sa
 import trio
 
-from storage.sql import Database
-from storage.sql.database import notify_on_commit
-from storage.sql.schema import users
+from bastion.storage.sql import Database
+from bastion.storage.sql.database import notify_on_commit
+from bastion.storage.sql.schema import users
 
 
 def user_row(email: str) -> dict[str, object]:

@@ -9,9 +9,9 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 import pytest
 import sqlalchemy as sa
 
-from core.fga.tuples import TupleKey
-from service.fga.engine import EngineState
-from storage.fga import (
+from bastion.core.fga.tuples import TupleKey
+from bastion.service.fga.engine import EngineState
+from bastion.storage.fga import (
     MAX_REPLAY,
     FgaStore,
     MemoryFgaStore,
@@ -21,8 +21,8 @@ from storage.fga import (
     TupleConflict,
     TupleFilter,
 )
-from storage.sql import open_database
-from storage.sql.schema import fga_changelog, fga_models, fga_tuples
+from bastion.storage.sql import open_database
+from bastion.storage.sql.schema import fga_changelog, fga_models, fga_tuples
 from tests.storage.helpers import config_for
 
 BACKENDS = ["memory", "sqlite", "postgres", "mariadb"]

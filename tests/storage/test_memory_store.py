@@ -7,7 +7,7 @@ import uuid
 import pytest
 import trio
 
-from storage.memory import MemoryStore
+from bastion.storage.memory import MemoryStore
 from tests.storage.helpers import eventually
 
 SHORT_TTL = 0.3

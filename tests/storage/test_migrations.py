@@ -14,17 +14,17 @@ import trio
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 
-import storage
-from storage.sql import Database, migrate, open_database
-from storage.sql.migrate import VERSION_TABLE, current_revision, head_revision
-from storage.sql.schema import metadata, otps, users
+from bastion import storage
+from bastion.storage.sql import Database, migrate, open_database
+from bastion.storage.sql.migrate import VERSION_TABLE, current_revision, head_revision
+from bastion.storage.sql.schema import metadata, otps, users
 from tests.dbfixtures import fresh_database_url
 from tests.storage.conftest import DATABASES
 from tests.storage.helpers import asyncpg_url, config_for
 
 IDENTITY = ("email", "phone_number")
 #: Where ``storage`` is imported from, for the subprocesses.
-SOURCE_ROOT = Path(storage.__file__).resolve().parents[1]
+SOURCE_ROOT = Path(storage.__file__).resolve().parents[2]
 
 
 @pytest.fixture(params=DATABASES)
@@ -223,8 +223,8 @@ async def assert_duplicates_allowed(db: Database, email: str, phone: str) -> Non
 
 MIGRATE_SCRIPT = """
 import sys, trio
-from storage import StorageConfig
-from storage.sql import migrate, open_database
+from bastion.storage import StorageConfig
+from bastion.storage.sql import migrate, open_database
 
 async def main():
     config = StorageConfig(database_type=sys.argv[1], database_url=sys.argv[2])

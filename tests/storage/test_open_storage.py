@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from core.errors import Unavailable
-from storage import StorageConfig, open_storage
-from storage.memory import InProcessMemoryStore, RedisMemoryStore, SqlMemoryStore
-from storage.sql.migrate import current_revision, head_revision
+from bastion.core.errors import Unavailable
+from bastion.storage import StorageConfig, open_storage
+from bastion.storage.memory import InProcessMemoryStore, RedisMemoryStore, SqlMemoryStore
+from bastion.storage.sql.migrate import current_revision, head_revision
 from tests.dbfixtures import fresh_redis_url
 from tests.storage.helpers import eventually
 
@@ -92,7 +92,7 @@ async def test_sql_memory_store_purges_expired_rows(tmp_path: Path) -> None:
 
 
 def test_public_exports() -> None:
-    import storage
+    from bastion import storage
 
     assert sorted(storage.__all__) == [
         "SUPPORTED_DATABASE_TYPES",

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import trio
 
-from storage.errors import StorageUnavailable
-from storage.memory import RedisMemoryStore
+from bastion.storage.errors import StorageUnavailable
+from bastion.storage.memory import RedisMemoryStore
 from tests.redis_topologies import SentinelSet, sentinel_set
 
 

@@ -10,9 +10,9 @@ import sqlalchemy as sa
 import trio
 import trio.testing
 
-from storage import open_storage, webhooks
-from storage.sql.database import Database
-from storage.webhook_listeners import MAX_AGE, WebhookListeners
+from bastion.storage import open_storage, webhooks
+from bastion.storage.sql.database import Database
+from bastion.storage.webhook_listeners import MAX_AGE, WebhookListeners
 from tests.storage.helpers import config_for
 
 

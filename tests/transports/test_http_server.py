@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import trio
 
-from transports.http.server import HttpServer, ServerLimits, open_listeners
+from bastion.transports.http.server import HttpServer, ServerLimits, open_listeners
 
 Message = dict[str, Any]
 

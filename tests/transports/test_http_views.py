@@ -7,9 +7,9 @@ from typing import Any
 from quart import g
 from quart_trio import QuartTrio
 
-from service.context import CallerContext, Reply
-from transports.http.app import route_view
-from transports.http.routes import Route
+from bastion.service.context import CallerContext, Reply
+from bastion.transports.http.app import route_view
+from bastion.transports.http.routes import Route
 
 
 def _app(route: Route) -> QuartTrio:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from core.auth.claims import (
+from bastion.core.auth.claims import (
     RESERVED_CLAIMS,
     access_token_claims,
     amr_for,
@@ -25,9 +25,9 @@ from core.auth.claims import (
     verification_token_claims,
     wants_refresh_token,
 )
-from core.auth.policy import AuthPolicy
-from core.auth.user import SignupMethod, User
-from core.auth.verification import VerificationRequest
+from bastion.core.auth.policy import AuthPolicy
+from bastion.core.auth.user import SignupMethod, User
+from bastion.core.auth.verification import VerificationRequest
 
 NOW = 1_700_000_000
 POLICY = AuthPolicy(url="https://auth.example.com/", client_id="cid", jwt_role_claim="role")

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from core.auth import otp, totp
-from core.auth.mfa import Challenge, Method, MfaPolicy, Purpose, challenge_ttl
-from core.auth.user import SignupMethod, User
-from core.settings import Settings
+from bastion.core.auth import otp, totp
+from bastion.core.auth.mfa import Challenge, Method, MfaPolicy, Purpose, challenge_ttl
+from bastion.core.auth.user import SignupMethod, User
+from bastion.core.settings import Settings
 
 EMAIL, PHONE = SignupMethod.BASIC_AUTH, SignupMethod.MOBILE_BASIC_AUTH
 ALL = {

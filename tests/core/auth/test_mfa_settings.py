@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from core.auth.mfa_settings import MfaChange, plan_mfa_change
-from core.errors import FailedPrecondition, InvalidArgument
+from bastion.core.auth.mfa_settings import MfaChange, plan_mfa_change
+from bastion.core.errors import FailedPrecondition, InvalidArgument
 
 
 def plan(**overrides: Any) -> MfaChange:

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.auth import otp
+from bastion.core.auth import otp
 
 KEY = otp.derive_key("jwt-secret")
 

@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.auth.passwords import LENGTH_MESSAGE, STRONG_MESSAGE, password_problem
-from core.auth.policy import AuthPolicy
-from core.auth.roles import login_roles, magic_link_roles, signup_roles
+from bastion.core.auth.passwords import LENGTH_MESSAGE, STRONG_MESSAGE, password_problem
+from bastion.core.auth.policy import AuthPolicy
+from bastion.core.auth.roles import login_roles, magic_link_roles, signup_roles
 
 POLICY = AuthPolicy(
     url="https://auth.example.com",

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from core.auth.responses import (
+from bastion.core.auth.responses import (
     AuthResponse,
     ForgotPasswordResponse,
     IssuedTokens,
     MessageResponse,
     TokenResponse,
 )
-from core.auth.user import User
+from bastion.core.auth.user import User
 
 USER = User(id="u1", email="a@b.io", roles=("user",))
 TOKENS = IssuedTokens(

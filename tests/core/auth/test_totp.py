@@ -10,9 +10,8 @@ import urllib.parse
 import pyotp
 import pytest
 
-from core.auth import totp
-from core.auth.qr import png_base64
-from core.auth.secretbox import SecretBox, SecretBoxError
+from bastion.core.auth import totp
+from bastion.core.auth.qr import png_base64
 
 NOW = 1_700_000_000
 STEP = NOW // 30
@@ -116,22 +115,3 @@ def test_authenticator_value() -> None:
     assert SECRET not in repr(found)
     with pytest.raises(ValueError, match="user and a secret"):
         totp.Authenticator(user_id="u", secret="")
-
-
-def test_secretbox_round_trip_binds_owner_and_key() -> None:
-    box = SecretBox("jwt-secret", Seeded())
-    sealed = box.seal(SECRET, owner="user-1")
-    assert sealed.startswith("v1.")
-    assert SECRET not in sealed
-    assert box.open(sealed, owner="user-1") == SECRET
-    assert box.seal(SECRET, owner="user-1") != sealed, "a fresh nonce each time"
-    with pytest.raises(SecretBoxError, match="owner"):
-        box.open(sealed, owner="user-2")
-    with pytest.raises(SecretBoxError, match="key"):
-        SecretBox("another-secret", Seeded()).open(sealed, owner="user-1")
-    tampered = sealed[:-2] + ("A" if sealed[-2] != "A" else "B") + sealed[-1]
-    with pytest.raises(SecretBoxError):
-        box.open(tampered, owner="user-1")
-    for damaged in ("v2.abc", "v1.", "v1.!!!!", "v1.AAAA"):
-        with pytest.raises(SecretBoxError):
-            box.open(damaged, owner="user-1")

@@ -6,10 +6,15 @@ import json
 
 import pytest
 
-from core.auth.emails import EmailEvent, render_default_email
-from core.auth.links import add_query, emailed_link, reset_password_redirect, verify_email_link
-from core.auth.policy import AuthPolicy
-from core.auth.user import (
+from bastion.core.auth.emails import EmailEvent, render_default_email
+from bastion.core.auth.links import (
+    add_query,
+    emailed_link,
+    reset_password_redirect,
+    verify_email_link,
+)
+from bastion.core.auth.policy import AuthPolicy
+from bastion.core.auth.user import (
     SignupMethod,
     User,
     identity_lock_key,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.fga.dsl_parser import parse_model
-from core.fga.tuples import MemoryTupleReader, TupleKey
-from core.fga.typesystem import TypeSystem
+from bastion.core.fga.dsl_parser import parse_model
+from bastion.core.fga.tuples import MemoryTupleReader, TupleKey
+from bastion.core.fga.typesystem import TypeSystem
 
 HEADER = "model\n  schema 1.1\n"
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from core.fga.cache import CheckCache
-from core.fga.check import check
-from core.fga.request import RequestOptions
+from bastion.core.fga.cache import CheckCache
+from bastion.core.fga.check import check
+from bastion.core.fga.request import RequestOptions
 from tests.core.fga.support import key, world
 
 MODEL = """type user

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from core.fga.dsl_parser import parse_dsl
-from core.fga.errors import ErrorCode, FgaError
-from core.fga.validation import check_model
+from bastion.core.fga.dsl_parser import parse_dsl
+from bastion.core.fga.errors import ErrorCode, FgaError
+from bastion.core.fga.validation import check_model
 from tests.core.fga.support import HEADER
 
 PARAMS = "x: int, s: string, xs: list<int>, m: map<int>, ts: timestamp, ip: ipaddress"

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from core.errors import InvalidArgument
-from core.fga.check import check
-from core.fga.errors import ErrorCode, FgaError
-from core.fga.request import RequestOptions
+from bastion.core.errors import InvalidArgument
+from bastion.core.fga.check import check
+from bastion.core.fga.errors import ErrorCode, FgaError
+from bastion.core.fga.request import RequestOptions
 from tests.core.fga.support import key, world
 
 DOCS = """type user

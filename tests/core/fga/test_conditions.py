@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from core.fga.conditions import CompiledCondition, ConditionError, IPAddress
-from core.fga.model import Condition, ConditionParam
+from bastion.core.fga.conditions import CompiledCondition, ConditionError, IPAddress
+from bastion.core.fga.model import Condition, ConditionParam
 
 
 def condition(expression: str, **params: str) -> CompiledCondition:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from core.fga.dsl_lexer import DslSyntaxError, strip_comments
-from core.fga.dsl_parser import parse_dsl, parse_model
-from core.fga.dsl_printer import UnsupportedDslError, print_model
-from core.fga.model import (
+from bastion.core.fga.dsl_lexer import DslSyntaxError, strip_comments
+from bastion.core.fga.dsl_parser import parse_dsl, parse_model
+from bastion.core.fga.dsl_printer import UnsupportedDslError, print_model
+from bastion.core.fga.model import (
     ComputedUserset,
     Difference,
     Intersection,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.fga import (
+from bastion.core.fga import (
     ErrorCode,
     FgaError,
     MemoryTupleReader,
@@ -21,8 +21,8 @@ from core.fga import (
     check,
     list_users,
 )
-from core.fga.dsl_parser import parse_model
-from core.fga.tuples import TupleKey
+from bastion.core.fga.dsl_parser import parse_model
+from bastion.core.fga.tuples import TupleKey
 
 EXCLUDED_IN_UNION = """model
   schema 1.1

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from core.fga.errors import ErrorCode, FgaError
-from core.fga.expand import expand
-from core.fga.list_objects import list_objects
-from core.fga.list_users import UserFilter, list_users
-from core.fga.request import RequestOptions
+from bastion.core.fga.errors import ErrorCode, FgaError
+from bastion.core.fga.expand import expand
+from bastion.core.fga.list_objects import list_objects
+from bastion.core.fga.list_users import UserFilter, list_users
+from bastion.core.fga.request import RequestOptions
 from tests.core.fga.support import key, world
 
 MODEL = """type user

@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
-from core.fga.check import check
-from core.fga.errors import ErrorCode, FgaError
-from core.fga.list_objects import list_objects
-from core.fga.list_users import UserFilter, list_users
-from core.fga.request import RequestOptions
-from core.fga.tuples import MemoryTupleReader, TupleKey
-from core.fga.typesystem import TypeSystem
+from bastion.core.fga.check import check
+from bastion.core.fga.errors import ErrorCode, FgaError
+from bastion.core.fga.list_objects import list_objects
+from bastion.core.fga.list_users import UserFilter, list_users
+from bastion.core.fga.request import RequestOptions
+from bastion.core.fga.tuples import MemoryTupleReader, TupleKey
+from bastion.core.fga.typesystem import TypeSystem
 from tests.core.fga.support import key, world
 
 IW = (

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from core.fga.dsl_printer import print_model
-from core.fga.model import SourceInfo
-from core.fga.modules import ModuleError, combine_modules
+from bastion.core.fga.dsl_printer import print_model
+from bastion.core.fga.model import SourceInfo
+from bastion.core.fga.modules import ModuleError, combine_modules
 
 CORE = "module core\n\ntype user\n\ntype doc\n  relations\n    define owner: [user]\n"
 SHARING = (

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core.fga.check import Checker, check
-from core.fga.list_objects import list_objects
-from core.fga.list_users import UserFilter, list_users
-from core.fga.model import (
+from bastion.core.fga.check import Checker, check
+from bastion.core.fga.list_objects import list_objects
+from bastion.core.fga.list_users import UserFilter, list_users
+from bastion.core.fga.model import (
     AuthorizationModel,
     ComputedUserset,
     Difference,
@@ -29,10 +29,10 @@ from core.fga.model import (
     TypeDefinition,
     Union,
 )
-from core.fga.request import RequestContext, RequestOptions
-from core.fga.tuples import MemoryTupleReader, TupleKey
-from core.fga.typesystem import TypeSystem
-from core.fga.validation import validate_model
+from bastion.core.fga.request import RequestContext, RequestOptions
+from bastion.core.fga.tuples import MemoryTupleReader, TupleKey
+from bastion.core.fga.typesystem import TypeSystem
+from bastion.core.fga.validation import validate_model
 
 USERS = ("user:a", "user:b", "user:c")
 LAYERS = ("t1", "t2", "t3")

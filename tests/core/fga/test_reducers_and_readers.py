@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from core.fga import reducers
-from core.fga.errors import ErrorCode, FgaError
-from core.fga.result import ALLOWED, CYCLE, DENIED, Outcome
-from core.fga.tuples import CombinedReader, MemoryTupleReader, TupleKey, is_valid_object_id
+from bastion.core.fga import reducers
+from bastion.core.fga.errors import ErrorCode, FgaError
+from bastion.core.fga.result import ALLOWED, CYCLE, DENIED, Outcome
+from bastion.core.fga.tuples import CombinedReader, MemoryTupleReader, TupleKey, is_valid_object_id
 
 ERROR = Outcome.failed(FgaError(ErrorCode.VALIDATION_ERROR, "boom"))
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from core.fga.dsl_parser import parse_dsl
-from core.fga.errors import ErrorCode, FgaError
-from core.fga.model import model_from_json
-from core.fga.validation import ModelError, check_model, validate_model
+from bastion.core.fga.dsl_parser import parse_dsl
+from bastion.core.fga.errors import ErrorCode, FgaError
+from bastion.core.fga.model import model_from_json
+from bastion.core.fga.validation import ModelError, check_model, validate_model
 from tests.core.fga.support import HEADER
 
 

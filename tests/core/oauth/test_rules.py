@@ -9,16 +9,16 @@ import hashlib
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.oauth import oidc_userinfo, rfc7636_pkce, rfc7662_introspection
-from core.oauth.errors import InvalidClient, InvalidRequest, UnsupportedResponseType
-from core.oauth.rfc6749_authorize import (
+from bastion.core.oauth import oidc_userinfo, rfc7636_pkce, rfc7662_introspection
+from bastion.core.oauth.errors import InvalidClient, InvalidRequest, UnsupportedResponseType
+from bastion.core.oauth.rfc6749_authorize import (
     AuthorizeRequest,
     ClientRefusal,
     RedirectRefusal,
     ResponseMode,
     parse_authorize,
 )
-from core.oauth.rfc6749_code import CodeGrant, PendingAuthorize
+from bastion.core.oauth.rfc6749_code import CodeGrant, PendingAuthorize
 from tests.core.state_machines.harness import user
 
 UNRESERVED = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~"

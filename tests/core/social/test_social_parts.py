@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from core.social import profile as p
-from core.social.apple import AppleSigningKey, parse_apple_secret
-from core.social.id_token import CLOCK_SKEW, id_token_problem
-from core.social.pending import PendingLogin, binding_digest, binding_matches
-from core.social.providers import (
+from bastion.core.social import profile as p
+from bastion.core.social.apple import AppleSigningKey, parse_apple_secret
+from bastion.core.social.id_token import CLOCK_SKEW, id_token_problem
+from bastion.core.social.pending import PendingLogin, binding_digest, binding_matches
+from bastion.core.social.providers import (
     MICROSOFT_CONSUMER_TENANT,
     SPECS,
     Provider,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.state_machines._machine import Effect, Event, Machine
+from bastion.core.state_machines._machine import Effect, Event, Machine
 
 
 def drive(machine: Machine[Any], *events: Event) -> list[list[Effect]]:

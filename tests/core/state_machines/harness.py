@@ -12,18 +12,18 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-from core.auth import otp
-from core.auth.claims import refresh_token_claims, session_claims, verification_token_claims
-from core.auth.emails import EmailEvent
-from core.auth.mfa import Challenge, Method, Purpose
-from core.auth.policy import AuthPolicy, FlowEnv
-from core.auth.responses import IssuedTokens
-from core.auth.user import User
-from core.auth.verification import VerificationRequest
-from core.social.profile import SocialProfile
-from core.social.providers import Provider
-from core.state_machines._machine import Event
-from core.state_machines.events import (
+from bastion.core.auth import otp
+from bastion.core.auth.claims import refresh_token_claims, session_claims, verification_token_claims
+from bastion.core.auth.emails import EmailEvent
+from bastion.core.auth.mfa import Challenge, Method, Purpose
+from bastion.core.auth.policy import AuthPolicy, FlowEnv
+from bastion.core.auth.responses import IssuedTokens
+from bastion.core.auth.user import User
+from bastion.core.auth.verification import VerificationRequest
+from bastion.core.social.profile import SocialProfile
+from bastion.core.social.providers import Provider
+from bastion.core.state_machines._machine import Event
+from bastion.core.state_machines.events import (
     PasswordHashed,
     PasswordVerified,
     RelationsChecked,
@@ -35,29 +35,35 @@ from core.state_machines.events import (
     VerificationRequestCreated,
     VerificationRequestLoaded,
 )
-from core.state_machines.login import (
+from bastion.core.state_machines.login import (
     LoginRequested,
     SecondFactorNotRequired,
     SecondFactorRequired,
 )
-from core.state_machines.magic_link import MagicLinkRequested
-from core.state_machines.mfa_effects import (
+from bastion.core.state_machines.magic_link import MagicLinkRequested
+from bastion.core.state_machines.mfa_effects import (
     AttemptCounted,
     ChallengeLoaded,
     ChallengeTaken,
     CodeChecked,
 )
-from core.state_machines.password_reset import ForgotPasswordRequested, ResetPasswordRequested
-from core.state_machines.session import (
+from bastion.core.state_machines.password_reset import (
+    ForgotPasswordRequested,
+    ResetPasswordRequested,
+)
+from bastion.core.state_machines.session import (
     LogoutRequested,
     RefreshRequested,
     RevokeRequested,
     SessionRef,
     SessionRequested,
 )
-from core.state_machines.signup import SignupRequested
-from core.state_machines.social_login import SocialLoginRequested
-from core.state_machines.verification import ResendVerifyEmailRequested, VerifyEmailRequested
+from bastion.core.state_machines.signup import SignupRequested
+from bastion.core.state_machines.social_login import SocialLoginRequested
+from bastion.core.state_machines.verification import (
+    ResendVerifyEmailRequested,
+    VerifyEmailRequested,
+)
 
 NOW = 1_700_000_000
 URL = "https://auth.example.com"

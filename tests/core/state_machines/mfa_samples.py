@@ -7,14 +7,18 @@ from typing import Any
 
 import pyotp
 
-from core.auth import otp, totp
-from core.auth.mfa import Challenge, Method, Purpose
-from core.auth.totp import Authenticator
-from core.auth.user import SignupMethod
-from core.state_machines._machine import Event
-from core.state_machines.events import TokensIssued, UserLoaded
-from core.state_machines.mfa import ChallengeRequested, ResendOtpRequested, VerifyOtpRequested
-from core.state_machines.mfa_effects import (
+from bastion.core.auth import otp, totp
+from bastion.core.auth.mfa import Challenge, Method, Purpose
+from bastion.core.auth.totp import Authenticator
+from bastion.core.auth.user import SignupMethod
+from bastion.core.state_machines._machine import Event
+from bastion.core.state_machines.events import TokensIssued, UserLoaded
+from bastion.core.state_machines.mfa import (
+    ChallengeRequested,
+    ResendOtpRequested,
+    VerifyOtpRequested,
+)
+from bastion.core.state_machines.mfa_effects import (
     AttemptCounted,
     AuthenticatorEnrolled,
     AuthenticatorLoaded,

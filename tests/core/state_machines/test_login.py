@@ -6,11 +6,11 @@ import dataclasses
 
 import pytest
 
-from core.auth.claims import DEFAULT_SCOPE
-from core.auth.responses import AuthResponse
-from core.auth.user import SignupMethod, User
-from core.errors import FailedPrecondition, InvalidArgument, Unauthenticated
-from core.state_machines.effects import (
+from bastion.core.auth.claims import DEFAULT_SCOPE
+from bastion.core.auth.responses import AuthResponse
+from bastion.core.auth.user import SignupMethod, User
+from bastion.core.errors import FailedPrecondition, InvalidArgument, Unauthenticated
+from bastion.core.state_machines.effects import (
     AuditAction,
     AuditRecord,
     EmitWebhook,
@@ -25,8 +25,8 @@ from core.state_machines.effects import (
     VerifyPasswordHash,
     WebhookEvent,
 )
-from core.state_machines.events import PasswordVerified, TokensIssued, UserLoaded
-from core.state_machines.login import (
+from bastion.core.state_machines.events import PasswordVerified, TokensIssued, UserLoaded
+from bastion.core.state_machines.login import (
     DecideSecondFactor,
     LoginMachine,
     LoginRequested,

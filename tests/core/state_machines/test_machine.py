@@ -10,11 +10,11 @@ import sys
 
 import pytest
 
-from core.auth.user import User
-from core.errors import InvalidArgument, Unauthenticated
-from core.state_machines import MACHINES
-from core.state_machines._machine import Event, LocalFlowError, Machine, Table, edge, to_dot
-from core.state_machines.effects import Fail, LoadUser
+from bastion.core.auth.user import User
+from bastion.core.errors import InvalidArgument, Unauthenticated
+from bastion.core.state_machines import MACHINES
+from bastion.core.state_machines._machine import Event, LocalFlowError, Machine, Table, edge, to_dot
+from bastion.core.state_machines.effects import Fail, LoadUser
 from tests.core.state_machines.harness import env
 
 
@@ -104,7 +104,7 @@ def test_an_edge_needs_a_target() -> None:
 
 
 def test_fail_refuses_abstract_errors() -> None:
-    from core.errors import ClientError
+    from bastion.core.errors import ClientError
 
     with pytest.raises(TypeError, match="is abstract"):
         Fail(error=ClientError, message="x")
@@ -138,7 +138,7 @@ def test_every_flow_module_opens_with_its_rules(flow: str) -> None:
 
 
 def test_diagram_command_prints_every_flow(capsys: pytest.CaptureFixture[str]) -> None:
-    from core.state_machines.__main__ import main
+    from bastion.core.state_machines.__main__ import main
 
     main()
     out = capsys.readouterr().out

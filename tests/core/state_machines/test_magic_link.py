@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from core.auth.emails import EmailEvent
-from core.auth.responses import MessageResponse
-from core.auth.user import User
-from core.errors import FailedPrecondition, InvalidArgument
-from core.state_machines.effects import (
+from bastion.core.auth.emails import EmailEvent
+from bastion.core.auth.responses import MessageResponse
+from bastion.core.auth.user import User
+from bastion.core.errors import FailedPrecondition, InvalidArgument
+from bastion.core.state_machines.effects import (
     AuditAction,
     AuditRecord,
     CreateUser,
@@ -21,13 +21,13 @@ from core.state_machines.effects import (
     UpdateUser,
     WebhookEvent,
 )
-from core.state_machines.events import (
+from bastion.core.state_machines.events import (
     UserAlreadyExists,
     UserCreated,
     UserLoaded,
     VerificationRequestCreated,
 )
-from core.state_machines.magic_link import (
+from bastion.core.state_machines.magic_link import (
     LINK_SENT,
     MagicLinkMachine,
     MagicLinkRequested,

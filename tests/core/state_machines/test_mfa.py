@@ -8,20 +8,20 @@ import dataclasses
 
 import pytest
 
-from core.auth import otp, totp
-from core.auth.emails import EmailEvent
-from core.auth.mfa import Challenge, EnrolmentResponse, Method, Purpose
-from core.auth.responses import AuthResponse, ForgotPasswordResponse, MessageResponse
-from core.auth.user import SignupMethod
-from core.errors import (
+from bastion.core.auth import otp, totp
+from bastion.core.auth.emails import EmailEvent
+from bastion.core.auth.mfa import Challenge, EnrolmentResponse, Method, Purpose
+from bastion.core.auth.responses import AuthResponse, ForgotPasswordResponse, MessageResponse
+from bastion.core.auth.user import SignupMethod
+from bastion.core.errors import (
     FailedPrecondition,
     InvalidArgument,
     NotFound,
     ResourceExhausted,
     Unauthenticated,
 )
-from core.state_machines._machine import Effect, to_dot
-from core.state_machines.effects import (
+from bastion.core.state_machines._machine import Effect, to_dot
+from bastion.core.state_machines.effects import (
     AuditAction,
     AuditRecord,
     EmitWebhook,
@@ -35,10 +35,10 @@ from core.state_machines.effects import (
     UpdateUser,
     WebhookEvent,
 )
-from core.state_machines.events import PasswordVerified, TokensIssued, UserLoaded
-from core.state_machines.login import LoginMachine, LoginRequested, SecondFactorRequired
-from core.state_machines.login import State as LoginState
-from core.state_machines.mfa import (
+from bastion.core.state_machines.events import PasswordVerified, TokensIssued, UserLoaded
+from bastion.core.state_machines.login import LoginMachine, LoginRequested, SecondFactorRequired
+from bastion.core.state_machines.login import State as LoginState
+from bastion.core.state_machines.mfa import (
     ChallengeRequested,
     MfaMachine,
     ResendOtpRequested,
@@ -46,7 +46,7 @@ from core.state_machines.mfa import (
     VerifyOtpRequested,
     sms_text,
 )
-from core.state_machines.mfa_effects import (
+from bastion.core.state_machines.mfa_effects import (
     AttemptCounted,
     AuthenticatorEnrolled,
     AuthenticatorLoaded,

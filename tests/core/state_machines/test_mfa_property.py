@@ -20,11 +20,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.errors import ClientError
-from core.state_machines._machine import Event, LocalFlowError
-from core.state_machines.effects import Fail, Respond
-from core.state_machines.mfa import MfaMachine, State, VerifyOtpRequested
-from core.state_machines.mfa_effects import ChallengeLoaded
+from bastion.core.errors import ClientError
+from bastion.core.state_machines._machine import Event, LocalFlowError
+from bastion.core.state_machines.effects import Fail, Respond
+from bastion.core.state_machines.mfa import MfaMachine, State, VerifyOtpRequested
+from bastion.core.state_machines.mfa_effects import ChallengeLoaded
 from tests.core.state_machines.harness import env
 from tests.core.state_machines.mfa_samples import ALL_EVENT_TYPES, SAMPLES, SCENARIOS, SECRETS
 

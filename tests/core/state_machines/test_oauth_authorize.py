@@ -18,14 +18,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.auth.responses import TokenResponse
-from core.oauth import oidc_reauthentication as reauth
-from core.oauth import rfc7636_pkce
-from core.oauth.errors import InvalidClient, InvalidGrant, InvalidRequest
-from core.oauth.rfc6749_authorize import ResponseMode
-from core.oauth.rfc6749_code import CodeGrant, PendingAuthorize
-from core.state_machines._machine import Event, LocalFlowError
-from core.state_machines.effects import (
+from bastion.core.auth.responses import TokenResponse
+from bastion.core.oauth import oidc_reauthentication as reauth
+from bastion.core.oauth import rfc7636_pkce
+from bastion.core.oauth.errors import InvalidClient, InvalidGrant, InvalidRequest
+from bastion.core.oauth.rfc6749_authorize import ResponseMode
+from bastion.core.oauth.rfc6749_code import CodeGrant, PendingAuthorize
+from bastion.core.state_machines._machine import Event, LocalFlowError
+from bastion.core.state_machines.effects import (
     AuditAction,
     AuditRecord,
     Fail,
@@ -34,8 +34,8 @@ from core.state_machines.effects import (
     PersistSession,
     Respond,
 )
-from core.state_machines.events import TokensIssued, UserLoaded
-from core.state_machines.oauth_authorize import (
+from bastion.core.state_machines.events import TokensIssued, UserLoaded
+from bastion.core.state_machines.oauth_authorize import (
     TABLE,
     AuthorizeRequested,
     CodeRedemptionRequested,

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from core.auth.emails import EmailEvent
-from core.auth.responses import ForgotPasswordResponse, MessageResponse
-from core.errors import FailedPrecondition, InvalidArgument
-from core.state_machines.effects import (
+from bastion.core.auth.emails import EmailEvent
+from bastion.core.auth.responses import ForgotPasswordResponse, MessageResponse
+from bastion.core.errors import FailedPrecondition, InvalidArgument
+from bastion.core.state_machines.effects import (
     AuditAction,
     AuditRecord,
     CreateVerificationRequest,
@@ -21,13 +21,13 @@ from core.state_machines.effects import (
     SendEmail,
     UpdateUser,
 )
-from core.state_machines.events import (
+from bastion.core.state_machines.events import (
     PasswordHashed,
     UserLoaded,
     VerificationRequestCreated,
     VerificationRequestLoaded,
 )
-from core.state_machines.password_reset import (
+from bastion.core.state_machines.password_reset import (
     RESET_LINK_SENT,
     ForgotPasswordRequested,
     PasswordResetMachine,

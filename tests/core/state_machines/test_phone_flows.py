@@ -7,13 +7,13 @@ import dataclasses
 
 import pytest
 
-from core.auth import otp
-from core.auth.claims import DEFAULT_SCOPE
-from core.auth.mfa import Method, MfaPolicy, Purpose
-from core.auth.responses import ForgotPasswordResponse, MessageResponse
-from core.auth.user import SignupMethod
-from core.errors import FailedPrecondition, InvalidArgument, NotFound, Unauthenticated
-from core.state_machines.effects import (
+from bastion.core.auth import otp
+from bastion.core.auth.claims import DEFAULT_SCOPE
+from bastion.core.auth.mfa import Method, MfaPolicy, Purpose
+from bastion.core.auth.responses import ForgotPasswordResponse, MessageResponse
+from bastion.core.auth.user import SignupMethod
+from bastion.core.errors import FailedPrecondition, InvalidArgument, NotFound, Unauthenticated
+from bastion.core.state_machines.effects import (
     AuditAction,
     AuditRecord,
     CreateUser,
@@ -27,22 +27,22 @@ from core.state_machines.effects import (
     VerifyPasswordHash,
     WebhookEvent,
 )
-from core.state_machines.events import (
+from bastion.core.state_machines.events import (
     PasswordHashed,
     PasswordVerified,
     TokensIssued,
     UserCreated,
     UserLoaded,
 )
-from core.state_machines.login import (
+from bastion.core.state_machines.login import (
     DecideSecondFactor,
     LoginMachine,
     LoginRequested,
     SecondFactorNotRequired,
 )
-from core.state_machines.login import State as LoginState
-from core.state_machines.mfa import ChallengeRequested
-from core.state_machines.mfa_effects import (
+from bastion.core.state_machines.login import State as LoginState
+from bastion.core.state_machines.mfa import ChallengeRequested
+from bastion.core.state_machines.mfa_effects import (
     AttemptCounted,
     ChallengeLoaded,
     ChallengeTaken,
@@ -55,14 +55,14 @@ from core.state_machines.mfa_effects import (
     SetMfaCookie,
     TakeChallenge,
 )
-from core.state_machines.password_reset import (
+from bastion.core.state_machines.password_reset import (
     ForgotPasswordRequested,
     PasswordResetMachine,
     ResetPasswordRequested,
 )
-from core.state_machines.password_reset import State as ResetState
-from core.state_machines.signup import SignupMachine, SignupRequested
-from core.state_machines.signup import State as SignupState
+from bastion.core.state_machines.password_reset import State as ResetState
+from bastion.core.state_machines.signup import SignupMachine, SignupRequested
+from bastion.core.state_machines.signup import State as SignupState
 from tests.core.state_machines.drive import drive, last
 from tests.core.state_machines.harness import (
     NOW,

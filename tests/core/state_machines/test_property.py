@@ -21,13 +21,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.auth.policy import AuthPolicy, FlowEnv
-from core.errors import ClientError
-from core.state_machines import MACHINES
-from core.state_machines._machine import Event, LocalFlowError, Machine
-from core.state_machines.effects import Fail, Respond
-from core.state_machines.events import UserLoaded
-from core.state_machines.login import LoginRequested
+from bastion.core.auth.policy import AuthPolicy, FlowEnv
+from bastion.core.errors import ClientError
+from bastion.core.state_machines import MACHINES
+from bastion.core.state_machines._machine import Event, LocalFlowError, Machine
+from bastion.core.state_machines.effects import Fail, Respond
+from bastion.core.state_machines.events import UserLoaded
+from bastion.core.state_machines.login import LoginRequested
 from tests.core.state_machines.harness import (
     ALL_EVENT_TYPES,
     POLICIES,

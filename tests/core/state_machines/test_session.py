@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from core.auth.responses import AuthResponse, MessageResponse, TokenResponse
-from core.errors import InvalidArgument, NotFound, PermissionDenied, Unauthenticated
-from core.state_machines.effects import (
+from bastion.core.auth.responses import AuthResponse, MessageResponse, TokenResponse
+from bastion.core.errors import InvalidArgument, NotFound, PermissionDenied, Unauthenticated
+from bastion.core.state_machines.effects import (
     AuditAction,
     AuditRecord,
     CheckRequiredRelations,
@@ -20,13 +20,13 @@ from core.state_machines.effects import (
     Respond,
     SetSessionCookie,
 )
-from core.state_machines.events import (
+from bastion.core.state_machines.events import (
     RelationsChecked,
     StoredTokenLoaded,
     TokensIssued,
     UserLoaded,
 )
-from core.state_machines.session import (
+from bastion.core.state_machines.session import (
     LogoutRequested,
     RefreshRequested,
     RevokeRequested,

@@ -6,12 +6,12 @@ import dataclasses
 
 import pytest
 
-from core.auth.claims import DEFAULT_SCOPE
-from core.auth.emails import EmailEvent
-from core.auth.responses import AuthResponse
-from core.auth.user import User
-from core.errors import FailedPrecondition, InvalidArgument
-from core.state_machines.effects import (
+from bastion.core.auth.claims import DEFAULT_SCOPE
+from bastion.core.auth.emails import EmailEvent
+from bastion.core.auth.responses import AuthResponse
+from bastion.core.auth.user import User
+from bastion.core.errors import FailedPrecondition, InvalidArgument
+from bastion.core.state_machines.effects import (
     AuditAction,
     AuditRecord,
     CreateUser,
@@ -27,14 +27,14 @@ from core.state_machines.effects import (
     SetSessionCookie,
     WebhookEvent,
 )
-from core.state_machines.events import (
+from bastion.core.state_machines.events import (
     PasswordHashed,
     TokensIssued,
     UserAlreadyExists,
     UserCreated,
     VerificationRequestCreated,
 )
-from core.state_machines.signup import SignupMachine, SignupRequested, State
+from bastion.core.state_machines.signup import SignupMachine, SignupRequested, State
 from tests.core.state_machines.drive import drive, last
 from tests.core.state_machines.harness import EMAIL, NOW, PHONE, STRONG, URL, env, tokens
 

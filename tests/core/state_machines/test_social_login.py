@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from core.errors import FailedPrecondition, InvalidArgument
-from core.social.profile import SocialProfile
-from core.social.providers import Provider
-from core.state_machines.effects import (
+from bastion.core.errors import FailedPrecondition, InvalidArgument
+from bastion.core.social.profile import SocialProfile
+from bastion.core.social.providers import Provider
+from bastion.core.state_machines.effects import (
     AuditAction,
     AuditRecord,
     CreateUser,
@@ -21,8 +21,13 @@ from core.state_machines.effects import (
     UpdateUser,
     WebhookEvent,
 )
-from core.state_machines.events import TokensIssued, UserAlreadyExists, UserCreated, UserLoaded
-from core.state_machines.social_login import (
+from bastion.core.state_machines.events import (
+    TokensIssued,
+    UserAlreadyExists,
+    UserCreated,
+    UserLoaded,
+)
+from bastion.core.state_machines.social_login import (
     NO_VERIFIED_EMAIL,
     SocialLoginMachine,
     SocialLoginRequested,

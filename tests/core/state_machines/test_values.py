@@ -6,9 +6,9 @@ import dataclasses
 
 import pytest
 
-from core.auth.emails import EmailEvent
-from core.errors import ClientError, Unauthenticated
-from core.state_machines.effects import (
+from bastion.core.auth.emails import EmailEvent
+from bastion.core.errors import ClientError, Unauthenticated
+from bastion.core.state_machines.effects import (
     CreateUser,
     Fail,
     HashPassword,
@@ -21,7 +21,7 @@ from core.state_machines.effects import (
     SetSessionCookie,
     VerifyPasswordHash,
 )
-from core.state_machines.events import (
+from bastion.core.state_machines.events import (
     PasswordHashed,
     PasswordVerified,
     StoredTokenLoaded,
@@ -29,9 +29,9 @@ from core.state_machines.events import (
     UserLoaded,
     VerificationRequestCreated,
 )
-from core.state_machines.password_reset import ResetPasswordRequested
-from core.state_machines.session import RefreshRequested, SessionRequested
-from core.state_machines.signup import SignupRequested
+from bastion.core.state_machines.password_reset import ResetPasswordRequested
+from bastion.core.state_machines.session import RefreshRequested, SessionRequested
+from bastion.core.state_machines.signup import SignupRequested
 from tests.core.state_machines.harness import tokens, user
 
 SECRET = "Sup3r$ecret"

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from core.auth.claims import DEFAULT_SCOPE
-from core.auth.emails import EmailEvent
-from core.auth.responses import AuthResponse, MessageResponse
-from core.auth.user import User, identifier_digest
-from core.errors import FailedPrecondition, InvalidArgument
-from core.state_machines.effects import (
+from bastion.core.auth.claims import DEFAULT_SCOPE
+from bastion.core.auth.emails import EmailEvent
+from bastion.core.auth.responses import AuthResponse, MessageResponse
+from bastion.core.auth.user import User, identifier_digest
+from bastion.core.errors import FailedPrecondition, InvalidArgument
+from bastion.core.state_machines.effects import (
     AuditAction,
     AuditRecord,
     CreateVerificationRequest,
@@ -26,13 +26,13 @@ from core.state_machines.effects import (
     UpdateUser,
     WebhookEvent,
 )
-from core.state_machines.events import (
+from bastion.core.state_machines.events import (
     TokensIssued,
     UserLoaded,
     VerificationRequestCreated,
     VerificationRequestLoaded,
 )
-from core.state_machines.verification import (
+from bastion.core.state_machines.verification import (
     RESENT,
     ResendVerifyEmailRequested,
     State,

@@ -1,0 +1,228 @@
+"""Multi-factor rules that need no state: which method a login gets, and the challenge.
+
+:class:`MfaPolicy` answers the login flow's ``DecideSecondFactor`` (flags in, method out)
+and says when a phone number still needs an SMS code. :class:`Challenge` is what a pending
+second factor (or phone verification, or SMS password reset) is: it lives in the memory
+store under its id, which is also the value of the ``mfa`` cookie, for exactly
+``expires_at - issued_at`` seconds, so any server process can finish it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from collections.abc import Mapping
+from typing import Any
+
+from bastion.core.auth.otp import OTP_TTL, PHONE_VERIFICATION_TTL
+from bastion.core.auth.responses import AuthResponse
+from bastion.core.auth.totp import TOTP_CHALLENGE_TTL
+from bastion.core.auth.user import SignupMethod, User
+from bastion.core.settings import Settings
+
+__all__ = [
+    "Challenge",
+    "EnrolmentResponse",
+    "Method",
+    "MfaPolicy",
+    "Purpose",
+    "challenge_ttl",
+]
+
+
+class Method(enum.StrEnum):
+    #: a 6-digit code emailed to the user
+    EMAIL_OTP = "email_otp"
+    #: a 6-digit code texted to the user's phone
+    SMS_OTP = "sms_otp"
+    #: a code from an authenticator app (or a recovery code)
+    TOTP = "totp"
+
+
+class Purpose(enum.StrEnum):
+    #: the second factor of a password login (or a login with a still unverified phone)
+    LOGIN = "login"
+    #: proving the phone number given at signup
+    SIGNUP = "signup"
+    #: ``forgot_password`` by phone; only ``reset_password`` may consume it
+    PASSWORD_RESET = "password_reset"
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class MfaPolicy:
+    """The multi-factor flags, as the flows decide with them.
+
+    A second factor is asked when ``--enable-mfa`` is on and the user has MFA on, or
+    ``--enforce-mfa`` is on (enforcement applies once MFA is enabled; the reference's
+    defaults, enforce on and MFA off, mean no MFA).
+    """
+
+    enable_mfa: bool = False
+    enforce_mfa: bool = True
+    enable_email_otp: bool = False
+    enable_sms_otp: bool = False
+    enable_totp_login: bool = False
+    enable_phone_verification: bool = False
+    #: SMTP host, port and sender are configured
+    email_enabled: bool = False
+    #: every SMS provider flag is configured
+    sms_enabled: bool = False
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> MfaPolicy:
+        return cls(
+            enable_mfa=settings.enable_mfa,
+            enforce_mfa=settings.enforce_mfa,
+            enable_email_otp=settings.enable_email_otp,
+            enable_sms_otp=settings.enable_sms_otp,
+            enable_totp_login=settings.enable_totp_login,
+            enable_phone_verification=settings.enable_phone_verification,
+            email_enabled=bool(settings.smtp_host),
+            sms_enabled=bool(
+                settings.sms_account_sid
+                and settings.sms_api_key
+                and settings.sms_api_secret
+                and settings.sms_sender
+            ),
+        )
+
+    @property
+    def any_method(self) -> bool:
+        """At least one second factor can actually be used."""
+        return (
+            (self.enable_email_otp and self.email_enabled)
+            or (self.enable_sms_otp and self.sms_enabled)
+            or self.enable_totp_login
+        )
+
+    def second_factor(self, user: User, channel: SignupMethod) -> Method | None:
+        """The method a password login by ``channel`` must pass, ``None`` for none.
+
+        A phone login whose number still needs proving always gets an SMS code. Then,
+        first match wins: a code on the channel the user logged in with, then an
+        authenticator app, then a code on the user's other verified channel (so enforced
+        MFA never silently lapses because a login came in by the "other" channel).
+        """
+        if channel is SignupMethod.MOBILE_BASIC_AUTH and self.phone_needs_verification(user):
+            return Method.SMS_OTP  # the code proves the number and is the second factor too
+        if not self.enable_mfa or not (user.is_multi_factor_auth_enabled or self.enforce_mfa):
+            return None
+        email_otp = self.enable_email_otp and self.email_enabled and bool(user.email)
+        sms_otp = self.enable_sms_otp and self.sms_enabled and bool(user.phone_number)
+        if channel is SignupMethod.BASIC_AUTH and email_otp:
+            return Method.EMAIL_OTP
+        if channel is SignupMethod.MOBILE_BASIC_AUTH and sms_otp:
+            return Method.SMS_OTP
+        if self.enable_totp_login:
+            return Method.TOTP
+        if email_otp and user.email_verified:
+            return Method.EMAIL_OTP
+        if sms_otp and user.phone_number_verified:
+            return Method.SMS_OTP
+        return None
+
+    def phone_needs_verification(self, user: User) -> bool:
+        """Signup or login by phone must first prove the number by SMS."""
+        return (
+            self.enable_phone_verification
+            and self.sms_enabled
+            and bool(user.phone_number)
+            and not user.phone_number_verified
+        )
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class Challenge:
+    id: str
+    user_id: str
+    method: Method
+    purpose: Purpose
+    #: the identifier the flow started from; ``verify_otp`` must name the same one
+    email: str | None = None
+    phone_number: str | None = None
+    #: ``login_method`` of the session the challenge ends in
+    login_method: str
+    #: ``auth_recipe`` of the login webhook
+    auth_recipe: str
+    roles: tuple[str, ...] = ()
+    scope: tuple[str, ...] = ()
+    oauth_state: str | None = None
+    #: keyed digest of the emailed/texted code (``core.auth.otp``); ``None`` for TOTP
+    #: (and for a code challenge until its code is generated)
+    code_digest: str | None = dataclasses.field(default=None, repr=False)
+    issued_at: int
+    expires_at: int
+    #: codes sent so far by this challenge and the ones it replaced
+    sends: int = 1
+    #: a first authenticator enrolment: the QR code was shown with this challenge
+    enrolling: bool = False
+
+    def __post_init__(self) -> None:
+        if not (self.id and self.user_id):
+            raise ValueError("a challenge needs an id and a user")
+        if self.email is None and self.phone_number is None:
+            raise ValueError("a challenge needs the email or phone number it started from")
+        if self.method is Method.TOTP and self.code_digest is not None:
+            raise ValueError("an authenticator challenge has no code digest")
+        if self.expires_at <= self.issued_at:
+            raise ValueError("a challenge must live a positive time")
+
+    @property
+    def ttl(self) -> int:
+        """Its whole lifetime in seconds (also the ``mfa`` cookie's Max-Age)."""
+        return self.expires_at - self.issued_at
+
+    def expired(self, now: int) -> bool:
+        return now >= self.expires_at
+
+    def to_dict(self) -> dict[str, Any]:
+        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        data.update(
+            method=self.method.value,
+            purpose=self.purpose.value,
+            roles=list(self.roles),
+            scope=list(self.scope),
+        )
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Challenge:
+        names = {f.name for f in dataclasses.fields(cls)}
+        if set(data) != names:
+            raise ValueError(f"challenge fields differ: {sorted(set(data) ^ names)}")
+        values = dict(data)
+        values.update(
+            method=Method(values["method"]),
+            purpose=Purpose(values["purpose"]),
+            roles=tuple(values["roles"]),
+            scope=tuple(values["scope"]),
+        )
+        return cls(**values)
+
+
+def challenge_ttl(method: Method, purpose: Purpose) -> int:
+    """How long a challenge (and its ``mfa`` cookie) lives, in seconds."""
+    if method is Method.TOTP:
+        return TOTP_CHALLENGE_TTL
+    if purpose is Purpose.SIGNUP:
+        return PHONE_VERIFICATION_TTL
+    return OTP_TTL
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class EnrolmentResponse(AuthResponse):
+    """Login's answer on a first authenticator enrolment: the QR code (base64 PNG, no
+    ``data:`` prefix), the secret for manual entry and the recovery codes, shown once."""
+
+    authenticator_scanner_image: str
+    authenticator_secret: str = dataclasses.field(repr=False)
+    authenticator_recovery_codes: tuple[str, ...] = dataclasses.field(repr=False)
+
+    def to_api_dict(self) -> dict[str, Any]:
+        body = AuthResponse.to_api_dict(self)
+        body.update(
+            authenticator_scanner_image=self.authenticator_scanner_image,
+            authenticator_secret=self.authenticator_secret,
+            authenticator_recovery_codes=list(self.authenticator_recovery_codes),
+        )
+        return body

@@ -1,0 +1,34 @@
+"""An OpenFGA-compatible relationship engine: pure, synchronous, I/O-free.
+
+Parse a model once (``dsl_parser.parse_model`` or ``model.model_from_json``), validate it
+(``validation``), index it (``typesystem.TypeSystem``), then ask ``check``,
+``list_objects``, ``list_users`` or ``expand`` against any ``tuples.TupleReader``.
+Failures are :class:`~core.fga.errors.FgaError` with OpenFGA's numeric code.
+"""
+
+from bastion.core.fga.check import check
+from bastion.core.fga.dsl_parser import parse_model
+from bastion.core.fga.errors import ErrorCode, FgaError
+from bastion.core.fga.expand import expand
+from bastion.core.fga.list_objects import ListResult, list_objects
+from bastion.core.fga.list_users import UserFilter, list_users
+from bastion.core.fga.request import RequestOptions
+from bastion.core.fga.tuples import MemoryTupleReader, TupleKey, TupleReader
+from bastion.core.fga.typesystem import TypeSystem
+
+__all__ = [
+    "ErrorCode",
+    "FgaError",
+    "ListResult",
+    "MemoryTupleReader",
+    "RequestOptions",
+    "TupleKey",
+    "TupleReader",
+    "TypeSystem",
+    "UserFilter",
+    "check",
+    "expand",
+    "list_objects",
+    "list_users",
+    "parse_model",
+]

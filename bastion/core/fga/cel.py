@@ -1,0 +1,30 @@
+"""What the engine needs of CEL conditions without importing a CEL implementation.
+
+cel-python (and its dependencies) load when the first condition is compiled: a model
+without conditions needs none of it, and ``bastion-core`` installs it only with its
+``conditions`` extra.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from bastion.core.fga.errors import ConditionError
+
+if TYPE_CHECKING:
+    from bastion.core.fga.conditions import CompiledCondition
+    from bastion.core.fga.model import Condition
+
+__all__ = ["ConditionError", "compile_condition"]
+
+
+def compile_condition(condition: Condition) -> CompiledCondition:
+    """``condition`` type-checked and compiled (a :class:`ConditionError` if it is wrong, or
+    if cel-python is not installed)."""
+    try:
+        from bastion.core.fga.conditions import CompiledCondition
+    except ModuleNotFoundError as exc:
+        raise ConditionError(
+            f"condition {condition.name!r} needs cel-python: install bastion-core[conditions]"
+        ) from exc
+    return CompiledCondition(condition)

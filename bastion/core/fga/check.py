@@ -1,0 +1,484 @@
+"""Check: does ``user`` have ``relation`` on ``object``? OpenFGA's rewrite dispatch.
+
+Evaluation walks the relation's rewrite tree. A hop through a userset tuple or a
+tuple-to-userset tuple is a *dispatch*: it costs one depth (the 25th fails with 2002) and
+carries the path's visited ``(object, relation, user)`` steps, so that a revisit answers
+``False`` with the cycle flag. Computed relations and set operators are free. Outcomes
+without an error or a cycle are memoised for the rest of the request.
+
+Each relation's rewrite is compiled once per model into nested closures (a *plan*), so the
+hot path does no pattern matching and builds no closure per step; the path of visited
+steps is one set, grown and shrunk as the walk descends and returns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Protocol
+from weakref import WeakKeyDictionary
+
+from bastion.core.fga import reducers
+from bastion.core.fga.errors import ErrorCode, FgaError
+from bastion.core.fga.model import (
+    ComputedUserset,
+    Difference,
+    Intersection,
+    RelationRef,
+    Rewrite,
+    This,
+    TupleToUserset,
+    Union,
+)
+from bastion.core.fga.request import RequestContext, RequestOptions
+from bastion.core.fga.result import ALLOWED, CYCLE, DENIED, Outcome
+from bastion.core.fga.tuples import TupleKey, TupleReader
+from bastion.core.fga.typesystem import TypeSystem
+
+__all__ = [
+    "Checker",
+    "Resolver",
+    "ResolverWrapper",
+    "Step",
+    "check",
+    "validate_check_object",
+    "validate_check_request",
+    "validate_check_user",
+]
+
+#: ``(object, relation, user)``: one sub-problem, as memoised and as visited on a path.
+Step = tuple[str, str, str]
+
+
+class Resolver(Protocol):
+    """One sub-problem solver; caches and throttles wrap it with a delegate."""
+
+    def resolve(
+        self, obj: str, relation: str, user: str, depth: int, visited: set[Step]
+    ) -> Outcome: ...
+
+
+ResolverWrapper = Callable[[Resolver], Resolver]
+
+#: A compiled rewrite: (checker, object, user, depth, visited path) -> outcome.
+_Plan = Callable[["Checker", str, str, int, set[Step]], Outcome]
+#: For a direct relation and a user's form: may it match exactly, through ``type:*``, and
+#: may a userset tuple lead to it?
+_DirectFlags = tuple[bool, bool, bool]
+
+_PLANS: WeakKeyDictionary[TypeSystem, dict[tuple[str, str], _Plan]] = WeakKeyDictionary()
+
+
+class Checker:
+    """Evaluates Check sub-problems for one request (memo lives as long as the request)."""
+
+    def __init__(self, request: RequestContext, wrap: ResolverWrapper | None = None) -> None:
+        self.request = request
+        self.ts = request.ts
+        self.reader = request.reader
+        self.max_depth = request.max_depth
+        self._memo: dict[Step, Outcome] = {}
+        self._plans = _plans(request.ts)
+        #: The user of the running check and its form (a check never changes its user).
+        self.user = ""
+        self.user_form = _user_form("")
+        #: Where dispatched sub-problems go: this checker, or a wrapper (cache, throttle)
+        #: whose delegate is this checker.
+        self.dispatcher: Resolver = wrap(self) if wrap is not None else self
+
+    # ------------------------------------------------------------ entry points
+
+    def check(self, obj: str, relation: str, user: str) -> bool:
+        """The answer, or :class:`FgaError` if evaluation failed."""
+        if user != self.user:
+            self.user, self.user_form = user, _user_form(user)
+        outcome = self.dispatcher.resolve(obj, relation, user, 0, set())
+        if outcome.error is not None:
+            raise outcome.error
+        return outcome.allowed
+
+    def resolve(
+        self, obj: str, relation: str, user: str, depth: int, visited: set[Step]
+    ) -> Outcome:
+        step = (obj, relation, user)
+        cached = self._memo.get(step)
+        if cached is not None:
+            return cached
+        if step in visited:
+            return CYCLE
+        visited.add(step)
+        if user.endswith(relation) and user == f"{obj}#{relation}":
+            outcome = ALLOWED
+        else:
+            plan = self._plans.get((obj.partition(":")[0], relation))
+            outcome = (
+                _relation_not_found(obj, relation)
+                if plan is None
+                else plan(self, obj, user, depth, visited)
+            )
+        visited.discard(step)
+        if outcome.error is None and not outcome.cycle:
+            self._memo[step] = outcome
+        return outcome
+
+    def dispatch(
+        self, obj: str, relation: str, user: str, depth: int, visited: set[Step]
+    ) -> Outcome:
+        """A hop through a tuple: one depth more, through the dispatcher."""
+        if depth + 1 >= self.max_depth:
+            return Outcome.failed(self.request.depth_exceeded())
+        return self.dispatcher.resolve(obj, relation, user, depth + 1, visited)
+
+    # ------------------------------------------------------------ tuple reads
+
+    def passing(self, keys: Sequence[TupleKey]) -> tuple[list[TupleKey], FgaError | None]:
+        """Tuples valid under the model whose condition holds, and the first deferred error."""
+        passing: list[TupleKey] = []
+        error: FgaError | None = None
+        problem = self.ts.tuple_problem
+        for key in keys:
+            if problem(key) is not None:
+                continue
+            if not key.condition:
+                passing.append(key)
+                continue
+            try:
+                if self.request.condition_holds(key):
+                    passing.append(key)
+            except FgaError as exc:
+                error = error or exc
+        return passing, error
+
+
+def _relation_not_found(obj: str, relation: str) -> Outcome:
+    object_type = obj.partition(":")[0]
+    return Outcome.failed(
+        FgaError(ErrorCode.RELATION_NOT_FOUND, f"relation '{object_type}#{relation}' not found")
+    )
+
+
+# ---------------------------------------------------------------- compiled rewrites
+
+
+def _plans(ts: TypeSystem) -> dict[tuple[str, str], _Plan]:
+    plans = _PLANS.get(ts)
+    if plans is None:
+        plans = _PLANS[ts] = {
+            (typedef.name, name): _compile(ts, typedef.name, name, relation.rewrite)
+            for typedef in ts.model.type_definitions
+            for name, relation in typedef.relations.items()
+        }
+    return plans
+
+
+def _compile(ts: TypeSystem, type_name: str, relation: str, rewrite: Rewrite) -> _Plan:
+    match rewrite:
+        case This():
+            refs = ts.directly_related(type_name, relation)
+            lenient, user_side = _userset_strategy(ts, type_name, relation, refs)
+            return _direct_plan(refs, relation, lenient, user_side)
+        case ComputedUserset(computed):
+
+            def computed_plan(
+                checker: Checker, obj: str, user: str, depth: int, visited: set[Step]
+            ) -> Outcome:
+                return checker.resolve(obj, computed, user, depth, visited)
+
+            return computed_plan
+        case TupleToUserset(tupleset, computed):
+            return _tuple_to_userset_plan(ts, type_name, tupleset, computed)
+        case Union(children):
+            steps = tuple(_compile(ts, type_name, relation, c) for c in children)
+
+            def union_plan(
+                checker: Checker, obj: str, user: str, depth: int, visited: set[Step]
+            ) -> Outcome:
+                return reducers.union(steps, checker, obj, user, depth, visited)
+
+            return union_plan
+        case Intersection(children):
+            steps = tuple(_compile(ts, type_name, relation, c) for c in children)
+
+            def intersection_plan(
+                checker: Checker, obj: str, user: str, depth: int, visited: set[Step]
+            ) -> Outcome:
+                return reducers.intersection(steps, checker, obj, user, depth, visited)
+
+            return intersection_plan
+        case Difference(base, subtract):
+            base_plan = _compile(ts, type_name, relation, base)
+            subtract_plan = _compile(ts, type_name, relation, subtract)
+
+            def difference_plan(
+                checker: Checker, obj: str, user: str, depth: int, visited: set[Step]
+            ) -> Outcome:
+                return reducers.difference(
+                    base_plan, subtract_plan, checker, obj, user, depth, visited
+                )
+
+            return difference_plan
+
+
+def _direct_flags(refs: tuple[RelationRef, ...], user: str) -> _DirectFlags:
+    obj, _, user_relation = user.partition("#")
+    user_type, _, user_id = obj.partition(":")
+    exact_ok = wildcard_ok = userset_ok = False
+    for ref in refs:
+        if ref.relation is not None:
+            userset_ok = True
+        if ref.type != user_type:
+            continue
+        if user_relation:
+            exact_ok = exact_ok or ref.relation == user_relation
+        elif user_id == "*":
+            exact_ok = exact_ok or ref.wildcard
+        elif ref.wildcard:
+            wildcard_ok = True
+        elif ref.relation is None:
+            exact_ok = True
+    return exact_ok, wildcard_ok, userset_ok
+
+
+def _user_form(user: str) -> tuple[str, bool, str]:
+    """What the type restrictions look at: type, wildcard or not, userset relation."""
+    obj, _, user_relation = user.partition("#")
+    user_type, _, user_id = obj.partition(":")
+    return user_type, user_id == "*", user_relation
+
+
+def _direct_plan(
+    refs: tuple[RelationRef, ...], relation: str, lenient: bool, user_side: _UserSide | None
+) -> _Plan:
+    flags_by_form: dict[tuple[str, bool, str], _DirectFlags] = {}
+
+    def direct_plan(
+        checker: Checker, obj: str, user: str, depth: int, visited: set[Step]
+    ) -> Outcome:
+        form = checker.user_form if user is checker.user else _user_form(user)
+        flags = flags_by_form.get(form)
+        if flags is None:
+            flags = flags_by_form[form] = _direct_flags(refs, user)
+        exact_ok, wildcard_ok, userset_ok = flags
+        error: FgaError | None = None
+        cycle = False
+        read_exact = checker.reader.read_exact
+        if exact_ok:
+            found = read_exact(obj, relation, user)
+            if found:
+                passing, error = checker.passing(found)
+                if passing:
+                    return ALLOWED
+        if wildcard_ok:
+            found = read_exact(obj, relation, form[0] + ":*")
+            if found:
+                passing, read_error = checker.passing(found)
+                if passing:
+                    return ALLOWED
+                error = error or read_error
+        usersets = checker.reader.read_usersets(obj, relation) if userset_ok else ()
+        if usersets:
+            passing, read_error = checker.passing(usersets)
+            if lenient and passing:
+                read_error = None
+            for key in passing:
+                set_object, _, set_relation = key.user.partition("#")
+                outcome = checker.dispatch(set_object, set_relation, user, depth, visited)
+                if outcome.allowed:
+                    return ALLOWED
+                error = error or outcome.error
+                cycle = cycle or outcome.cycle
+            error = error or read_error
+            if passing and user_side is not None and not form[1] and not form[2]:
+                error = error or user_side.error(checker, user, form[0])
+        return _denied(cycle, error)
+
+    return direct_plan
+
+
+def _tuple_to_userset_plan(ts: TypeSystem, type_name: str, tupleset: str, computed: str) -> _Plan:
+    #: the parent types that define ``computed`` (other parents are skipped)
+    parent_types = frozenset(t.name for t in ts.model.type_definitions if computed in t.relations)
+    parent_refs = ts.directly_related(type_name, tupleset)
+    user_side = None
+    if len(parent_refs) == 1 and parent_refs[0].relation is None:
+        user_side = _UserSide.of(ts, parent_refs[0].type, computed)
+
+    def tuple_to_userset_plan(
+        checker: Checker, obj: str, user: str, depth: int, visited: set[Step]
+    ) -> Outcome:
+        parents = checker.reader.read(obj, tupleset)
+        if not parents:
+            return DENIED
+        passing, read_error = checker.passing(parents)
+        error: FgaError | None = None
+        cycle = False
+        for key in passing:
+            parent = key.user
+            if parent.partition(":")[0] not in parent_types:
+                continue
+            outcome = checker.dispatch(parent, computed, user, depth, visited)
+            if outcome.allowed:
+                return ALLOWED
+            error = error or outcome.error
+            cycle = cycle or outcome.cycle
+        error = error or read_error
+        if passing and user_side is not None:
+            form = checker.user_form if user is checker.user else _user_form(user)
+            if not form[1] and not form[2]:
+                error = error or user_side.error(checker, user, form[0])
+        return _denied(cycle, error)
+
+    return tuple_to_userset_plan
+
+
+class _UserSide:
+    """OpenFGA's check from the user's side of a two-hop path, and the errors it meets.
+
+    When ``object#relation`` reaches the user through one kind of parent only (one
+    ``type#rel`` restriction, or a tupleset of one type), and that parent's relation holds
+    users with no further hop (its direct restrictions, through unions, intersections,
+    computed relations and exclusion bases, name no userset and no tupleset), OpenFGA
+    reads every tuple of the user on those relations of the parent type and evaluates
+    their conditions, whether or not the parent is linked to the object (recorded with
+    ``fga model test``). So such a tuple that cannot be evaluated fails the check unless
+    another path allows it. Only relations whose restrictions carry a condition can fail
+    that way; others are not looked at.
+    """
+
+    def __init__(self, parent_type: str, relations: frozenset[str]) -> None:
+        self.parent_type = parent_type
+        self.relations = relations
+
+    @classmethod
+    def of(cls, ts: TypeSystem, parent_type: str, relation: str) -> _UserSide | None:
+        found = _one_hop_relations(ts, parent_type, relation)
+        conditioned = frozenset(
+            name
+            for name in found or ()
+            if any(ref.condition for ref in ts.directly_related(parent_type, name))
+        )
+        return cls(parent_type, conditioned) if conditioned else None
+
+    def error(self, checker: Checker, user: str, user_type: str) -> FgaError | None:
+        read = checker.reader.read_by_user
+        keys = [
+            key
+            for subject in (user, f"{user_type}:*")
+            for key in read(subject, self.parent_type)
+            if key.relation in self.relations
+        ]
+        return checker.passing(keys)[1] if keys else None
+
+
+def _one_hop_relations(ts: TypeSystem, type_name: str, relation: str) -> frozenset[str] | None:
+    """The relations ``type_name#relation`` is made of when it holds users with no further
+    hop (OpenFGA's weight one), else ``None``."""
+    found: set[str] = set()
+    pending = [relation]
+    while pending:
+        name = pending.pop()
+        if name in found:
+            continue
+        found.add(name)
+        definition = ts.relation(type_name, name)
+        if definition is None or not _one_hop(definition.rewrite, pending):
+            return None
+        if any(ref.relation is not None for ref in definition.directly_related):
+            return None
+    return frozenset(found)
+
+
+def _userset_strategy(
+    ts: TypeSystem, type_name: str, relation: str, refs: tuple[RelationRef, ...]
+) -> tuple[bool, _UserSide | None]:
+    """How OpenFGA reads a direct relation's userset tuples for a user: ``(lenient,
+    user side)``.
+
+    OpenFGA has two strategies beside dispatching each userset: one for a relation that
+    admits its own ``type#relation`` (recursive), one for a relation whose usersets are
+    all of one ``type#rel`` holding users with no further hop (:class:`_UserSide`). Both
+    read the object's userset tuples through a filter that drops a tuple whose condition
+    cannot be evaluated and reports that only when no userset tuple passed (*lenient*;
+    recorded with ``fga model test``); the plain strategy reports it unless a userset
+    allows the user.
+    """
+    parents = {(ref.type, ref.relation) for ref in refs if ref.relation is not None}
+    if (type_name, relation) in parents:
+        return True, None
+    if len(parents) != 1:
+        return False, None
+    [(parent_type, parent_relation)] = parents
+    if parent_relation is None or _one_hop_relations(ts, parent_type, parent_relation) is None:
+        return False, None
+    return True, _UserSide.of(ts, parent_type, parent_relation)
+
+
+def _one_hop(rewrite: Rewrite, computed: list[str]) -> bool:
+    """Whether ``rewrite`` stays on its object (collecting the relations it computes)."""
+    match rewrite:
+        case This():
+            return True
+        case ComputedUserset(name):
+            computed.append(name)
+            return True
+        case TupleToUserset():
+            return False
+        case Union(children) | Intersection(children):
+            return all(_one_hop(child, computed) for child in children)
+        case Difference(base, _):
+            return _one_hop(base, computed)
+
+
+def _denied(cycle: bool, error: FgaError | None) -> Outcome:
+    """A union that found nothing: its first error, else ``False`` (cycle flag kept)."""
+    if error is None and not cycle:
+        return DENIED
+    if error is not None:
+        return Outcome(False, cycle, error)
+    return Outcome(False, cycle) if cycle else DENIED
+
+
+def validate_check_object(ts: TypeSystem, obj: str, relation: str) -> None:
+    """OpenFGA's loose validation of Check's object and relation: every problem is 2000."""
+    problem = ts.object_problem(obj, relation)
+    if problem is not None:
+        raise FgaError(ErrorCode.VALIDATION_ERROR, problem[1])
+
+
+def validate_check_user(ts: TypeSystem, user: str) -> None:
+    """OpenFGA's validation of Check's user: 2000 when malformed or unknown to the model."""
+    problem = ts.user_problem(user)
+    if problem is not None:
+        raise FgaError(ErrorCode.VALIDATION_ERROR, problem)
+
+
+def validate_check_request(ts: TypeSystem, obj: str, relation: str, user: str) -> None:
+    """OpenFGA's loose validation of Check's tuple key: every problem is 2000."""
+    validate_check_object(ts, obj, relation)
+    validate_check_user(ts, user)
+
+
+def check(
+    ts: TypeSystem,
+    store: TupleReader,
+    obj: str,
+    relation: str,
+    user: str,
+    options: RequestOptions | None = None,
+    *,
+    wrap: ResolverWrapper | None = None,
+) -> bool:
+    """Check one tuple against the model and the store (plus contextual tuples).
+
+    ``wrap`` decorates the resolver that dispatched sub-problems go through, e.g.
+    :meth:`core.fga.cache.CheckCache.wrapper`.
+    """
+    options = options or RequestOptions()
+    validate_check_request(ts, obj, relation, user)
+    _reject_bad_context(options.context)
+    request = RequestContext(ts, store, options)
+    return Checker(request, wrap).check(obj, relation, user)
+
+
+def _reject_bad_context(context: Mapping[str, object]) -> None:
+    if not isinstance(context, Mapping):
+        raise FgaError(ErrorCode.VALIDATION_ERROR, "context must be an object")

@@ -1,0 +1,682 @@
+"""Second factors and SMS codes: issue a challenge, ``verify_otp``, ``resend_otp``.
+
+Rules / theory of operation
+---------------------------
+A :class:`~core.auth.mfa.Challenge` is a value in the memory store, keyed by its id, which
+is also the ``mfa`` cookie; both live exactly ``challenge.ttl`` seconds. One machine runs
+per request, starting from one of three events.
+
+issue (``ChallengeRequested``: login parked in SECOND_FACTOR_REQUIRED, a phone signup or
+login that must prove the number, or ``forgot_password`` by phone)
+  1. Email or SMS: a fresh 6-digit code is generated, only its keyed digest stored; the
+     code is mailed or texted; the cookie is set. The answer carries no tokens, only
+     ``should_show_email_otp_screen`` / ``should_show_mobile_otp_screen``.
+  2. Authenticator: with a verified authenticator, "Proceed to totp screen"; without one,
+     a new secret and recovery codes are enrolled (unverified) and shown once with the QR
+     code; the first accepted code completes the enrolment.
+verify (``VerifyOtpRequested``)
+  3. The CHALLENGE is checked first (fix 15): no cookie, no stored challenge, an expired
+     one, one for another identifier or one meant for ``reset_password`` are all
+     Unauthenticated "invalid session", and nothing is consumed.
+  4. Then one attempt is counted (atomically, before comparing), so at most
+     ``MAX_ATTEMPTS`` codes are ever compared; past that the challenge is dead.
+  5. Then the code: an email/SMS code against its digest; an authenticator code for
+     now +-1 step and only for a step later than the last accepted one (recorded by
+     compare-and-set); else, once enrolled, a recovery code (removed by compare-and-set).
+     EVERY wrong code, whatever the method, is InvalidArgument "invalid otp"; the
+     attempt that exhausts the challenge also drops it.
+  6. Then the challenge is taken atomically: of two concurrent verifies exactly one
+     proceeds; the other is "invalid session". An email/SMS code is consumed by this.
+  7. The user must still exist and not be revoked; an identifier the code proved is marked
+     verified (a completed phone signup); tokens are issued as at login, the mfa cookie
+     cleared, ``user.login`` (and ``user.signup`` for a signup) sent, audited.
+  Every challenge issued, passed or failed is audited and ``RecordMfaOutcome``: counted
+  and sent as the ``user.mfa_*`` webhook event of the same name.
+resend (``ResendOtpRequested``)
+  8. The same challenge checks as 3; authenticator codes cannot be resent; a code may be
+     resent ``RESEND_INTERVAL`` s after the last, ``MAX_SENDS`` codes in all
+     (ResourceExhausted). The old challenge is taken (so its code dies with it) and a new
+     one, with a new id, cookie and code, replaces it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+
+from bastion.core.auth import otp, totp
+from bastion.core.auth.claims import login_method_for
+from bastion.core.auth.emails import EmailEvent
+from bastion.core.auth.mfa import Challenge, EnrolmentResponse, Method, Purpose, challenge_ttl
+from bastion.core.auth.qr import png_base64
+from bastion.core.auth.responses import AuthResponse, ForgotPasswordResponse, MessageResponse
+from bastion.core.auth.user import SignupMethod, User, normalise_email
+from bastion.core.errors import (
+    FailedPrecondition,
+    InvalidArgument,
+    NotFound,
+    ResourceExhausted,
+    Unauthenticated,
+)
+from bastion.core.state_machines._machine import Effect, Event, Fail, Machine, Table, edge
+from bastion.core.state_machines.effects import (
+    AuditAction,
+    AuditRecord,
+    EmitWebhook,
+    LoadUser,
+    Respond,
+    SendEmail,
+    UpdateUser,
+    WebhookEvent,
+)
+from bastion.core.state_machines.events import TokensIssued, UserLoaded
+from bastion.core.state_machines.login import IDENTIFIER_REQUIRED, LoginContext
+from bastion.core.state_machines.mfa_effects import (
+    AttemptCounted,
+    AuthenticatorEnrolled,
+    AuthenticatorLoaded,
+    ChallengeLoaded,
+    ChallengeTaken,
+    CheckCode,
+    ClearMfaCookie,
+    CodeChecked,
+    CodeGenerated,
+    CountAttempt,
+    DropChallenge,
+    EnrolAuthenticator,
+    GenerateCode,
+    LoadAuthenticator,
+    LoadChallenge,
+    MfaOutcome,
+    RecordMfaOutcome,
+    RecordTotpStep,
+    RecoveryCodeUsed,
+    SendSms,
+    SetMfaCookie,
+    StoreChallenge,
+    TakeChallenge,
+    TotpStepRecorded,
+    UseRecoveryCode,
+)
+from bastion.core.state_machines.session_start import issue_tokens, keep_session
+from bastion.core.state_machines.signup import SignupContext
+
+__all__ = [
+    "ChallengeRequested",
+    "MfaMachine",
+    "ResendOtpRequested",
+    "State",
+    "VerifyOtpRequested",
+    "sms_text",
+]
+
+INVALID_SESSION = "invalid session"
+INVALID_OTP = "invalid otp"
+TOO_MANY_CODES = "too many wrong codes, please try again later"
+INVALID_REQUEST = "invalid verification request"
+OTP_VERIFIED = "OTP verified successfully."
+OTP_RESENT = "OTP has been sent. Please check your inbox"
+NOTHING_TO_RESEND = "an authenticator code cannot be resent"
+RESEND_TOO_SOON = "please wait before requesting another code"
+TOO_MANY_CODES = "too many codes requested, please log in again"
+EMAIL_OTP_SENT = "Please check email inbox for the OTP"
+SMS_OTP_SENT = "Please check text message for the OTP"
+SIGNUP_OTP_SENT = "Please check the OTP in your inbox"
+RESET_OTP_SENT = "Please enter the OTP sent to your phone number and change your password."
+TOTP_SCREEN = "Proceed to totp screen"
+TOTP_ENROLMENT = "Proceed to totp verification screen"
+
+
+class State(enum.Enum):
+    START = "start"
+    #: issue: waiting for the user's authenticator
+    ISSUE_LOADING_AUTHENTICATOR = "issue_loading_authenticator"
+    #: issue: waiting for a new secret and recovery codes
+    ENROLLING = "enrolling"
+    #: issue or resend: waiting for a fresh code
+    GENERATING_CODE = "generating_code"
+    #: verify: waiting for the stored challenge
+    LOADING_CHALLENGE = "loading_challenge"
+    #: verify: waiting for the attempt count
+    COUNTING_ATTEMPT = "counting_attempt"
+    #: verify: waiting for the email/SMS code comparison
+    CHECKING_CODE = "checking_code"
+    #: verify: waiting for the user's authenticator
+    LOADING_AUTHENTICATOR = "loading_authenticator"
+    #: verify: waiting for the compare-and-set of the accepted time step
+    RECORDING_STEP = "recording_step"
+    #: verify: waiting for the recovery code's removal
+    USING_RECOVERY_CODE = "using_recovery_code"
+    #: verify: waiting for the atomic take of the challenge
+    TAKING_CHALLENGE = "taking_challenge"
+    #: verify: waiting for the user
+    LOADING_USER = "loading_user"
+    #: verify: waiting for ``TokensIssued``
+    ISSUING_TOKENS = "issuing_tokens"
+    #: resend: waiting for the stored challenge
+    RESEND_LOADING_CHALLENGE = "resend_loading_challenge"
+    #: resend: waiting for the atomic take of the old challenge
+    RESEND_TAKING_CHALLENGE = "resend_taking_challenge"
+    #: resend: waiting for the user
+    RESEND_LOADING_USER = "resend_loading_user"
+    DONE = "done"
+    FAILED = "failed"
+    ERROR = "error"
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class ChallengeRequested(Event):
+    """Challenge ``user`` by ``method`` (chosen by ``MfaPolicy``) for ``purpose``;
+    ``channel`` is how the user identified (email or phone)."""
+
+    user: User
+    method: Method
+    purpose: Purpose = Purpose.LOGIN
+    channel: SignupMethod = SignupMethod.BASIC_AUTH
+    roles: tuple[str, ...] = ()
+    scope: tuple[str, ...] = ()
+    #: OAuth authorize ``state`` to bind the login to, if any
+    state: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.method is Method.EMAIL_OTP and not self.user.email:
+            raise ValueError("an email code needs a user with an email")
+        if self.method is Method.SMS_OTP and not self.user.phone_number:
+            raise ValueError("an SMS code needs a user with a phone number")
+        if self.purpose is not Purpose.LOGIN and self.method is not Method.SMS_OTP:
+            raise ValueError(f"{self.purpose} goes by SMS code")
+        by_phone = self.channel in (SignupMethod.MOBILE_BASIC_AUTH, SignupMethod.MOBILE_OTP)
+        if not (self.user.phone_number if by_phone else self.user.email):
+            raise ValueError("the user lacks the identifier of the channel")
+
+    @classmethod
+    def after_login(cls, login: LoginContext, method: Method) -> ChallengeRequested:
+        """The challenge that finishes a login parked in SECOND_FACTOR_REQUIRED."""
+        if login.user is None or login.channel is None:
+            raise ValueError("the login has not verified a password yet")
+        return cls(
+            user=login.user,
+            method=method,
+            channel=login.channel,
+            roles=login.roles,
+            scope=login.scope,
+            state=login.oauth_state,
+        )
+
+    @classmethod
+    def after_signup(cls, signup: SignupContext) -> ChallengeRequested:
+        """The SMS code that proves the phone number of a signup parked in
+        PHONE_VERIFICATION_REQUIRED."""
+        if signup.user is None or not signup.verify_phone:
+            raise ValueError("the signup has no phone number to prove")
+        return cls(
+            user=signup.user,
+            method=Method.SMS_OTP,
+            purpose=Purpose.SIGNUP,
+            channel=SignupMethod.MOBILE_BASIC_AUTH,
+            roles=signup.roles,
+            scope=signup.scope,
+            state=signup.oauth_state,
+        )
+
+    @classmethod
+    def for_password_reset(cls, user: User) -> ChallengeRequested:
+        """The SMS code ``forgot_password`` by phone sends; only ``reset_password`` takes it."""
+        return cls(
+            user=user,
+            method=Method.SMS_OTP,
+            purpose=Purpose.PASSWORD_RESET,
+            channel=SignupMethod.MOBILE_BASIC_AUTH,
+        )
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class VerifyOtpRequested(Event):
+    #: the ``mfa`` cookie, ``None`` when absent
+    challenge_id: str | None
+    code: str = dataclasses.field(repr=False)
+    is_totp: bool = False
+    email: str | None = None
+    phone_number: str | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class ResendOtpRequested(Event):
+    challenge_id: str | None
+    email: str | None = None
+    phone_number: str | None = None
+
+
+TABLE: Table[State] = {
+    # issue
+    (State.START, ChallengeRequested): edge(
+        "_on_challenge", State.GENERATING_CODE, State.ISSUE_LOADING_AUTHENTICATOR
+    ),
+    (State.GENERATING_CODE, CodeGenerated): edge("_on_code", State.DONE),
+    (State.ISSUE_LOADING_AUTHENTICATOR, AuthenticatorLoaded): edge(
+        "_on_issue_authenticator", State.DONE, State.ENROLLING
+    ),
+    (State.ENROLLING, AuthenticatorEnrolled): edge("_on_enrolled", State.DONE),
+    # verify
+    (State.START, VerifyOtpRequested): edge("_on_verify", State.LOADING_CHALLENGE, State.FAILED),
+    (State.LOADING_CHALLENGE, ChallengeLoaded): edge(
+        "_on_loaded", State.COUNTING_ATTEMPT, State.FAILED
+    ),
+    (State.COUNTING_ATTEMPT, AttemptCounted): edge(
+        "_on_attempt", State.CHECKING_CODE, State.LOADING_AUTHENTICATOR, State.FAILED
+    ),
+    (State.CHECKING_CODE, CodeChecked): edge(
+        "_on_code_checked", State.TAKING_CHALLENGE, State.FAILED
+    ),
+    (State.LOADING_AUTHENTICATOR, AuthenticatorLoaded): edge(
+        "_on_authenticator", State.RECORDING_STEP, State.USING_RECOVERY_CODE, State.FAILED
+    ),
+    (State.RECORDING_STEP, TotpStepRecorded): edge(
+        "_on_consumed", State.TAKING_CHALLENGE, State.FAILED
+    ),
+    (State.USING_RECOVERY_CODE, RecoveryCodeUsed): edge(
+        "_on_consumed", State.TAKING_CHALLENGE, State.FAILED
+    ),
+    (State.TAKING_CHALLENGE, ChallengeTaken): edge("_on_taken", State.LOADING_USER, State.FAILED),
+    (State.LOADING_USER, UserLoaded): edge("_on_user", State.ISSUING_TOKENS, State.FAILED),
+    (State.ISSUING_TOKENS, TokensIssued): edge("_on_tokens", State.DONE),
+    # resend
+    (State.START, ResendOtpRequested): edge(
+        "_on_resend", State.RESEND_LOADING_CHALLENGE, State.FAILED
+    ),
+    (State.RESEND_LOADING_CHALLENGE, ChallengeLoaded): edge(
+        "_on_resend_loaded", State.RESEND_TAKING_CHALLENGE, State.FAILED
+    ),
+    (State.RESEND_TAKING_CHALLENGE, ChallengeTaken): edge(
+        "_on_resend_taken", State.RESEND_LOADING_USER, State.FAILED
+    ),
+    (State.RESEND_LOADING_USER, UserLoaded): edge(
+        "_on_resend_user", State.GENERATING_CODE, State.FAILED
+    ),
+}
+
+
+def sms_text(code: str) -> str:
+    return f"Your verification code is: {code}"
+
+
+@dataclasses.dataclass(slots=True, kw_only=True)
+class MfaContext:
+    #: the challenge being issued, checked or replaced
+    challenge: Challenge | None = None
+    user: User | None = None
+    is_totp: bool = False
+    attempts: int = 0
+    resend: bool = False
+    #: the code was a recovery code
+    recovery: bool = False
+    #: the code proved a still unverified identifier (a signup completes)
+    signup: bool = False
+    #: the identifier the caller named (verify and resend must match the challenge's)
+    email: str | None = None
+    phone_number: str | None = None
+
+
+class MfaMachine(Machine[State]):
+    FLOW = "mfa"
+    STATES = State
+    TABLE = TABLE
+    CONTEXT = MfaContext
+    ctx: MfaContext
+
+    # -- issue ------------------------------------------------------------------------------
+
+    def _on_challenge(self, event: ChallengeRequested) -> tuple[list[Effect], State]:
+        user, now = event.user, self._env.now()
+        by_phone = event.channel in (SignupMethod.MOBILE_BASIC_AUTH, SignupMethod.MOBILE_OTP)
+        sms = event.method is Method.SMS_OTP
+        self.ctx.user = user
+        self.ctx.challenge = Challenge(
+            id=self._env.ids.new_id(),
+            user_id=user.id,
+            method=event.method,
+            purpose=event.purpose,
+            email=None if by_phone else user.email,
+            phone_number=user.phone_number if by_phone else None,
+            login_method=SignupMethod.MOBILE_OTP.value if sms else login_method_for(event.channel),
+            auth_recipe=event.channel.value,
+            roles=event.roles,
+            scope=event.scope,
+            oauth_state=event.state,
+            issued_at=now,
+            expires_at=now + challenge_ttl(event.method, event.purpose),
+        )
+        if event.method is Method.TOTP:
+            return [LoadAuthenticator(user_id=user.id)], State.ISSUE_LOADING_AUTHENTICATOR
+        return [GenerateCode(challenge_id=self.ctx.challenge.id)], State.GENERATING_CODE
+
+    def _on_code(self, event: CodeGenerated) -> tuple[list[Effect], State]:
+        user, draft = self._require(self.ctx.user), self._require(self.ctx.challenge)
+        challenge = dataclasses.replace(draft, code_digest=event.digest)
+        if draft.method is Method.EMAIL_OTP:
+            to = self._require(user.email)
+            send: Effect = SendEmail(event=EmailEvent.VERIFY_OTP, to=to, user=user, otp=event.code)
+        else:
+            send = SendSms(to=self._require(user.phone_number), body=sms_text(event.code))
+        effects = [StoreChallenge(challenge=challenge), send, *self._issued(challenge)]
+        if self.ctx.resend:
+            audit = AuditRecord(
+                action=AuditAction.OTP_RESENT, actor_id=user.id, resource_id=user.id
+            )
+            return [*effects, audit, Respond(result=MessageResponse(message=OTP_RESENT))], (
+                State.DONE
+            )
+        return [*effects, Respond(result=_issue_response(challenge))], State.DONE
+
+    def _on_issue_authenticator(self, event: AuthenticatorLoaded) -> tuple[list[Effect], State]:
+        challenge = self._require(self.ctx.challenge)
+        if event.authenticator is None or not event.authenticator.verified:
+            return [EnrolAuthenticator(user_id=challenge.user_id)], State.ENROLLING
+        response = AuthResponse(message=TOTP_SCREEN, should_show_totp_screen=True)
+        return [
+            StoreChallenge(challenge=challenge),
+            *self._issued(challenge),
+            Respond(result=response),
+        ], State.DONE
+
+    def _on_enrolled(self, event: AuthenticatorEnrolled) -> tuple[list[Effect], State]:
+        user = self._require(self.ctx.user)
+        challenge = dataclasses.replace(self._require(self.ctx.challenge), enrolling=True)
+        account = user.email or self._require(user.phone_number)
+        uri = totp.provisioning_uri(
+            event.secret, account=account, issuer=self.policy.organization_name
+        )
+        response = EnrolmentResponse(
+            message=TOTP_ENROLMENT,
+            should_show_totp_screen=True,
+            authenticator_scanner_image=png_base64(uri),
+            authenticator_secret=event.secret,
+            authenticator_recovery_codes=event.recovery_codes,
+        )
+        return [
+            StoreChallenge(challenge=challenge),
+            *self._issued(challenge),
+            Respond(result=response),
+        ], State.DONE
+
+    def _issued(self, challenge: Challenge) -> list[Effect]:
+        return [
+            SetMfaCookie(value=challenge.id, max_age=challenge.ttl),
+            AuditRecord(
+                action=AuditAction.MFA_CHALLENGE_ISSUED,
+                actor_id=challenge.user_id,
+                resource_id=challenge.user_id,
+                metadata={"method": challenge.method.value, "purpose": challenge.purpose.value},
+            ),
+            RecordMfaOutcome(
+                user_id=challenge.user_id, method=challenge.method, outcome=MfaOutcome.ISSUED
+            ),
+        ]
+
+    # -- verify -----------------------------------------------------------------------------
+
+    def _on_verify(self, event: VerifyOtpRequested) -> tuple[list[Effect], State]:
+        if not event.challenge_id:
+            return self._fail(Unauthenticated, INVALID_SESSION)
+        if not (event.email or "").strip() and not (event.phone_number or "").strip():
+            return self._fail(InvalidArgument, IDENTIFIER_REQUIRED)
+        self._secret = event.code
+        self.ctx.is_totp = event.is_totp
+        self.ctx.email, self.ctx.phone_number = event.email, event.phone_number
+        return [LoadChallenge(challenge_id=event.challenge_id)], State.LOADING_CHALLENGE
+
+    def _on_loaded(self, event: ChallengeLoaded) -> tuple[list[Effect], State]:
+        self._need_secret()
+        challenge = event.challenge
+        if challenge is None or not self._usable(challenge, verify=True):
+            return self._fail(Unauthenticated, INVALID_SESSION)
+        self.ctx.challenge = challenge
+        remaining = challenge.expires_at - self._env.now()
+        count = CountAttempt(challenge_id=challenge.id, ttl=remaining, user_id=challenge.user_id)
+        return [count], State.COUNTING_ATTEMPT
+
+    def _on_attempt(self, event: AttemptCounted) -> tuple[list[Effect], State]:
+        code, challenge = self._need_secret(), self._require(self.ctx.challenge)
+        self.ctx.attempts = event.attempts
+        if event.user_attempts > otp.USER_GUESS_BUDGET:
+            self._secret = None
+            locked = AuditRecord(
+                action=AuditAction.MFA_LOCKED,
+                actor_id=challenge.user_id,
+                resource_id=challenge.user_id,
+                metadata={"method": challenge.method.value, "reason": "guess budget"},
+            )
+            announce = RecordMfaOutcome(
+                user_id=challenge.user_id, method=challenge.method, outcome=MfaOutcome.LOCKED
+            )
+            refusal = Fail(
+                error=ResourceExhausted,
+                message=TOO_MANY_CODES,
+                retry_after=otp.USER_GUESS_WINDOW,
+            )
+            return [locked, announce, refusal], State.FAILED
+        if event.attempts > otp.MAX_ATTEMPTS:
+            fail, state = self._fail(Unauthenticated, INVALID_SESSION)
+            return [DropChallenge(challenge_id=challenge.id), *fail], state
+        if self.ctx.is_totp != (challenge.method is Method.TOTP):
+            return self._wrong_code()
+        if challenge.method is Method.TOTP:
+            return [LoadAuthenticator(user_id=challenge.user_id)], State.LOADING_AUTHENTICATOR
+        digest = self._require(challenge.code_digest)
+        return [CheckCode(challenge_id=challenge.id, code=code, digest=digest)], (
+            State.CHECKING_CODE
+        )
+
+    def _on_code_checked(self, event: CodeChecked) -> tuple[list[Effect], State]:
+        self._need_secret()
+        if not event.ok:
+            return self._wrong_code()
+        return self._take()
+
+    def _on_authenticator(self, event: AuthenticatorLoaded) -> tuple[list[Effect], State]:
+        code, challenge = self._need_secret(), self._require(self.ctx.challenge)
+        found = event.authenticator
+        if found is None or not (found.verified or challenge.enrolling):
+            return self._wrong_code()
+        step = totp.matching_step(
+            found.secret, code, now=self._env.clock.now(), last_used_step=found.last_used_step
+        )
+        if step is not None:
+            return [RecordTotpStep(user_id=challenge.user_id, step=step)], State.RECORDING_STEP
+        digest = totp.find_recovery_code(code, found.recovery_digests) if found.verified else None
+        if digest is None:
+            return self._wrong_code()
+        self.ctx.recovery = True
+        return [UseRecoveryCode(user_id=challenge.user_id, digest=digest)], (
+            State.USING_RECOVERY_CODE
+        )
+
+    def _on_consumed(
+        self, event: TotpStepRecorded | RecoveryCodeUsed
+    ) -> tuple[list[Effect], State]:
+        self._need_secret()
+        if not event.ok:
+            self.ctx.recovery = False
+            return self._wrong_code()
+        return self._take()
+
+    def _take(self) -> tuple[list[Effect], State]:
+        self._secret = None
+        challenge = self._require(self.ctx.challenge)
+        return [TakeChallenge(challenge_id=challenge.id, user_id=challenge.user_id)], (
+            State.TAKING_CHALLENGE
+        )
+
+    def _wrong_code(self) -> tuple[list[Effect], State]:
+        """One answer for every wrong code; the last allowed attempt kills the challenge."""
+        self._secret = None
+        challenge = self._require(self.ctx.challenge)
+        effects: list[Effect] = [
+            AuditRecord(
+                action=AuditAction.MFA_FAILED,
+                actor_id=challenge.user_id,
+                resource_id=challenge.user_id,
+                metadata={"method": challenge.method.value, "attempt": self.ctx.attempts},
+            ),
+            RecordMfaOutcome(
+                user_id=challenge.user_id, method=challenge.method, outcome=MfaOutcome.FAILED
+            ),
+        ]
+        if self.ctx.attempts >= otp.MAX_ATTEMPTS:
+            effects += [
+                DropChallenge(challenge_id=challenge.id),
+                AuditRecord(
+                    action=AuditAction.MFA_LOCKED,
+                    actor_id=challenge.user_id,
+                    resource_id=challenge.user_id,
+                    metadata={"method": challenge.method.value},
+                ),
+            ]
+        fail, state = self._fail(InvalidArgument, INVALID_OTP)
+        return [*effects, *fail], state
+
+    def _on_taken(self, event: ChallengeTaken) -> tuple[list[Effect], State]:
+        if not event.ok:
+            return self._fail(Unauthenticated, INVALID_SESSION)
+        challenge = self._require(self.ctx.challenge)
+        return [LoadUser(user_id=challenge.user_id)], State.LOADING_USER
+
+    def _on_user(self, event: UserLoaded) -> tuple[list[Effect], State]:
+        challenge, user, now = self._require(self.ctx.challenge), event.user, self._env.now()
+        if user is None:
+            return self._fail(NotFound, INVALID_REQUEST)
+        if user.is_revoked:
+            return self._fail(FailedPrecondition, INVALID_REQUEST)
+        effects: list[Effect] = []
+        proved_email = challenge.method is Method.EMAIL_OTP and not user.email_verified
+        proved_phone = challenge.method is Method.SMS_OTP and not user.phone_number_verified
+        if proved_email or proved_phone:
+            self.ctx.signup = True
+            user = dataclasses.replace(
+                user,
+                email_verified_at=now if proved_email else user.email_verified_at,
+                phone_number_verified_at=now if proved_phone else user.phone_number_verified_at,
+                updated_at=now,
+            )
+            effects.append(UpdateUser(user=user))
+        self.ctx.user = user
+        issue = issue_tokens(
+            self._env.ids,
+            user=user,
+            roles=challenge.roles,
+            scope=challenge.scope,
+            login_method=challenge.login_method,
+            state=challenge.oauth_state,
+        )
+        return [*effects, issue], State.ISSUING_TOKENS
+
+    def _on_tokens(self, event: TokensIssued) -> tuple[list[Effect], State]:
+        challenge, user = self._require(self.ctx.challenge), self._require(self.ctx.user)
+        recipe = challenge.auth_recipe
+        effects: list[Effect] = [
+            *keep_session(user, challenge.login_method, event.tokens),
+            ClearMfaCookie(),
+        ]
+        if self.ctx.signup:
+            verified = (
+                AuditAction.PHONE_VERIFIED
+                if challenge.method is Method.SMS_OTP
+                else AuditAction.EMAIL_VERIFIED
+            )
+            effects += [
+                EmitWebhook(event=WebhookEvent.SIGNUP, user=user, auth_recipe=recipe),
+                AuditRecord(
+                    action=verified, actor_id=user.id, actor_email=user.email, resource_id=user.id
+                ),
+            ]
+        effects += [
+            EmitWebhook(event=WebhookEvent.LOGIN, user=user, auth_recipe=recipe),
+            AuditRecord(
+                action=AuditAction.LOGIN_SUCCESS,
+                actor_id=user.id,
+                actor_email=user.email,
+                resource_id=user.id,
+                metadata={"mfa_method": challenge.method.value, "recovery_code": self.ctx.recovery},
+            ),
+            AuditRecord(
+                action=AuditAction.MFA_PASSED,
+                actor_id=user.id,
+                actor_email=user.email,
+                resource_id=user.id,
+                metadata={"method": challenge.method.value, "recovery_code": self.ctx.recovery},
+            ),
+            RecordMfaOutcome(user_id=user.id, method=challenge.method, outcome=MfaOutcome.PASSED),
+            Respond(result=AuthResponse.with_tokens(OTP_VERIFIED, user, event.tokens)),
+        ]
+        return effects, State.DONE
+
+    # -- resend -----------------------------------------------------------------------------
+
+    def _on_resend(self, event: ResendOtpRequested) -> tuple[list[Effect], State]:
+        if not event.challenge_id:
+            return self._fail(Unauthenticated, INVALID_SESSION)
+        if not (event.email or "").strip() and not (event.phone_number or "").strip():
+            return self._fail(InvalidArgument, IDENTIFIER_REQUIRED)
+        self.ctx.email, self.ctx.phone_number = event.email, event.phone_number
+        return [LoadChallenge(challenge_id=event.challenge_id)], State.RESEND_LOADING_CHALLENGE
+
+    def _on_resend_loaded(self, event: ChallengeLoaded) -> tuple[list[Effect], State]:
+        challenge, now = event.challenge, self._env.now()
+        if challenge is None or not self._usable(challenge, verify=False):
+            return self._fail(Unauthenticated, INVALID_SESSION)
+        if challenge.method is Method.TOTP:
+            return self._fail(FailedPrecondition, NOTHING_TO_RESEND)
+        if challenge.sends >= otp.MAX_SENDS:
+            return self._fail(ResourceExhausted, TOO_MANY_CODES)
+        if now - challenge.issued_at < otp.RESEND_INTERVAL:
+            return self._fail(ResourceExhausted, RESEND_TOO_SOON)
+        self.ctx.challenge = challenge
+        return [TakeChallenge(challenge_id=challenge.id)], State.RESEND_TAKING_CHALLENGE
+
+    def _on_resend_taken(self, event: ChallengeTaken) -> tuple[list[Effect], State]:
+        if not event.ok:
+            return self._fail(Unauthenticated, INVALID_SESSION)
+        return [LoadUser(user_id=self._require(self.ctx.challenge).user_id)], (
+            State.RESEND_LOADING_USER
+        )
+
+    def _on_resend_user(self, event: UserLoaded) -> tuple[list[Effect], State]:
+        old, now = self._require(self.ctx.challenge), self._env.now()
+        if event.user is None or event.user.is_revoked:
+            return self._fail(Unauthenticated, INVALID_SESSION)
+        self.ctx.user = event.user
+        self.ctx.resend = True
+        self.ctx.challenge = dataclasses.replace(
+            old,
+            id=self._env.ids.new_id(),
+            code_digest=None,
+            issued_at=now,
+            expires_at=now + challenge_ttl(old.method, old.purpose),
+            sends=old.sends + 1,
+        )
+        return [GenerateCode(challenge_id=self.ctx.challenge.id)], State.GENERATING_CODE
+
+    # -- shared -----------------------------------------------------------------------------
+
+    def _usable(self, challenge: Challenge, *, verify: bool) -> bool:
+        """Rule 3: unexpired, for the identifier the caller names, and (for
+        ``verify_otp``) not a password-reset code."""
+        if challenge.expired(self._env.now()):
+            return False
+        if verify and challenge.purpose is Purpose.PASSWORD_RESET:
+            return False
+        email = normalise_email(self.ctx.email or "")
+        phone = (self.ctx.phone_number or "").strip()
+        return bool(
+            (email and email == normalise_email(challenge.email or ""))
+            or (phone and phone == (challenge.phone_number or "").strip())
+        )
+
+
+def _issue_response(challenge: Challenge) -> AuthResponse | ForgotPasswordResponse:
+    if challenge.purpose is Purpose.PASSWORD_RESET:
+        return ForgotPasswordResponse(message=RESET_OTP_SENT, should_show_mobile_otp_screen=True)
+    if challenge.method is Method.EMAIL_OTP:
+        return AuthResponse(message=EMAIL_OTP_SENT, should_show_email_otp_screen=True)
+    message = SIGNUP_OTP_SENT if challenge.purpose is Purpose.SIGNUP else SMS_OTP_SENT
+    return AuthResponse(message=message, should_show_mobile_otp_screen=True)

@@ -1,0 +1,483 @@
+"""The flow driver: carries out the effects a ``core.state_machines`` machine asks for.
+
+One :class:`FlowRun` per request. ``run(machine, event)`` feeds the event, executes the
+effects in order and answers the last one of a batch when it waits for a reply, until the
+machine responds (``Respond`` -> the result) or refuses (``Fail`` -> the error is raised).
+
+Transactions: effects that write SQL and need no answer (``UpdateUser``, audit rows,
+outbox items for mail and webhooks, consuming a verification request, the session marker)
+are collected and committed together in ONE transaction, right before the next effect
+that reads, waits or touches the memory store. So a user change and the mail and webhook
+it causes commit together or not at all, and SQL always commits before sessions are
+dropped (architecture.md, "State that spans stores"). ``CreateUser`` commits what is queued
+before it in its own transaction, with the new row (its webhooks and audit row), or drops
+it when the identity is taken.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import sqlalchemy as sa
+
+from bastion.core.auth import otp
+from bastion.core.auth.claims import verification_token_claims
+from bastion.core.auth.mfa import Method
+from bastion.core.auth.user import User
+from bastion.core.auth.verification import VerificationRequest
+from bastion.core.errors import Internal, InvalidArgument, PermissionDenied, Unauthenticated
+from bastion.core.state_machines import Machine
+from bastion.core.state_machines._machine import Effect, Event, Fail
+from bastion.core.state_machines.effects import (
+    AuditRecord,
+    CheckRequiredRelations,
+    ClearSessionCookie,
+    CreateUser,
+    CreateVerificationRequest,
+    DeleteSession,
+    DeleteUserSessions,
+    DeleteVerificationRequest,
+    EmitWebhook,
+    HashPassword,
+    IssueTokens,
+    LoadStoredToken,
+    LoadUser,
+    LoadVerificationRequest,
+    PersistSession,
+    RehashPassword,
+    Respond,
+    Result,
+    SendEmail,
+    SetSessionCookie,
+    UpdateUser,
+    VerifyPasswordHash,
+)
+from bastion.core.state_machines.events import (
+    PasswordHashed,
+    PasswordVerified,
+    RelationsChecked,
+    StoredTokenLoaded,
+    TokensIssued,
+    UserAlreadyExists,
+    UserCreated,
+    UserLoaded,
+    VerificationRequestCreated,
+    VerificationRequestLoaded,
+)
+from bastion.core.state_machines.login import (
+    DecideSecondFactor,
+    SecondFactorNotRequired,
+    SecondFactorRequired,
+)
+from bastion.core.state_machines.login import State as LoginState
+from bastion.core.state_machines.mfa import ChallengeRequested, MfaMachine
+from bastion.core.state_machines.mfa_effects import (
+    ClearMfaCookie,
+    MfaOutcome,
+    RecordMfaOutcome,
+    SendSms,
+    SetMfaCookie,
+)
+from bastion.core.state_machines.password_reset import State as ResetState
+from bastion.core.state_machines.session import INVALID_REFRESH_TOKEN
+from bastion.core.state_machines.signup import State as SignupState
+from bastion.service.auth.authenticators import AUTHENTICATOR_EFFECTS
+from bastion.service.auth.mail import compose_mail
+from bastion.service.auth.mfa_outcomes import MFA_WEBHOOK_EVENTS, outcome_webhook
+from bastion.service.auth.sessions import REFRESH, REFRESH_GRACE_SECONDS
+from bastion.service.context import CallerContext, Cookie
+from bastion.service.mfa_challenges import CHALLENGE_EFFECTS
+from bastion.storage import users as user_rows
+from bastion.storage import verification as requests
+from bastion.storage.audit import AuditEntry, record
+from bastion.storage.outbox import enqueue
+
+if TYPE_CHECKING:
+    from bastion.service.auth.parts import AuthParts
+
+__all__ = ["FlowRun", "audit_entry", "load_user"]
+
+SqlOp = Callable[[sa.Connection], None]
+
+
+class _OneInsert:
+    """An SQL step that is a single INSERT: alone in a flush, it needs no transaction."""
+
+    __slots__ = ("_insert",)
+
+    def __init__(self, insert: SqlOp) -> None:
+        self._insert = insert
+
+    def __call__(self, conn: sa.Connection) -> None:
+        self._insert(conn)
+
+
+class _Consumed(Exception):
+    """A verification request was used (or replaced) by someone else first."""
+
+
+class FlowRun:
+    def __init__(
+        self,
+        auth: AuthParts,
+        caller: CallerContext,
+        *,
+        sid: str | None = None,
+        refresh: bool = False,
+    ) -> None:
+        self.auth = auth
+        self.caller = caller
+        #: the session family of the session being rotated, refreshed or ended
+        self.sid = sid
+        #: a refresh-token rotation: replaced tokens are remembered (grace window, replay)
+        self.refresh = refresh
+        self.cookies: list[Cookie] = []
+        #: what ``CreateUser`` found taken: "email" / "phone_number"
+        self.taken: str | None = None
+        self._sql: list[SqlOp] = []
+        self._consumed_message = "invalid token"
+        #: the second factor ``DecideSecondFactor`` asked for, if any
+        self._second_factor: Method | None = None
+
+    # -- the loop ---------------------------------------------------------------------------
+
+    async def run(self, machine: Machine[Any], event: Event) -> Result:
+        if machine.FLOW == "verification":
+            self._consumed_message = "invalid verification token"
+        effects = machine.handle(event)
+        while True:
+            reply: Event | None = None
+            for effect in effects:
+                if isinstance(effect, Fail):
+                    await self._flush()
+                    raise effect.exception()
+                if isinstance(effect, Respond):
+                    await self._flush()
+                    return effect.result
+                if effect.replies:
+                    if not isinstance(effect, CreateUser):  # it commits what is queued
+                        await self._flush()
+                    reply = await self._answer(effect)
+                else:
+                    await self._do(effect)
+            if reply is None:
+                return await self.run(MfaMachine(self.auth.env), self._challenge(machine))
+            effects = machine.handle(reply)
+
+    def _challenge(self, machine: Machine[Any]) -> ChallengeRequested:
+        """A flow parked for a code (a login's second factor, a phone signup, a password
+        reset by phone): the challenge the MFA flow issues to continue it."""
+        state = machine.state
+        if state is LoginState.SECOND_FACTOR_REQUIRED:
+            if self._second_factor is None:
+                raise Internal("a login parked without a second factor")
+            return ChallengeRequested.after_login(machine.ctx, self._second_factor)
+        if state is SignupState.PHONE_VERIFICATION_REQUIRED:
+            return ChallengeRequested.after_signup(machine.ctx)
+        if state is ResetState.SMS_CODE_REQUIRED:
+            user = machine.ctx.user
+            if user is None:
+                raise Internal("a password reset parked without its user")
+            return ChallengeRequested.for_password_reset(user)
+        raise Internal("flow stopped without an answer")
+
+    async def _flush(self) -> None:
+        if not self._sql:
+            return
+        ops, self._sql = self._sql, []
+        if len(ops) == 1 and isinstance(ops[0], _OneInsert):
+            await self.auth.storage.db.write_one(ops[0])  # a login's audit row, mostly
+            return
+
+        def apply(conn: sa.Connection) -> None:
+            for op in ops:
+                op(conn)
+
+        try:
+            await self.auth.storage.db.run(apply, write=True)
+        except _Consumed:
+            raise InvalidArgument(self._consumed_message) from None
+
+    @property
+    def _now(self) -> int:
+        return int(self.auth.clock.now())
+
+    # -- effects that answer ----------------------------------------------------------------
+
+    async def _answer(self, effect: Effect) -> Event:
+        db = self.auth.storage.db
+        if isinstance(effect, LoadUser):
+            return UserLoaded(user=await db.read(lambda conn: load_user(conn, effect)))
+        if isinstance(effect, VerifyPasswordHash):
+            hasher = self.auth.hasher
+            if effect.password_hash is None:
+                await hasher.verify_dummy(effect.password)
+                return PasswordVerified(ok=False)
+            ok, rehash = await hasher.verify(effect.password_hash, effect.password)
+            return PasswordVerified(ok=ok, needs_rehash=ok and rehash)
+        if isinstance(effect, HashPassword):
+            return PasswordHashed(password_hash=await self.auth.hasher.hash(effect.password))
+        if isinstance(effect, CreateUser):
+            user, queued, self._sql = effect.user, self._sql, []
+
+            def create(conn: sa.Connection) -> str | None:
+                taken = user_rows.insert_unique(conn, user)
+                if taken is None:
+                    for op in queued:
+                        op(conn)
+                return taken
+
+            taken = await db.run_locked(effect.lock_keys, create)
+            if taken is not None:
+                self.taken = taken
+                return UserAlreadyExists()
+            return UserCreated(user=user)
+        if isinstance(effect, IssueTokens):
+            if effect.state is not None and self.auth.state_binder is not None:
+                effect = await self.auth.state_binder(effect, self.caller)
+            sid = self.sid or effect.nonce
+            self.sid = sid
+            return TokensIssued(tokens=await self.auth.mint(effect, sid=sid, now=self._now))
+        if isinstance(effect, CreateVerificationRequest):
+            return VerificationRequestCreated(token=await self._create_request(effect))
+        if isinstance(effect, LoadVerificationRequest):
+            return await self._load_request(effect)
+        if isinstance(effect, LoadStoredToken):
+            return StoredTokenLoaded(token=await self._stored(effect))
+        if isinstance(effect, CheckRequiredRelations):
+            try:
+                await self.auth.require_relations(effect.user_id, effect.relations)
+            except PermissionDenied:
+                return RelationsChecked(allowed=False)
+            return RelationsChecked(allowed=True)
+        if isinstance(effect, DecideSecondFactor):
+            self._second_factor = self.auth.mfa_policy.second_factor(effect.user, effect.channel)
+            if self._second_factor is None:
+                return SecondFactorNotRequired()
+            return SecondFactorRequired()
+        if isinstance(effect, CHALLENGE_EFFECTS):
+            found = await self.auth.challenges.execute(effect)
+            if found is None:
+                raise Internal(f"{type(effect).__name__} gave no answer")
+            return found
+        if isinstance(effect, AUTHENTICATOR_EFFECTS):
+            return await self.auth.authenticators.execute(effect)
+        raise Internal(f"no driver for {type(effect).__name__}")
+
+    async def _create_request(self, effect: CreateVerificationRequest) -> str:
+        policy = self.auth.policy
+        claims = verification_token_claims(
+            policy=policy,
+            email=effect.email,
+            identifier=effect.identifier.value,
+            nonce=effect.nonce,
+            redirect_uri=effect.redirect_uri,
+            now=effect.issued_at,
+        )
+        claims["exp"] = effect.expires_at
+        token = self.auth.signer.sign(claims)
+        request = VerificationRequest(
+            id=self.auth.ids.new_id(),
+            identifier=effect.identifier.value,
+            email=effect.email,
+            nonce=effect.nonce,
+            redirect_uri=effect.redirect_uri,
+            expires_at=effect.expires_at,
+        )
+        now = self._now
+        await self.auth.storage.db.run(
+            lambda conn: requests.replace(conn, request, token=token, now=now), write=True
+        )
+        return token
+
+    async def _load_request(self, effect: LoadVerificationRequest) -> VerificationRequestLoaded:
+        db = self.auth.storage.db
+        if effect.token is None:
+            email, identifier = effect.email or "", str(effect.identifier or "")
+            found = await db.run(lambda conn: requests.get_by_email(conn, email, identifier))
+            return VerificationRequestLoaded(request=found)
+        token = effect.token
+        found = await db.run(lambda conn: requests.get_by_token(conn, token))
+        if found is None:
+            return VerificationRequestLoaded(request=None)
+        try:
+            claims: dict[str, Any] | None = self.auth.signer.verify(token)
+        except Unauthenticated:  # a forged or garbled token proves nothing
+            claims = None
+        return VerificationRequestLoaded(request=found, claims=claims)
+
+    async def _stored(self, effect: LoadStoredToken) -> str | None:
+        sessions, sid = self.auth.sessions, self.sid or ""
+        value = await sessions.get(effect.user_id, sid, effect.nonce, effect.kind)
+        if value is not None or not self.refresh or effect.kind != REFRESH:
+            return value
+        replaced = await sessions.replaced(effect.user_id, sid, effect.nonce)
+        if replaced is None:
+            return None
+        if self.auth.clock.now() - replaced.at <= REFRESH_GRACE_SECONDS:
+            # A duplicate of a refresh that just happened (two tabs at once): refused,
+            # never a second live session; the family lives on in its successor.
+            return None
+        # A rotated-away refresh token came back after the grace window: a replay. End the
+        # whole family, whoever holds its current token.
+        await sessions.end_family(effect.user_id, sid)
+        return None
+
+    # -- effects that only act --------------------------------------------------------------
+
+    async def _do(self, effect: Effect) -> None:
+        auth = self.auth
+        if isinstance(effect, UpdateUser):
+            user = effect.user
+            self._sql.append(lambda conn: user_rows.update(conn, user))
+        elif isinstance(effect, RehashPassword):
+            new_hash, now, user_id = (
+                await auth.hasher.hash(effect.password),
+                self._now,
+                effect.user_id,
+            )
+            self._sql.append(
+                lambda conn: user_rows.set_password_hash(conn, user_id, new_hash, now=now)
+            )
+        elif isinstance(effect, AuditRecord):
+            self._sql.append(self._audit_op(effect))
+        elif isinstance(effect, EmitWebhook):
+            if await auth.storage.webhook_listeners.listening(effect.event.value):
+                payload = {
+                    "event_name": effect.event.value,
+                    "user": effect.user.to_api_dict(),
+                    "auth_recipe": effect.auth_recipe,
+                }
+                now = self._now
+                self._sql.append(lambda conn: _enqueue(conn, "webhook_event", payload, now))
+        elif isinstance(effect, SendEmail):
+            mail = await compose_mail(
+                auth,
+                effect.event.value,
+                effect.to,
+                {
+                    "user": effect.user,
+                    "verification_url": effect.verification_url,
+                    "otp": effect.otp,
+                },
+            )
+            payload = dataclasses.asdict(mail)
+            now = self._now
+            self._sql.append(lambda conn: _enqueue(conn, "mail", payload, now))
+        elif isinstance(effect, SendSms):
+            # Queued with the writes that caused it; the outbox texts it, with retries.
+            message, now = {"to": effect.to, "body": effect.body}, self._now
+            self._sql.append(lambda conn: _enqueue(conn, "sms", message, now))
+        elif isinstance(effect, DeleteVerificationRequest):
+            request_id = effect.request_id
+            self._sql.append(lambda conn: _consume(conn, request_id))
+        elif isinstance(effect, PersistSession):
+            await self._flush()
+            await auth.sessions.persist(
+                effect.user_id, self.sid or effect.tokens.nonce, effect.tokens
+            )
+        elif isinstance(effect, DeleteSession):
+            await self._flush()
+            await self._end_session(effect)
+        elif isinstance(effect, DeleteUserSessions):
+            await self._end_user_sessions(effect)
+        elif isinstance(effect, SetSessionCookie):
+            self.cookies.extend(auth.cookies.set(effect.value, auth.lifetimes.session))
+        elif isinstance(effect, ClearSessionCookie):
+            self.cookies.extend(auth.cookies.clear())
+        elif isinstance(effect, CHALLENGE_EFFECTS):
+            await self._flush()
+            await auth.challenges.execute(effect)
+        elif isinstance(effect, SetMfaCookie):
+            self.cookies.extend(auth.cookies.set_mfa(effect.value, effect.max_age))
+        elif isinstance(effect, ClearMfaCookie):
+            self.cookies.extend(auth.cookies.clear_mfa())
+        elif isinstance(effect, RecordMfaOutcome):
+            if effect.outcome is MfaOutcome.LOCKED and not await auth.storage.memory.set_if_absent(
+                f"mfa:locked_notice:{effect.user_id}", b"1", ttl=otp.USER_GUESS_WINDOW
+            ):
+                return  # this lock was announced already
+            auth.record_mfa_outcome(effect.method, effect.outcome)
+            if await auth.storage.webhook_listeners.listening(MFA_WEBHOOK_EVENTS[effect.outcome]):
+                self._sql.append(
+                    outcome_webhook(effect.user_id, effect.method, effect.outcome, self._now)
+                )
+        else:
+            raise Internal(f"no driver for {type(effect).__name__}")
+
+    async def _end_session(self, effect: DeleteSession) -> None:
+        sessions, sid = self.auth.sessions, self.sid or ""
+        if self.refresh:
+            # Claim the rotation: of concurrent refreshes with one token, only the one that
+            # takes its stored copy goes on; the others persist nothing.
+            old = await sessions.take_refresh(effect.user_id, sid, effect.nonce)
+            if old is None:
+                raise Unauthenticated(INVALID_REFRESH_TOKEN)
+            await sessions.remember_replaced(effect.user_id, sid, effect.nonce, old)
+        await sessions.delete(effect.user_id, sid, effect.nonce)
+
+    async def _end_user_sessions(self, effect: DeleteUserSessions) -> None:
+        """Every session ends; with ``end_links`` every emailed link still pending for the
+        account too (a link requested before a password reset must not sign in after it)."""
+        user_id, now = effect.user_id, self._now
+        self._sql.append(lambda conn: user_rows.end_sessions_marker(conn, user_id, valid_after=now))
+        if effect.end_links:
+            self._sql.append(lambda conn: _drop_pending_links(conn, user_id))
+        await self._flush()
+        self.auth.sessions.forget_status(user_id)
+        await self.auth.sessions.end_memory_sessions(user_id)
+
+    def _audit_op(self, effect: AuditRecord) -> SqlOp:
+        entry, now = audit_entry(effect, self.caller), self._now
+        return _OneInsert(lambda conn: _record(conn, entry, now))
+
+
+def audit_entry(effect: AuditRecord, caller: CallerContext) -> AuditEntry:
+    """The row ``effect`` asks for, with where the call came from (the OAuth flow's driver
+    writes them too)."""
+    return AuditEntry(
+        action=effect.action.value,
+        actor_id=effect.actor_id,
+        actor_email=effect.actor_email,
+        resource_type=effect.resource_type,
+        resource_id=effect.resource_id,
+        ip_address=caller.client_ip,
+        user_agent=caller.user_agent,
+        protocol=caller.protocol.value,
+        metadata=dict(effect.metadata),
+    )
+
+
+def load_user(conn: sa.Connection, effect: LoadUser) -> User | None:
+    """The user ``effect`` names (the OAuth flow's driver answers with it too)."""
+    if effect.user_id is not None:
+        user = user_rows.get_by_id(conn, effect.user_id)
+    elif effect.email is not None:
+        user = user_rows.get_by_email(conn, effect.email)
+    else:
+        user = user_rows.get_by_phone(conn, effect.phone_number or "")
+    if user is None or effect.session_started is None:
+        return user
+    status = user_rows.status(conn, user.id)
+    return user if status is not None and status.accepts(effect.session_started) else None
+
+
+def _enqueue(conn: sa.Connection, kind: str, payload: dict[str, Any], now: int) -> None:
+    enqueue(conn, kind, payload, now=now)
+
+
+def _record(conn: sa.Connection, entry: AuditEntry, now: int) -> None:
+    record(conn, entry, now=now)
+
+
+def _drop_pending_links(conn: sa.Connection, user_id: str) -> None:
+    user = user_rows.get_by_id(conn, user_id)
+    if user is not None and user.email:
+        requests.delete_for_email(conn, user.email)
+
+
+def _consume(conn: sa.Connection, request_id: str) -> None:
+    if not requests.consume(conn, request_id):
+        raise _Consumed

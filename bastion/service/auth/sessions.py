@@ -1,0 +1,165 @@
+"""Where sessions live: the memory store (fast state) plus the SQL-side marker (truth).
+
+Memory-store layout, one prefix per user and per session family::
+
+    auth:<user_id>:<sid>:<nonce>:session_token   the sealed cookie value   24 h
+    auth:<user_id>:<sid>:<nonce>:access_token    the access JWT            access lifetime
+    auth:<user_id>:<sid>:<nonce>:refresh_token   the refresh JWT           refresh lifetime
+    auth:<user_id>:<sid>:<nonce>:replaced        a rotated-away refresh    refresh lifetime
+
+``nonce`` ties one session's entries together (the ``nonce`` claim); ``sid`` names the
+family a login started (the ``sid`` claim), which refresh rotation keeps. So ending one
+session, one family or every session of a user is one delete or one prefix delete.
+
+Refresh rotation: the replaced refresh token is remembered under ``replaced``. Presented
+again within :data:`REFRESH_GRACE_SECONDS` (two tabs refreshing at once) it is refused
+and nothing else happens (never a second live session: the other tab holds the
+successor); later, it is a replay: the whole family ends.
+
+The SQL side (``service_users.sessions_valid_after`` and ``revoked_timestamp``) is read
+through a cache of :data:`STATUS_CACHE_SECONDS`, so a failed memory-store delete leaves a
+token alive for at most that long (architecture.md, "State that spans stores").
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+
+from bastion.core.auth.responses import IssuedTokens
+from bastion.storage import Storage
+from bastion.storage import users as user_rows
+from bastion.storage.memory.base import Entry
+from bastion.storage.users import UserStatus
+
+__all__ = [
+    "REFRESH_GRACE_SECONDS",
+    "STATUS_CACHE_SECONDS",
+    "Replaced",
+    "SessionStore",
+]
+
+#: How long a just-replaced refresh token is refused without ending its family (a
+#: concurrent refresh from another tab, not a replay).
+REFRESH_GRACE_SECONDS = 10
+#: How long one process trusts what it read of a user's SQL-side status.
+STATUS_CACHE_SECONDS = 1.0
+SESSION, ACCESS, REFRESH, REPLACED = "session_token", "access_token", "refresh_token", "replaced"
+
+
+@dataclass(frozen=True, slots=True)
+class Replaced:
+    token: str
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class Lifetimes:
+    session: int
+    access: int
+    refresh: int
+
+
+class SessionStore:
+    def __init__(self, storage: Storage, lifetimes: Lifetimes) -> None:
+        self.memory = storage.memory
+        self.db = storage.db
+        self.lifetimes = lifetimes
+        self._status: dict[str, tuple[float, UserStatus | None]] = {}
+
+    @staticmethod
+    def key(user_id: str, sid: str, nonce: str, kind: str) -> str:
+        return f"auth:{user_id}:{sid}:{nonce}:{kind}"
+
+    async def persist(self, user_id: str, sid: str, tokens: IssuedTokens) -> None:
+        life = self.lifetimes
+        k = self.key
+        entries: list[Entry] = [
+            (k(user_id, sid, tokens.nonce, SESSION), tokens.session_token.encode(), life.session),
+            (k(user_id, sid, tokens.nonce, ACCESS), tokens.access_token.encode(), life.access),
+        ]
+        if tokens.refresh_token is not None:
+            refresh = tokens.refresh_token.encode()
+            entries.append((k(user_id, sid, tokens.nonce, REFRESH), refresh, life.refresh))
+        await self.memory.set_many(entries)
+
+    async def get(self, user_id: str, sid: str, nonce: str, kind: str) -> str | None:
+        raw = await self.memory.get(self.key(user_id, sid, nonce, kind))
+        return None if raw is None else raw.decode()
+
+    async def delete(self, user_id: str, sid: str, nonce: str) -> None:
+        k = self.key
+        await self.memory.delete(
+            k(user_id, sid, nonce, SESSION),
+            k(user_id, sid, nonce, ACCESS),
+            k(user_id, sid, nonce, REFRESH),
+        )
+
+    async def take_refresh(self, user_id: str, sid: str, nonce: str) -> str | None:
+        """The stored refresh token, removed in one step (one caller of many gets it)."""
+        raw = await self.memory.take(self.key(user_id, sid, nonce, REFRESH))
+        return None if raw is None else raw.decode()
+
+    async def remember_replaced(self, user_id: str, sid: str, nonce: str, token: str) -> None:
+        """Keep a rotated-away refresh token, to tell a late duplicate from a replay."""
+        value = json.dumps({"token": token, "at": time.time()}).encode()
+        await self.memory.set_if_absent(
+            self.key(user_id, sid, nonce, REPLACED), value, self.lifetimes.refresh
+        )
+
+    async def replaced(self, user_id: str, sid: str, nonce: str) -> Replaced | None:
+        raw = await self.memory.get(self.key(user_id, sid, nonce, REPLACED))
+        if raw is None:
+            return None
+        data = json.loads(raw)
+        return Replaced(token=str(data["token"]), at=float(data["at"]))
+
+    async def end_family(self, user_id: str, sid: str) -> None:
+        await self.memory.delete_prefix(f"auth:{user_id}:{sid}:")
+
+    async def end_memory_sessions(
+        self, user_id: str, *, keep: tuple[str, str] | None = None
+    ) -> None:
+        """Drop every memory-store entry of the user; ``keep`` = (sid, nonce) survives."""
+        if keep is None:
+            await self.memory.delete_prefix(f"auth:{user_id}:")
+            return
+        sid, nonce = keep
+        life = {
+            SESSION: self.lifetimes.session,
+            ACCESS: self.lifetimes.access,
+            REFRESH: self.lifetimes.refresh,
+        }
+        keys = [self.key(user_id, sid, nonce, kind) for kind in life]
+        saved = await self.memory.get_many(*keys)
+        await self.memory.delete_prefix(f"auth:{user_id}:")
+        await self.memory.set_many(
+            [
+                (key, value, ttl)
+                for key, value, ttl in zip(keys, saved, life.values(), strict=True)
+                if value is not None
+            ]
+        )
+
+    # -- the SQL side ---------------------------------------------------------------------
+
+    async def status(self, user_id: str) -> UserStatus | None:
+        now = time.monotonic()
+        cached = self._status.get(user_id)
+        if cached is not None and now - cached[0] < STATUS_CACHE_SECONDS:
+            return cached[1]
+        found = await self.db.read(lambda conn: user_rows.status(conn, user_id))
+        if len(self._status) > 100_000:
+            self._status.clear()
+        self._status[user_id] = (now, found)
+        return found
+
+    def forget_status(self, user_id: str) -> None:
+        self._status.pop(user_id, None)
+
+    async def accepts(self, user_id: str, issued_at: object) -> bool:
+        if type(issued_at) is not int:
+            return False
+        found = await self.status(user_id)
+        return found is not None and found.accepts(issued_at)

@@ -1,0 +1,227 @@
+"""What the authorization engine's operations share: the store and this process's
+index of it, the caller's identity and admin rights, metrics and the audit trail.
+
+Consistency: a tuple or model written through any server process is used by the next
+request on every process sharing the store (see :mod:`service.fga.engine`). Messages and
+limits follow Authorizer's (reference §8).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from prometheus_client import Counter, Histogram
+
+from bastion.core.errors import FailedPrecondition, InvalidArgument, Unauthenticated
+from bastion.core.fga.conditions import ConditionError, convert_parameter
+from bastion.core.fga.tuples import TupleKey
+from bastion.service.context import CallerContext
+from bastion.service.fga.engine import ActiveModel, EngineState
+from bastion.service.fga.requests import MAX_CONTEXTUAL_TUPLES, parse_tuple
+from bastion.service.metrics import Metrics
+from bastion.storage.fga import (
+    FgaStore,
+)
+from bastion.storage.sql.schema import audit_logs
+
+__all__ = ["CONTEXTUAL_REFUSED", "LIST_LIMIT", "NOT_ENABLED", "FgaBase"]
+
+log = logging.getLogger("bastion.fga")
+
+NOT_ENABLED = "fga is not enabled on this server"
+CONTEXTUAL_REFUSED = (
+    "contextual tuples are honoured only for a super-admin caller "
+    "(the server runs without --allow-user-contextual-tuples)"
+)
+#: Entries in a list_permissions answer, and users in a list_users answer.
+LIST_LIMIT = 1000
+#: Read's page size when none (or an out-of-range one) is given.
+READ_PAGE_SIZE = 100
+_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+
+
+class _Service(Protocol):
+    """What this module needs from :class:`service.access.Service`."""
+
+    @property
+    def storage(self) -> Any: ...
+
+    async def is_admin(self, caller: CallerContext) -> bool: ...
+
+    async def require_admin(self, caller: CallerContext) -> None: ...
+
+
+def new_model_id(now: float) -> str:
+    """A ULID, as OpenFGA names model versions: sortable by creation time."""
+    value = (int(now * 1000) << 80) | secrets.randbits(80)
+    return "".join(_CROCKFORD[(value >> shift) & 31] for shift in range(125, -1, -5))
+
+
+def _page_size(raw: Any) -> int:
+    if raw is None or raw == "":
+        return READ_PAGE_SIZE
+    try:
+        size = int(raw)  # gRPC's JSON mapping renders int64 as a string
+    except (TypeError, ValueError):
+        raise InvalidArgument("page_size must be an integer") from None
+    return size if 0 < size <= READ_PAGE_SIZE else READ_PAGE_SIZE
+
+
+def _tuple_json(key: TupleKey) -> dict[str, Any]:
+    out: dict[str, Any] = {"user": key.user, "relation": key.relation, "object": key.object}
+    if key.condition:
+        out["condition"] = {"name": key.condition, "context": dict(key.context or {})}
+    return out
+
+
+def _write_problem(model: ActiveModel, key: TupleKey) -> str | None:
+    """Why ``key`` may not be written under ``model``: the engine's rule plus the context."""
+    if key.user == f"{key.object}#{key.relation}":
+        return "a tuple may not name its own userset as its user"
+    problem = model.ts.tuple_problem(key)
+    if problem is not None or not key.condition or not key.context:
+        return problem
+    params = model.ts.model.conditions[key.condition].parameters
+    for name, value in key.context.items():
+        if name not in params:
+            return f"unknown condition parameter {name!r}"
+        try:
+            convert_parameter(params[name], value, name)
+        except ConditionError as exc:
+            return str(exc)
+    return None
+
+
+#: One check of a batch: relation, object, contextual tuples, request context.
+_ParsedCheck = tuple[str, str, list[TupleKey], dict[str, Any]]
+
+
+def request_context(context: Any) -> dict[str, Any]:
+    """The request ``context`` (values for condition parameters), an object or absent."""
+    if context is None:
+        return {}
+    if not isinstance(context, Mapping):
+        raise InvalidArgument("context must be an object")
+    return dict(context)
+
+
+@dataclass(frozen=True, slots=True)
+class _CheckMetrics:
+    """One operation's labelled metric children, looked up once (labels() is not cheap)."""
+
+    allowed: Counter
+    denied: Counter
+    error: Counter
+    latency: Histogram
+
+
+class FgaBase:
+    def __init__(
+        self,
+        service: _Service,
+        store: FgaStore | None,
+        metrics: Metrics,
+        *,
+        allow_user_contextual: bool = False,
+    ) -> None:
+        self.service = service
+        self.allow_user_contextual = allow_user_contextual
+        self.store = store
+        self.engine = None if store is None else EngineState(store)
+        self.metrics = metrics
+        self._metric_children: dict[str, _CheckMetrics] = {}
+
+    async def warm_up(self) -> None:
+        """Load the store into this process at startup, so no request waits for it.
+
+        A failure only means the first request loads it instead.
+        """
+        if self.engine is None:
+            return
+        try:
+            await self.engine.fresh()
+        except Exception:
+            log.warning("authorization store not loaded at startup", exc_info=True)
+
+    # -- plumbing ------------------------------------------------------------------------
+
+    def _enabled(self) -> tuple[FgaStore, EngineState]:
+        if self.store is None or self.engine is None:
+            raise FailedPrecondition(NOT_ENABLED)
+        return self.store, self.engine
+
+    @contextmanager
+    def _counted(self, operation: str) -> Iterator[None]:
+        try:
+            yield
+        except BaseException:
+            self.metrics.fga_operations.labels(operation, "error").inc()
+            raise
+        self.metrics.fga_operations.labels(operation, "success").inc()
+
+    async def _admin(self, caller: CallerContext) -> tuple[FgaStore, EngineState]:
+        await self.service.require_admin(caller)
+        return self._enabled()
+
+    async def _model(self, engine: EngineState) -> ActiveModel:
+        await engine.fresh()
+        if engine.model is None:
+            raise FailedPrecondition("no authorization model written yet")
+        return engine.model
+
+    async def _audit(
+        self,
+        caller: CallerContext,
+        action: str,
+        resource_type: str,
+        resource_id: str,
+        **details: Any,
+    ) -> None:
+        row = {
+            "id": str(uuid.uuid4()),
+            "actor_id": "admin",
+            "actor_type": "admin",
+            "action": action,
+            "resource_type": resource_type,
+            "resource_id": resource_id,
+            "ip_address": caller.client_ip[:45],
+            "user_agent": caller.user_agent,
+            "metadata": json.dumps({"protocol": caller.protocol.value, **details}),
+            "created_at": int(time.time()),
+        }
+        await self.service.storage.db.run(
+            lambda conn: conn.execute(audit_logs.insert().values(**row)), write=True
+        )
+
+    async def _caller_subject(self, caller: CallerContext) -> str:
+        # The seam to user sessions (issue 3): the Service will resolve the caller's own
+        # subject (``user:<sub>``) from the bearer token or session cookie, raising
+        # Unauthenticated when there is none. Until the Service can do that, no non-admin
+        # caller can be identified, which is what "unauthenticated" means.
+        resolve = getattr(self.service, "caller_subject", None)
+        if resolve is None:
+            raise Unauthenticated("unauthorized")
+        own: str = await resolve(caller)
+        return own
+
+    @staticmethod
+    def _contextual(value: Any, per: str = "request") -> tuple[TupleKey, ...]:
+        contextual = value or []
+        if not isinstance(contextual, list):
+            raise InvalidArgument("contextual_tuples must be a list")
+        if len(contextual) > MAX_CONTEXTUAL_TUPLES:
+            raise InvalidArgument(
+                f"too many contextual tuples: max {MAX_CONTEXTUAL_TUPLES} per {per}"
+            )
+        return tuple(
+            parse_tuple(t, "each contextual tuple requires user, relation and object")
+            for t in contextual
+        )

@@ -1,0 +1,115 @@
+"""This process's view of the authorization store, kept exact at the cost of one cheap query.
+
+The evaluator never reads storage: it reads a :class:`~core.fga.tuples.MemoryTupleReader`
+holding every tuple, kept per server process. Consistency contract: before each request
+is answered, :meth:`EngineState.fresh` reads the store's revision (one indexed ``max``).
+When it moved, the changelog rows past the revision this process last saw are replayed
+into the index (or, after a reset or far behind, a snapshot is reloaded). So a tuple or a
+model written through any instance is used by the next request on every other instance
+that shares the store; there is no time-based staleness.
+
+Requests arriving together share one revision query (single flight), but a request is
+only ever answered from a refresh that *started* after it arrived, so the guarantee above
+holds for it. Check results are cached per (model id, revision): a write makes older
+entries unreachable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import trio
+
+from bastion.core.fga.cache import CheckCache
+from bastion.core.fga.dsl_parser import parse_model
+from bastion.core.fga.graph import ReverseGraph
+from bastion.core.fga.tuples import MemoryTupleReader, TupleKey
+from bastion.core.fga.typesystem import TypeSystem
+from bastion.storage.fga import Change, FgaStore, StoredModel
+
+__all__ = ["ActiveModel", "EngineState"]
+
+
+@dataclass(frozen=True, slots=True)
+class ActiveModel:
+    id: str
+    dsl: str
+    ts: TypeSystem
+    graph: ReverseGraph
+
+    @classmethod
+    def load(cls, stored: StoredModel) -> ActiveModel:
+        ts = TypeSystem(parse_model(stored.dsl))
+        return cls(stored.id, stored.dsl, ts, ReverseGraph.build(ts))
+
+
+def _build_index(tuples: list[TupleKey]) -> MemoryTupleReader:
+    return MemoryTupleReader(tuples)
+
+
+class EngineState:
+    def __init__(self, store: FgaStore, *, cache_entries: int = 100_000) -> None:
+        self.store = store
+        self.index = MemoryTupleReader()
+        self.model: ActiveModel | None = None
+        #: The store revision the index reflects; -1 before the first load.
+        self.revision = -1
+        self.cache = CheckCache(cache_entries)
+        self.snapshots_loaded = 0
+        self.changes_replayed = 0
+        self._arrivals = 0
+        self._covered = 0
+        self._refreshing: trio.Event | None = None
+
+    @property
+    def cache_scope(self) -> tuple[str, int]:
+        return ("" if self.model is None else self.model.id, self.revision)
+
+    async def fresh(self) -> None:
+        """Return once the index reflects the store as of (at least) this call."""
+        ticket = self._arrivals
+        self._arrivals += 1
+        while self._covered <= ticket:
+            if self._refreshing is not None:
+                await self._refreshing.wait()
+                continue
+            covers = self._arrivals
+            done = self._refreshing = trio.Event()
+            try:
+                await self._refresh()
+                self._covered = max(self._covered, covers)
+            finally:
+                self._refreshing = None
+                done.set()
+
+    async def _refresh(self) -> None:
+        revision = await self.store.revision()
+        if revision == self.revision:
+            return
+        changes = None if self.revision < 0 else await self.store.changes_since(self.revision)
+        if changes is None:
+            await self._load_snapshot()
+            return
+        for change in changes:
+            self._apply(change)
+        if changes:
+            self.revision = changes[-1].revision
+
+    async def _load_snapshot(self) -> None:
+        snapshot = await self.store.snapshot()
+        self.index = await trio.to_thread.run_sync(_build_index, list(snapshot.tuples))
+        self.model = None if snapshot.model is None else ActiveModel.load(snapshot.model)
+        self.revision = snapshot.revision
+        self.snapshots_loaded += 1
+
+    def _apply(self, change: Change) -> None:
+        self.changes_replayed += 1
+        if change.operation == "write" and change.key is not None:
+            self.index.write(change.key)
+        elif change.operation == "delete" and change.key is not None:
+            self.index.delete(change.key)
+        elif change.operation == "model" and change.model is not None:
+            self.model = ActiveModel.load(change.model)
+        elif change.operation == "reset":
+            self.index = MemoryTupleReader()
+            self.model = None

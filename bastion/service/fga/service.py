@@ -1,0 +1,272 @@
+"""The embedded authorization engine's operations: check and list permissions, the
+``required_relations`` gate, and (inherited) the ``_fga_*`` admin operations.
+
+Each method is a service operation (request mapping + caller -> Reply) that REST, GraphQL
+and gRPC call alike. Evaluation is :mod:`core.fga` over this process's in-memory index
+(:class:`~service.fga.engine.EngineState`), brought up to the store's revision before
+every request.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from bastion.core.errors import InvalidArgument, PermissionDenied
+from bastion.core.fga.check import Checker, validate_check_object, validate_check_user
+from bastion.core.fga.errors import FgaError
+from bastion.core.fga.list_objects import list_objects
+from bastion.core.fga.request import RequestContext, RequestOptions
+from bastion.core.fga.tuples import TupleKey
+from bastion.service.context import CallerContext, Reply
+from bastion.service.fga.administration import FgaAdministration
+from bastion.service.fga.base import (
+    CONTEXTUAL_REFUSED,
+    LIST_LIMIT,
+    NOT_ENABLED,
+    _CheckMetrics,
+    _ParsedCheck,
+    request_context,
+)
+from bastion.service.fga.engine import ActiveModel, EngineState
+from bastion.service.fga.requests import (
+    MAX_CHECKS,
+    CheckPermissionsRequest,
+    ListPermissionsRequest,
+    normalise_user,
+    optional_text,
+    subject,
+)
+
+__all__ = ["CONTEXTUAL_REFUSED", "LIST_LIMIT", "NOT_ENABLED", "FgaService"]
+
+
+class FgaService(FgaAdministration):
+    async def _may_use_contextual(self, caller: CallerContext) -> None:
+        """Contextual tuples are facts the caller asserts: only a super-admin may, by default.
+
+        A user who could add them would grant itself any relation (issue 28).
+        """
+        if not self.allow_user_contextual and not await self.service.is_admin(caller):
+            raise PermissionDenied(CONTEXTUAL_REFUSED)
+
+    async def _subject(self, explicit: str, caller: CallerContext) -> str:
+        if explicit:
+            explicit = subject(explicit)
+        if await self.service.is_admin(caller):
+            if not explicit:
+                raise InvalidArgument("user is required when calling with admin credentials")
+            return explicit
+        own = await self._caller_subject(caller)
+        if explicit and explicit != own:
+            raise PermissionDenied("not authorized to query authorization for another subject")
+        return own
+
+    def _checker(
+        self,
+        engine: EngineState,
+        model: ActiveModel,
+        operation: str,
+        user: str,
+        contextual: Sequence[TupleKey] = (),
+        context: Mapping[str, Any] | None = None,
+    ) -> Checker:
+        """One request's evaluator for ``user`` over the process index and cache.
+
+        Checks that share it share its memo: a batch for one subject evaluates each common
+        sub-problem (a group membership, a folder near the root) once. Raises FgaError
+        (counted) for a malformed user or a bad contextual tuple (2027).
+        """
+        options = RequestOptions(contextual_tuples=tuple(contextual), context=context or {})
+        try:
+            validate_check_user(model.ts, user)
+            request = RequestContext(model.ts, engine.index, options)
+        except FgaError:
+            self._check_metrics(operation).error.inc()
+            raise
+        return Checker(request, engine.cache.wrapper(engine.cache_scope, options))
+
+    def _check(
+        self,
+        model: ActiveModel,
+        operation: str,
+        obj: str,
+        relation: str,
+        checker: Checker,
+        user: str,
+    ) -> bool:
+        """One check on ``checker``; raises FgaError (counted) on failure."""
+        metrics = self._check_metrics(operation)
+        started = time.perf_counter()
+        try:
+            validate_check_object(model.ts, obj, relation)
+            allowed = checker.check(obj, relation, user)
+        except FgaError:
+            metrics.error.inc()
+            raise
+        finally:
+            metrics.latency.observe(time.perf_counter() - started)
+        (metrics.allowed if allowed else metrics.denied).inc()
+        return allowed
+
+    def _check_metrics(self, operation: str) -> _CheckMetrics:
+        found = self._metric_children.get(operation)
+        if found is None:
+            checks = self.metrics.fga_checks
+            found = self._metric_children[operation] = _CheckMetrics(
+                checks.labels(operation, "allowed"),
+                checks.labels(operation, "denied"),
+                checks.labels(operation, "error"),
+                self.metrics.fga_check_latency.labels(operation),
+            )
+        return found
+
+    # -- public operations -----------------------------------------------------------------
+
+    async def check_permissions(
+        self, request: CheckPermissionsRequest, caller: CallerContext
+    ) -> Reply:
+        with self._counted("check_permissions"):
+            _, engine = self._enabled()
+            checks = request.checks
+            if checks is None or (isinstance(checks, list) and not checks):
+                raise InvalidArgument("at least one check is required")
+            if not isinstance(checks, list):
+                raise InvalidArgument("checks must be a list")
+            if len(checks) > MAX_CHECKS:
+                raise InvalidArgument(f"too many checks: max {MAX_CHECKS} per request")
+            parsed = [self._parse_check(c) for c in checks]
+            user = await self._subject(request.user, caller)
+            if any(check[2] for check in parsed):
+                await self._may_use_contextual(caller)
+            await engine.fresh()
+            model = engine.model
+            if model is None:
+                raise PermissionDenied("authorization check failed")
+            operation = "check_permissions"
+            shared = self._checker(engine, model, operation, user)
+            results = [
+                self._one_check(engine, model, operation, user, shared, check) for check in parsed
+            ]
+            return Reply({"results": results})
+
+    def _one_check(
+        self,
+        engine: EngineState,
+        model: ActiveModel,
+        operation: str,
+        user: str,
+        shared: Checker,
+        check: _ParsedCheck,
+    ) -> dict[str, Any]:
+        """One entry of a batch: ``allowed``, plus ``error`` when it could not be evaluated.
+
+        An evaluation error (a missing condition parameter, an unknown relation) is not a
+        permission decision: it is reported on its own check and the batch still answers.
+        """
+        relation, obj, contextual, context = check
+        result: dict[str, Any] = {"relation": relation, "object": obj, "allowed": False}
+        try:
+            checker = (
+                self._checker(engine, model, operation, user, contextual, context)
+                if contextual or context
+                else shared
+            )
+            result["allowed"] = self._check(model, operation, obj, relation, checker, user)
+        except FgaError as exc:
+            result["error"] = {"code": "invalid_argument", "message": str(exc)}
+        return result
+
+    @staticmethod
+    def _parse_check(raw: Any) -> _ParsedCheck:
+        if not isinstance(raw, Mapping):
+            raise InvalidArgument("each check requires relation and object")
+        relation, obj = optional_text(raw, "relation"), optional_text(raw, "object")
+        if not relation or not obj:
+            raise InvalidArgument("each check requires relation and object")
+        return (
+            relation,
+            obj,
+            list(FgaService._contextual(raw.get("contextual_tuples"), "check")),
+            request_context(raw.get("context")),
+        )
+
+    async def list_permissions(
+        self, request: ListPermissionsRequest, caller: CallerContext
+    ) -> Reply:
+        with self._counted("list_permissions"):
+            _, engine = self._enabled()
+            relation = request.relation
+            object_type = request.object_type
+            context = request_context(request.context)
+            contextual = self._contextual(request.contextual_tuples)
+            user = await self._subject(request.user, caller)
+            if contextual:
+                await self._may_use_contextual(caller)
+            await engine.fresh()
+            model = engine.model
+            if model is None:
+                raise PermissionDenied("authorization list failed")
+            if relation and object_type:
+                pairs = [(object_type, relation)]
+            else:
+                pairs = sorted(
+                    (t.name, r)
+                    for t in model.ts.model.type_definitions
+                    for r in t.relations
+                    if (not object_type or t.name == object_type)
+                    and (not relation or r == relation)
+                )
+            permissions: list[dict[str, str]] = []
+            objects: dict[str, None] = {}
+            truncated = False
+            for type_name, rel in pairs:
+                options = RequestOptions(
+                    max_results=LIST_LIMIT - len(permissions),
+                    context=context,
+                    contextual_tuples=contextual,
+                )
+                found = list_objects(
+                    model.ts, engine.index, type_name, rel, user, options, graph=model.graph
+                )
+                for obj in found.items:
+                    permissions.append({"object": obj, "relation": rel})
+                    objects.setdefault(obj)
+                if found.truncated:
+                    truncated = True
+                    break
+            return Reply(
+                {"objects": list(objects), "permissions": permissions, "truncated": truncated}
+            )
+
+    async def require_relations(self, user: str, relations: Sequence[Mapping[str, Any]]) -> None:
+        """``required_relations`` of session / validate_*: every one must hold (AND).
+
+        An empty list passes; the engine off is FailedPrecondition; a denial or any engine
+        error is PermissionDenied("unauthorized").
+        """
+        if not relations:
+            return
+        _, engine = self._enabled()
+        wanted = []
+        for item in relations:
+            relation, obj = optional_text(item, "relation"), optional_text(item, "object")
+            if not relation or not obj:
+                raise InvalidArgument("each required relation needs relation and object")
+            wanted.append((relation, obj))
+        await engine.fresh()
+        model = engine.model
+        if model is None:
+            raise PermissionDenied("unauthorized")
+        user = normalise_user(user)
+        operation = "required_relations"
+        try:
+            checker = self._checker(engine, model, operation, user)
+            for relation, obj in wanted:
+                if not self._check(model, operation, obj, relation, checker, user):
+                    raise PermissionDenied("unauthorized")
+        except FgaError:
+            raise PermissionDenied("unauthorized") from None
+
+    # -- admin operations ------------------------------------------------------------------

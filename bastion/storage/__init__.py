@@ -1,0 +1,88 @@
+"""bastion's storage: the SQL database and the memory store, opened together. Imports
+``core`` only (never ``service`` or a transport)::
+
+async with open_storage(config) as storage:
+    user = await storage.db.run(lambda conn: ..., write=True)
+    await storage.memory.set("key", b"value", ttl=60)
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+import trio
+
+from bastion.storage.config import SUPPORTED_DATABASE_TYPES, StorageConfig
+from bastion.storage.errors import StorageUnavailable
+from bastion.storage.memory import MemoryStore, RedisMemoryStore, SqlMemoryStore, memory_store_for
+from bastion.storage.sql.database import Database, open_database
+from bastion.storage.sql.migrate import SchemaMismatch, migrate, pending_revisions
+from bastion.storage.webhook_listeners import WebhookListeners
+
+__all__ = [
+    "SUPPORTED_DATABASE_TYPES",
+    "SchemaMismatch",
+    "Storage",
+    "StorageConfig",
+    "StorageUnavailable",
+    "open_storage",
+]
+
+
+@dataclass(frozen=True)
+class Storage:
+    db: Database
+    memory: MemoryStore
+    timeout: float
+    #: which events some enabled webhook listens for (cached; see its module)
+    webhook_listeners: WebhookListeners
+
+    def statistics(self) -> dict[str, dict[str, int]]:
+        """Per store (``database``, ``memory`` when it is Redis): counters since start."""
+        found = {"database": self.db.statistics()}
+        if isinstance(self.memory, RedisMemoryStore):
+            found["memory"] = self.memory.statistics()
+        return found
+
+    async def ping(self) -> None:
+        """Raise :class:`StorageUnavailable` unless both stores answer within ``timeout``."""
+        try:
+            with trio.fail_after(self.timeout):
+                await self.db.ping()
+                # The default memory store lives in the same database: one ping proves both.
+                if not isinstance(self.memory, SqlMemoryStore):
+                    await self.memory.ping()
+        except trio.TooSlowError:
+            raise StorageUnavailable("storage did not answer in time") from None
+
+
+@asynccontextmanager
+async def open_storage(config: StorageConfig) -> AsyncIterator[Storage]:
+    """Connect, migrate (unless ``config.run_migrations`` is off), and close on exit."""
+    memory_url = config.memory_store_url
+    async with open_database(config) as db:
+        if config.run_migrations:
+            await migrate(db)
+        elif config.check_schema:
+            pending = await db.run(pending_revisions)
+            if pending:
+                raise SchemaMismatch(
+                    f"the database schema is behind this build ({len(pending)} pending "
+                    f"migration(s): {', '.join(pending)}): run `bastion migrate` with the "
+                    "same database flags, or start with --migrate=auto"
+                )
+        memory = memory_store_for(
+            memory_url, db, pool_size=config.pool_size, timeout=config.timeout
+        )
+        try:
+            yield Storage(
+                db=db,
+                memory=memory,
+                timeout=config.timeout,
+                webhook_listeners=WebhookListeners(db),
+            )
+        finally:
+            with trio.CancelScope(shield=True):
+                await memory.aclose()

@@ -1,0 +1,15 @@
+"""The storage layer's own failure: a database or memory store that cannot be reached."""
+
+from __future__ import annotations
+
+from bastion.core.errors import Unavailable
+
+__all__ = ["StorageUnavailable"]
+
+
+class StorageUnavailable(Unavailable):
+    """The database or the memory store did not answer (down, refused, timed out).
+
+    A :class:`core.errors.Unavailable`, so every transport reports it as "unavailable"
+    without knowing about storage. The message never carries credentials.
+    """

@@ -1,0 +1,192 @@
+"""The memory store in Redis: one server, a Sentinel-watched master, or a Cluster
+(``--memory-store-url``; see :mod:`storage.memory.redis_topology` for the URL forms).
+
+redis-py's sync client, called from worker threads behind a ``trio.CapacityLimiter`` as
+large as its connection pool. Operations that read and write run as one command
+(``GETDEL``, ``SET NX PX``) or one Lua script (counter with TTL, token bucket) on ONE key,
+so they are atomic on every topology; the token bucket uses the Redis server's clock,
+shared by every instance. The only multi-key commands are reads and deletes of keys that
+need not be read or deleted together (``get_many``, ``delete``, ``set_many``): on a
+Cluster, redis-py splits them by slot (``mget_nonatomic``, per-slot ``DEL``), so no key
+needs a hash tag.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import redis
+import trio
+from redis.backoff import ExponentialBackoff
+from redis.retry import Retry
+
+from bastion.core.redis_url import parse_redis_url
+from bastion.storage.errors import StorageUnavailable
+from bastion.storage.memory.base import BUCKET_GRACE, Entry, check_bucket_args, check_ttl
+from bastion.storage.memory.redis_topology import redis_client
+
+__all__ = ["RedisMemoryStore"]
+
+_INCR = """
+local existed = redis.call('EXISTS', KEYS[1])
+local value = redis.call('INCRBY', KEYS[1], ARGV[1])
+if existed == 0 and tonumber(ARGV[2]) > 0 then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return value
+"""
+
+_TOKEN_BUCKET = """
+local rate, burst, cost = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local state = redis.call('HMGET', KEYS[1], 'tokens', 'at')
+local tokens = burst
+if state[1] then
+  tokens = math.min(burst, tonumber(state[1]) + math.max(0, now - tonumber(state[2])) * rate)
+end
+local allowed, wait = 0, 0
+if tokens >= cost then
+  tokens = tokens - cost
+  allowed = 1
+else
+  wait = (cost - tokens) / rate
+end
+redis.call('HSET', KEYS[1], 'tokens', string.format('%.17g', tokens),
+           'at', string.format('%.6f', now))
+redis.call('PEXPIRE', KEYS[1], math.ceil((burst - tokens) / rate * 1000) + tonumber(ARGV[4]))
+return {allowed, string.format('%.17g', wait)}
+"""
+
+_SCAN_BATCH = 500
+_GRACE_MS = math.ceil(BUCKET_GRACE * 1000)
+
+
+class RedisMemoryStore:
+    def __init__(self, url: str, *, pool_size: int = 10, timeout: float = 10.0) -> None:
+        self._timeout = timeout
+        self._cluster = parse_redis_url(url).kind == "cluster"
+        self._client, self._failovers = redis_client(
+            url,
+            pool_size=pool_size,
+            timeout=timeout,
+            retry=Retry(ExponentialBackoff(cap=0.5, base=0.05), 2),
+        )
+        self._limiter = trio.CapacityLimiter(pool_size)
+        self._unavailable = 0
+        self._incr = self._client.register_script(_INCR)
+        self._bucket = self._client.register_script(_TOKEN_BUCKET)
+
+    async def get(self, key: str) -> bytes | None:
+        value: bytes | None = await self._call(lambda: self._client.get(key))
+        return value
+
+    async def get_many(self, *keys: str) -> list[bytes | None]:
+        if not keys:
+            await trio.lowlevel.checkpoint()
+            return []
+        # A cluster reads slot by slot: these keys never need one atomic read.
+        read = self._client.mget_nonatomic if self._cluster else self._client.mget  # type: ignore[attr-defined]
+        values: list[bytes | None] = await self._call(lambda: read(keys))
+        return values
+
+    async def set(self, key: str, value: bytes, ttl: float | None = None) -> None:
+        check_ttl(ttl)
+        await self._call(lambda: self._client.set(key, value, px=_ms(ttl)))
+
+    async def set_many(self, entries: Sequence[Entry]) -> None:
+        for _, _, ttl in entries:
+            check_ttl(ttl)
+        if not entries:
+            await trio.lowlevel.checkpoint()
+            return
+
+        def work() -> None:
+            # One round trip; no MULTI: each SET stands alone, as ``set`` would.
+            pipe = self._client.pipeline(transaction=False)
+            for key, value, ttl in entries:
+                pipe.set(key, value, px=_ms(ttl))
+            pipe.execute()
+
+        await self._call(work)
+
+    async def set_if_absent(self, key: str, value: bytes, ttl: float | None = None) -> bool:
+        check_ttl(ttl)
+        stored = await self._call(lambda: self._client.set(key, value, nx=True, px=_ms(ttl)))
+        return bool(stored)
+
+    async def delete(self, *keys: str) -> int:
+        if not keys:
+            await trio.lowlevel.checkpoint()
+            return 0
+        deleted: int = await self._call(lambda: self._client.delete(*keys))
+        return deleted
+
+    async def take(self, key: str) -> bytes | None:
+        value: bytes | None = await self._call(lambda: self._client.getdel(key))
+        return value
+
+    async def incr(self, key: str, amount: int = 1, ttl: float | None = None) -> int:
+        check_ttl(ttl)
+        value = await self._call(lambda: self._incr(keys=[key], args=[amount, _ms(ttl) or 0]))
+        return int(value)
+
+    async def delete_prefix(self, prefix: str) -> int:
+        def work() -> int:
+            deleted = 0
+            batch: list[bytes] = []
+            pattern = _glob_escape(prefix) + "*"
+            for key in self._client.scan_iter(match=pattern, count=_SCAN_BATCH):
+                batch.append(key)
+                if len(batch) >= _SCAN_BATCH:
+                    deleted += self._client.unlink(*batch)
+                    batch = []
+            if batch:
+                deleted += self._client.unlink(*batch)
+            return deleted
+
+        deleted: int = await self._call(work)
+        return deleted
+
+    async def token_bucket(
+        self, key: str, rate: float, burst: int, cost: int = 1
+    ) -> tuple[bool, float]:
+        check_bucket_args(rate, burst, cost)
+        allowed, wait = await self._call(
+            lambda: self._bucket(keys=[key], args=[repr(float(rate)), burst, cost, _GRACE_MS])
+        )
+        return allowed == 1, float(wait)
+
+    def statistics(self) -> dict[str, int]:
+        """Counters since start: calls that found Redis unreachable, and master changes
+        seen through Sentinel (failovers)."""
+        return {"unavailable": self._unavailable, "failovers": self._failovers()}
+
+    async def ping(self) -> None:
+        try:
+            with trio.fail_after(self._timeout):
+                await self._call(self._client.ping, abandon=True)
+        except trio.TooSlowError:
+            raise StorageUnavailable("the redis memory store did not answer") from None
+
+    async def aclose(self) -> None:
+        await trio.to_thread.run_sync(self._client.close)
+
+    async def _call(self, fn: Callable[[], Any], abandon: bool = False) -> Any:
+        try:
+            return await trio.to_thread.run_sync(
+                fn, limiter=self._limiter, abandon_on_cancel=abandon
+            )
+        except (redis.ConnectionError, redis.TimeoutError) as e:
+            self._unavailable += 1
+            raise StorageUnavailable("cannot reach the redis memory store") from e
+
+
+def _ms(ttl: float | None) -> int | None:
+    return None if ttl is None else max(1, math.ceil(ttl * 1000))
+
+
+def _glob_escape(text: str) -> str:
+    return "".join("\\" + c if c in "\\*?[]" else c for c in text)

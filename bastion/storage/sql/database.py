@@ -1,0 +1,607 @@
+"""One way to run SQL on every database: a sync function inside one transaction.
+
+``Database.run(fn)`` calls ``fn(connection)`` (a SQLAlchemy Core ``Connection``) inside a
+single transaction: committed when ``fn`` returns, rolled back when it raises. The same
+``fn`` runs on every backend:
+
+- SQLite and MySQL/MariaDB (pymysql): the sync engine, in a worker thread behind a
+  ``trio.CapacityLimiter`` as large as the connection pool. SQLite runs in WAL mode with a
+  busy timeout; write transactions start with ``BEGIN IMMEDIATE`` so read-modify-write
+  never fails with "database is locked" halfway.
+- PostgreSQL with psycopg (the default): the sync engine in a worker thread, like the
+  others. A trio cancel scope abandons the thread and sends the server a cancel request for
+  the query it is running; the thread then rolls back and returns its connection.
+- PostgreSQL with asyncpg (``postgresql+asyncpg://``): under trio-asyncio, ``fn`` through
+  ``AsyncConnection.run_sync``; a trio cancel scope cancels the query the same way.
+
+``run_locked(keys, fn)`` additionally serialises every transaction that names one of the same
+keys, across processes: ``pg_advisory_xact_lock`` on PostgreSQL, ``GET_LOCK``/``RELEASE_LOCK`` on
+MySQL/MariaDB, and ``BEGIN IMMEDIATE`` (one writer at a time) on SQLite. It is how the
+application keeps email and phone number unique, and how the SQL memory store is atomic.
+
+Every statement and lock wait is bounded by the config's timeout (the request deadline):
+``statement_timeout`` and ``lock_timeout`` on PostgreSQL, ``innodb_lock_wait_timeout`` and
+``lock_wait_timeout`` on MySQL/MariaDB, ``busy_timeout`` on SQLite, set on each new
+connection. A statement stopped by one of them raises :class:`StorageUnavailable` (503
+``unavailable``), its transaction rolled back and its connection back in the pool. A
+``run_locked`` given its own ``lock_wait`` (the migration) waits that long instead, its
+statements unbounded.
+
+``notify_on_commit(conn, topic)`` inside ``fn`` asks that the callbacks registered with
+``Database.on_commit(topic, callback)`` run (in trio, in this process) once the transaction
+has committed; a rolled-back transaction notifies nobody. The outbox uses it to wake its
+worker as soon as an item it can run exists.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import ssl
+import threading
+from collections.abc import AsyncIterator, Callable, Collection
+from contextlib import asynccontextmanager
+from functools import partial
+from typing import Any, TypeVar
+
+import sqlalchemy as sa
+import trio
+import trio_asyncio  # type: ignore[import-untyped]
+from sqlalchemy import event, exc
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+from bastion.storage.config import StorageConfig, dialect_of, sqlalchemy_url
+from bastion.storage.errors import StorageUnavailable
+
+__all__ = ["Database", "notify_on_commit", "open_database"]
+
+T = TypeVar("T")
+
+#: ``Connection.info`` key: the topics to notify once the current transaction commits.
+_NOTIFY = "bastion.notify_on_commit"
+
+
+def notify_on_commit(conn: sa.Connection, topic: str) -> None:
+    """Have ``topic``'s :meth:`Database.on_commit` callbacks run once this transaction commits."""
+    conn.info.setdefault(_NOTIFY, set()).add(topic)
+
+
+def _take_topics(conn: sa.Connection | None) -> frozenset[str]:
+    """The topics the finished transaction asked for, cleared: ``info`` outlives it.
+
+    Only acted on after a commit. A connection the failure invalidated is left alone (its
+    ``info`` would reconnect); it is discarded, and its ``info`` with it.
+    """
+    if conn is None or conn.invalidated:
+        return frozenset()
+    return frozenset(conn.info.pop(_NOTIFY, ()))
+
+
+#: Errors that mean "could not reach the database" when opening a connection (including a
+#: pool that stayed exhausted for the whole timeout).
+_CONNECT_ERRORS = (exc.DBAPIError, exc.TimeoutError, OSError, TimeoutError)
+
+
+class Database:
+    """Runs sync Core functions in transactions. Get one from :func:`open_database`."""
+
+    def __init__(
+        self,
+        *,
+        dialect: str,
+        timeout: float,
+        engine: sa.Engine | None = None,
+        async_engine: AsyncEngine | None = None,
+        limiter: trio.CapacityLimiter | None = None,
+        loop: Any = None,
+    ) -> None:
+        self._dialect = dialect
+        self._timeout = timeout
+        self._engine = engine
+        self._async_engine = async_engine
+        self._limiter = limiter
+        self._loop = loop
+        self._on_commit: dict[str, list[Callable[[], None]]] = {}
+        #: Connections opened (a reconnect after a failover shows here) and calls that
+        #: found the database unreachable; read by the metrics listener.
+        self._stats = {"connections_opened": 0, "unavailable": 0}
+        sync_engine = engine if engine is not None else getattr(async_engine, "sync_engine", None)
+        if sync_engine is not None:
+            sa.event.listen(sync_engine, "connect", self._count_connect)
+
+    def _count_connect(self, *_: object) -> None:
+        self._stats["connections_opened"] += 1
+
+    def statistics(self) -> dict[str, int]:
+        """Counters since start: ``connections_opened``, ``unavailable``."""
+        return dict(self._stats)
+
+    @property
+    def dialect(self) -> str:
+        """``sqlite``, ``postgresql`` or ``mysql`` (MariaDB included)."""
+        return self._dialect
+
+    @property
+    def timeout(self) -> float:
+        return self._timeout
+
+    def on_commit(self, topic: str, callback: Callable[[], None]) -> None:
+        """Call ``callback`` (in trio) after each commit that asked for ``topic``."""
+        self._on_commit.setdefault(topic, []).append(callback)
+
+    async def run(self, fn: Callable[[sa.Connection], T], *, write: bool = False) -> T:
+        """``fn(connection)`` in one transaction; ``write`` = it will write (SQLite locks early)."""
+        begin = None
+        if self._dialect == "sqlite":
+            begin = "BEGIN IMMEDIATE" if write else "BEGIN"
+        return await self._call(fn, begin=begin, mysql_lock=None)
+
+    async def read(self, fn: Callable[[sa.Connection], T]) -> T:
+        """``fn(connection)`` for a read that needs no transaction: ONE statement (or several
+        that need no common snapshot), nothing written.
+
+        On PostgreSQL it runs in autocommit, which saves the BEGIN and COMMIT round trips
+        of :meth:`run` (two of the three on a one-query read; setting autocommit is
+        client-side with both drivers); elsewhere it is :meth:`run`.
+        """
+        if self._dialect != "postgresql":
+            return await self.run(fn)
+        return await self._call(fn, begin=None, mysql_lock=None, autocommit=True)
+
+    async def write_one(self, fn: Callable[[sa.Connection], T]) -> T:
+        """``fn(connection)`` for a write that is ONE statement, atomic by itself (a single
+        INSERT). On PostgreSQL it runs in autocommit, which saves the BEGIN and COMMIT
+        round trips of :meth:`run`; elsewhere it is :meth:`run` with ``write=True``."""
+        if self._dialect != "postgresql":
+            return await self.run(fn, write=True)
+        return await self._call(fn, begin=None, mysql_lock=None, autocommit=True)
+
+    async def run_locked(
+        self,
+        lock_keys: str | Collection[str],
+        fn: Callable[[sa.Connection], T],
+        *,
+        lock_wait: float | None = None,
+    ) -> T:
+        """Like :meth:`run`, holding the locks named by ``lock_keys`` across every instance
+        (a user's email AND phone number, say: each is unique on its own).
+
+        Several locks are taken in one global order, so two callers naming overlapping
+        sets cannot deadlock. ``lock_wait`` bounds the wait for each lock on MySQL/MariaDB
+        and PostgreSQL (default: the config's timeout; a caller's cancel scope stops it
+        sooner on PostgreSQL), on SQLite the busy timeout does.
+        """
+        keys = [lock_keys] if isinstance(lock_keys, str) else list(lock_keys)
+        if not keys:
+            raise ValueError("run_locked needs at least one lock key")
+        if self._dialect == "sqlite":  # one writer at a time: every lock at once
+            return await self._call(fn, begin="BEGIN IMMEDIATE", mysql_lock=None)
+        if self._dialect == "postgresql":
+            ids = sorted({_pg_lock_id(key) for key in keys})
+            return await self._call(partial(_pg_locked, ids, fn, lock_wait), None, None)
+        names = tuple(sorted({_mysql_lock_name(key) for key in keys}))
+        lock = (names, lock_wait if lock_wait is not None else self._timeout)
+        return await self._call(fn, begin=None, mysql_lock=lock)
+
+    async def ping(self) -> None:
+        """Raise :class:`StorageUnavailable` unless the database answers within the timeout."""
+        try:
+            with trio.fail_after(self._timeout):
+                await self._call(_select_one, begin=None, mysql_lock=None, abandon=True)
+        except trio.TooSlowError:
+            raise StorageUnavailable(f"the {self._dialect} database did not answer") from None
+        except exc.DBAPIError as e:
+            raise StorageUnavailable(f"the {self._dialect} database failed a ping") from e
+
+    async def aclose(self) -> None:
+        if self._async_engine is not None:
+            await trio_asyncio.aio_as_trio(self._async_engine.dispose, loop=self._loop)()
+        if self._engine is not None:
+            await self._threads_finished()
+            await trio.to_thread.run_sync(self._engine.dispose)
+
+    async def _threads_finished(self) -> None:
+        """Wait (at most the timeout) for calls whose callers were cancelled: their threads
+        still hold connections, which must be back in the pool before it is disposed, or
+        they are never closed. Each holds a limiter token until it reports back, so taking
+        every token waits for them all (and keeps any new call from starting)."""
+        assert self._limiter is not None
+        with trio.move_on_after(self._timeout):
+            for _ in range(int(self._limiter.total_tokens)):
+                await self._limiter.acquire_on_behalf_of(object())
+
+    async def _call(
+        self,
+        fn: Callable[[sa.Connection], T],
+        begin: str | None,
+        mysql_lock: tuple[tuple[str, ...], float] | None,
+        abandon: bool = False,
+        autocommit: bool = False,
+    ) -> T:
+        try:
+            for attempt in range(1, _DEADLOCK_ATTEMPTS + 1):
+                try:
+                    result, topics = await self._call_once(
+                        fn, begin, mysql_lock, abandon, autocommit
+                    )
+                    break
+                except exc.DBAPIError as e:
+                    # The database chose this transaction as a deadlock's victim and rolled
+                    # it back: running it again (after a random pause, so that the same
+                    # contenders do not meet again) is what it asks for.
+                    if attempt == _DEADLOCK_ATTEMPTS or not _deadlocked(e):
+                        raise
+                    await trio.sleep(random.uniform(0, _DEADLOCK_PAUSE * attempt))  # noqa: S311
+        except StorageUnavailable:
+            self._stats["unavailable"] += 1
+            raise
+        except exc.DBAPIError as e:
+            if e.connection_invalidated:
+                self._stats["unavailable"] += 1
+                raise StorageUnavailable(
+                    f"lost the connection to the {self._dialect} database"
+                ) from e
+            if _timed_out(e) or _deadlocked(e):
+                self._stats["unavailable"] += 1
+                raise StorageUnavailable(
+                    f"the {self._dialect} database did not answer within {self._timeout:g}s"
+                    if _timed_out(e)
+                    else f"the {self._dialect} database is busy (deadlocks)"
+                ) from e
+            raise
+        for topic in topics:
+            for callback in self._on_commit.get(topic, ()):
+                callback()
+        return result
+
+    async def _call_once(
+        self,
+        fn: Callable[[sa.Connection], T],
+        begin: str | None,
+        mysql_lock: tuple[tuple[str, ...], float] | None,
+        abandon: bool,
+        autocommit: bool,
+    ) -> tuple[T, frozenset[str]]:
+        if self._async_engine is not None:
+            run_async = trio_asyncio.aio_as_trio(self._call_asyncio, loop=self._loop)
+            return await run_async(fn, autocommit)  # type: ignore[no-any-return]
+        if self._dialect == "postgresql":
+            return await self._call_cancellable(fn, autocommit)
+        return await trio.to_thread.run_sync(
+            self._call_sync, fn, begin, mysql_lock, abandon_on_cancel=abandon, limiter=self._limiter
+        )
+
+    async def _call_cancellable(
+        self, fn: Callable[[sa.Connection], T], autocommit: bool
+    ) -> tuple[T, frozenset[str]]:
+        """:meth:`_call_sync` on PostgreSQL: a cancelled caller stops waiting at once, and
+        the query its thread is running is cancelled on the server."""
+        running = _RunningQuery()
+        try:
+            return await trio.to_thread.run_sync(
+                partial(self._call_sync, fn, None, None, autocommit=autocommit, running=running),
+                abandon_on_cancel=True,
+                limiter=self._limiter,
+            )
+        except trio.Cancelled:
+            trio.lowlevel.start_thread_soon(
+                partial(running.cancel, self._timeout), lambda _outcome: None
+            )
+            raise
+
+    def _call_sync(
+        self,
+        fn: Callable[[sa.Connection], T],
+        begin: str | None,
+        mysql_lock: tuple[tuple[str, ...], float] | None,
+        *,
+        autocommit: bool = False,
+        running: _RunningQuery | None = None,
+    ) -> tuple[T, frozenset[str]]:
+        assert self._engine is not None
+        try:
+            conn = self._engine.connect()
+        except _CONNECT_ERRORS as e:
+            raise self._unreachable(e) from e
+        with conn:
+            if running is not None:
+                running.start(conn)
+            if mysql_lock is not None:
+                _mysql_acquire(conn, *mysql_lock)
+            try:
+                if autocommit:
+                    conn.execution_options(isolation_level="AUTOCOMMIT")
+                    result = fn(conn)
+                else:
+                    with conn.begin():
+                        if begin is not None:
+                            conn.exec_driver_sql(begin)
+                        result = fn(conn)
+            finally:
+                if running is not None:
+                    running.stop()
+                topics = _take_topics(conn)
+                if mysql_lock is not None:
+                    _mysql_release(conn, mysql_lock[0])
+            return result, topics
+
+    async def _call_asyncio(
+        self, fn: Callable[[sa.Connection], T], autocommit: bool
+    ) -> tuple[T, frozenset[str]]:
+        assert self._async_engine is not None
+        conn = self._async_engine.connect()
+        try:
+            await conn.start()
+        except _CONNECT_ERRORS as e:
+            raise self._unreachable(e) from e
+        try:
+            if autocommit:
+                # Client-side only with asyncpg (no round trip); reset when pooled again.
+                await conn.execution_options(isolation_level="AUTOCOMMIT")
+                result = await conn.run_sync(fn)
+            else:
+                async with conn.begin():
+                    result = await conn.run_sync(fn)
+        finally:
+            topics = _take_topics(conn.sync_connection)
+            await conn.close()
+        return result, topics
+
+    def _unreachable(self, cause: BaseException) -> StorageUnavailable:
+        """Names the cause as the driver gave it (connection refused, no such database,
+        access denied ...), on one line, the password never in it."""
+        inner = getattr(cause, "orig", None) or cause
+        text = " ".join(str(inner).split()) or type(inner).__name__
+        engine = (
+            self._engine
+            if self._engine is not None
+            else getattr(self._async_engine, "sync_engine", None)
+        )
+        password = engine.url.password if engine is not None else None
+        if password:
+            text = text.replace(str(password), "***")
+        return StorageUnavailable(f"cannot connect to the {self._dialect} database: {text[:300]}")
+
+
+class _RunningQuery:
+    """The psycopg connection a worker thread is using, for as long as it uses it: a cancel
+    request must never reach a connection that went back to the pool and serves another
+    caller, so ``stop`` waits for a cancel in flight."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._dbapi: Any = None
+
+    def start(self, conn: sa.Connection) -> None:
+        with self._lock:
+            self._dbapi = conn.connection.dbapi_connection
+
+    def stop(self) -> None:
+        with self._lock:
+            self._dbapi = None
+
+    def cancel(self, timeout: float) -> None:
+        with self._lock:
+            if self._dbapi is not None:
+                self._dbapi.cancel_safe(timeout=timeout)
+
+
+def _select_one(conn: sa.Connection) -> None:
+    conn.exec_driver_sql("SELECT 1").scalar_one()
+
+
+def _pg_lock_id(key: str) -> int:
+    digest = hashlib.blake2b(key.encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+def _pg_locked(
+    lock_ids: list[int],
+    fn: Callable[[sa.Connection], T],
+    lock_wait: float | None,
+    conn: sa.Connection,
+) -> T:
+    if lock_wait is not None:  # the transaction's own bounds instead of the connection's
+        conn.exec_driver_sql(f"SET LOCAL lock_timeout = {_milliseconds(lock_wait)}")
+        conn.exec_driver_sql("SET LOCAL statement_timeout = 0")
+    for lock_id in lock_ids:
+        conn.execute(sa.select(sa.func.pg_advisory_xact_lock(lock_id))).all()
+    return fn(conn)
+
+
+def _mysql_lock_name(key: str) -> str:
+    # GET_LOCK names are limited to 64 characters.
+    return "bastion_" + hashlib.blake2b(key.encode(), digest_size=16).hexdigest()
+
+
+def _mysql_acquire(conn: sa.Connection, names: tuple[str, ...], timeout: float) -> None:
+    # Taken outside the work's transaction, so that its snapshot starts after the previous
+    # holder committed. A lock that cannot be had releases the ones already taken.
+    wait = max(1, round(timeout))
+    for taken, name in enumerate(names):
+        got = conn.execute(sa.select(sa.func.get_lock(name, wait))).scalar_one()
+        conn.commit()
+        if got != 1:
+            _mysql_release(conn, names[:taken])
+            raise StorageUnavailable("timed out waiting for a database lock")
+
+
+def _mysql_release(conn: sa.Connection, names: tuple[str, ...]) -> None:
+    if conn.invalidated:
+        return  # the server dropped the session, and its locks with it
+    for name in reversed(names):
+        conn.execute(sa.select(sa.func.release_lock(name))).all()
+    conn.commit()
+
+
+@asynccontextmanager
+async def open_database(config: StorageConfig) -> AsyncIterator[Database]:
+    """A :class:`Database` for ``config``; PostgreSQL needs (or opens) a trio-asyncio loop."""
+    url = sqlalchemy_url(config)
+    dialect = dialect_of(config)
+    pool = {
+        "pool_size": config.pool_size,
+        "max_overflow": 0,
+        "pool_timeout": config.timeout,
+        "pool_recycle": 1800,
+    }
+    if url.get_driver_name() == "asyncpg":
+        async with _asyncio_loop() as loop:
+            async_engine = create_async_engine(url, connect_args=_asyncpg_args(config), **pool)
+            db = Database(
+                dialect=dialect, timeout=config.timeout, async_engine=async_engine, loop=loop
+            )
+            try:
+                yield db
+            finally:
+                with trio.CancelScope(shield=True):
+                    await db.aclose()
+        return
+    if dialect == "sqlite":
+        engine = sa.create_engine(url, **pool)
+        _configure_sqlite(engine, config.timeout)
+    elif dialect == "postgresql":
+        engine = sa.create_engine(url, connect_args=_psycopg_args(config), **pool)
+    else:
+        engine = sa.create_engine(url, connect_args=_pymysql_args(config), **pool)
+    db = Database(
+        dialect=dialect,
+        timeout=config.timeout,
+        engine=engine,
+        limiter=trio.CapacityLimiter(config.pool_size),
+    )
+    try:
+        yield db
+    finally:
+        with trio.CancelScope(shield=True):
+            await db.aclose()
+
+
+@asynccontextmanager
+async def _asyncio_loop() -> AsyncIterator[Any]:
+    """The running trio-asyncio loop, or a new one for as long as the database is open."""
+    loop = trio_asyncio.current_loop.get()
+    if loop is not None:
+        yield loop
+        return
+    try:
+        async with trio_asyncio.open_loop() as new_loop:
+            yield new_loop
+    except BaseExceptionGroup as group:
+        # The loop's nursery wraps whatever left the ``async with`` body; hand it back as
+        # it was raised, so callers catch StorageUnavailable, not a group.
+        sole = _sole_exception(group)
+        if sole is None:
+            raise
+        raise sole from sole.__cause__
+
+
+def _sole_exception(group: BaseExceptionGroup[BaseException]) -> BaseException | None:
+    inner: BaseException = group
+    while isinstance(inner, BaseExceptionGroup):
+        if len(inner.exceptions) != 1:
+            return None
+        inner = inner.exceptions[0]
+    return inner
+
+
+#: What each database answers when a statement ran out of time or waited out a lock:
+#: PostgreSQL's SQLSTATEs (query_canceled, lock_not_available), MySQL/MariaDB's error
+#: numbers (lock wait timeout, max_execution_time, max_statement_time, metadata lock).
+_PG_TIMEOUTS = frozenset({"57014", "55P03"})
+_MYSQL_TIMEOUTS = frozenset({1205, 3024, 1969})
+
+
+#: A transaction chosen as a deadlock's victim (PostgreSQL's SQLSTATE, MySQL's errno) is
+#: run again, up to this many times in all.
+_DEADLOCK_ATTEMPTS = 5
+#: Seconds: the longest pause before a deadlocked transaction's next run, per attempt.
+_DEADLOCK_PAUSE = 0.05
+
+
+def _error_code(error: exc.DBAPIError) -> str | int | None:
+    """PostgreSQL's SQLSTATE or MySQL/MariaDB's error number, if the driver gave one."""
+    orig = error.orig
+    args = getattr(orig, "args", ())
+    if args and isinstance(args[0], int):  # pymysql (which also carries a SQLSTATE)
+        return args[0]
+    sqlstate = getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
+    return sqlstate if isinstance(sqlstate, str) else None
+
+
+def _timed_out(error: exc.DBAPIError) -> bool:
+    code = _error_code(error)
+    if code is not None:
+        return code in _PG_TIMEOUTS or code in _MYSQL_TIMEOUTS
+    return isinstance(error, exc.OperationalError) and "database is locked" in str(error.orig)
+
+
+def _deadlocked(error: exc.DBAPIError) -> bool:
+    return _error_code(error) in ("40P01", 1213)
+
+
+def _milliseconds(seconds: float) -> int:
+    return max(1, round(seconds * 1000))
+
+
+def _configure_sqlite(engine: sa.Engine, timeout: float) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        # Transactions are begun explicitly (BEGIN / BEGIN IMMEDIATE) by Database.run.
+        dbapi_conn.isolation_level = None
+        cursor = dbapi_conn.cursor()
+        cursor.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+        cursor.execute("PRAGMA journal_mode = WAL")
+        cursor.execute("PRAGMA synchronous = NORMAL")
+        cursor.execute("PRAGMA foreign_keys = ON")
+        cursor.close()
+
+
+def _pg_bounds(config: StorageConfig) -> dict[str, str]:
+    bound = f"{_milliseconds(config.timeout)}ms"
+    return {"statement_timeout": bound, "lock_timeout": bound}
+
+
+def _asyncpg_args(config: StorageConfig) -> dict[str, Any]:
+    args: dict[str, Any] = {"timeout": config.timeout, "server_settings": _pg_bounds(config)}
+    if config.database_ca_cert or config.database_cert:
+        context = ssl.create_default_context(cafile=config.database_ca_cert or None)
+        if config.database_cert:
+            context.load_cert_chain(config.database_cert, config.database_cert_key or None)
+        args["ssl"] = context
+    return args
+
+
+def _psycopg_args(config: StorageConfig) -> dict[str, Any]:
+    """libpq's own TLS settings, matching :func:`_asyncpg_args`: the server's certificate
+    and host name are verified against the CA file (or the system's CAs)."""
+    options = " ".join(f"-c {name}={value}" for name, value in _pg_bounds(config).items())
+    args: dict[str, Any] = {"connect_timeout": max(1, round(config.timeout)), "options": options}
+    if config.database_ca_cert or config.database_cert:
+        args["sslmode"] = "verify-full"
+        args["sslrootcert"] = config.database_ca_cert or "system"
+        if config.database_cert:
+            args["sslcert"] = config.database_cert
+            args["sslkey"] = config.database_cert_key or config.database_cert
+    return args
+
+
+def _pymysql_args(config: StorageConfig) -> dict[str, Any]:
+    wait = max(1, round(config.timeout))
+    args: dict[str, Any] = {
+        "connect_timeout": wait,
+        "init_command": f"SET SESSION innodb_lock_wait_timeout = {wait}, "
+        f"SESSION lock_wait_timeout = {wait}",
+    }
+    tls = {
+        name: path
+        for name, path in (
+            ("ca", config.database_ca_cert),
+            ("cert", config.database_cert),
+            ("key", config.database_cert_key),
+        )
+        if path
+    }
+    if tls:
+        args["ssl"] = tls
+    return args

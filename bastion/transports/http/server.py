@@ -1,0 +1,378 @@
+"""bastion's own HTTP/1.1 server: h11 for the protocol, trio for the I/O, hosting an ASGI
+application (the same one hypercorn can host, ``--http-server hypercorn``).
+
+One request at a time per connection; pipelined requests wait in h11's buffer and are
+answered in order. Every wait has a limit: the request head (``header_timeout``), each
+piece of a body (``body_timeout``), an idle keep-alive connection (``keep_alive_timeout``).
+Heads over ``max_header_bytes`` get 431, bodies over ``max_body_bytes`` 413, anything h11
+cannot parse (two Content-Lengths, Content-Length with Transfer-Encoding, obs-fold, bare
+LF line ends) 400; each of those closes the connection. At most ``max_connections``
+connections are served at once; more wait in the listen backlog.
+
+Stopping (:meth:`HttpServer.serve`'s ``stop``) closes the listeners at once, lets requests
+in flight finish within ``shutdown_timeout`` and closes idle connections.
+
+With an ``ssl.SSLContext`` every connection is TLS (``trio.SSLStream``): the handshake
+has the request head's time limit, and the application sees the ``https`` scheme.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import ssl
+from collections.abc import Awaitable, Callable, MutableMapping
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import unquote_to_bytes
+
+import h11
+import trio
+
+from bastion.transports.http.connection import (
+    REASONS,
+    ClientGone,
+    Connection,
+    HttpDate,
+    ServerLimits,
+)
+
+__all__ = ["ASGIApp", "HttpServer", "ServerLimits", "open_listeners"]
+
+log = logging.getLogger("bastion.http.server")
+
+Message = MutableMapping[str, Any]
+ASGIApp = Callable[
+    [Message, Callable[[], Awaitable[Message]], Callable[[Message], Awaitable[None]]],
+    Awaitable[None],
+]
+
+
+class _Exchange:
+    """One request and its response: the ASGI ``receive`` and ``send`` of one call."""
+
+    def __init__(self, conn: Connection, request: h11.Request, scheme: str) -> None:
+        self.conn = conn
+        self.request = request
+        self.head = request.method == b"HEAD"
+        self.expects_continue = any(
+            name == b"expect" and value.lower() == b"100-continue"
+            for name, value in request.headers
+        )
+        self.body_done = False
+        self.body_bytes = 0
+        #: the status the server answers with itself when the body could not be read
+        #: (408 too slow, 413 too large, 400 malformed; 0: the client went away)
+        self.failure: int | None = None
+        self.started = False
+        self.complete = trio.Event()
+        self.scheme = scheme
+
+    # -- receive -------------------------------------------------------------------------
+
+    async def receive(self) -> Message:
+        if self.body_done or self.failure is not None:
+            await self.complete.wait()
+            return {"type": "http.disconnect"}
+        conn = self.conn
+        if self.expects_continue and not self.started:
+            self.expects_continue = False
+            if conn.h11.they_are_waiting_for_100_continue:
+                await conn.write(h11.InformationalResponse(status_code=100, headers=[]))
+        try:
+            event = await conn.next_event(conn.limits.body_timeout)
+        except ClientGone:
+            return self._failed(0)
+        except trio.TooSlowError:
+            return self._failed(408)
+        except h11.RemoteProtocolError:
+            return self._failed(400)
+        if isinstance(event, h11.Data):
+            self.body_bytes += len(event.data)
+            if self.body_bytes > conn.limits.max_body_bytes:
+                return self._failed(413)
+            return {"type": "http.request", "body": bytes(event.data), "more_body": True}
+        if isinstance(event, h11.EndOfMessage):
+            self.body_done = True
+            return {"type": "http.request", "body": b"", "more_body": False}
+        return self._failed(0)
+
+    def _failed(self, status: int) -> Message:
+        self.failure = status
+        self.conn.closing = True
+        return {"type": "http.disconnect"}
+
+    # -- send ----------------------------------------------------------------------------
+
+    async def send(self, message: Message) -> None:
+        kind = message["type"]
+        conn = self.conn
+        if kind == "http.response.start":
+            if self.started:
+                raise RuntimeError("response already started")
+            self.started = True
+            headers = [(bytes(k).lower(), bytes(v)) for k, v in message.get("headers", ())]
+            names = {name for name, _ in headers}
+            if b"date" not in names:
+                headers.append((b"date", conn.date.now()))
+            if conn.closing and b"connection" not in names:
+                headers.append((b"connection", b"close"))
+            status = message["status"]
+            await conn.write(
+                h11.Response(status_code=status, headers=headers, reason=_phrase(status))
+            )
+        elif kind == "http.response.body":
+            if not self.started:
+                raise RuntimeError("response body before its start")
+            if self.complete.is_set():
+                return
+            body = message.get("body", b"")
+            if body and not self.head:
+                await conn.write(h11.Data(data=body))
+            if not message.get("more_body", False):
+                await conn.write(h11.EndOfMessage())
+                self.complete.set()
+
+    def scope(self, server: tuple[str, int] | None, client: tuple[str, int] | None) -> Message:
+        request = self.request
+        target = request.target
+        path, _, query = target.partition(b"?")
+        raw_path = path
+        return {
+            "type": "http",
+            "asgi": {"version": "3.0", "spec_version": "2.3"},
+            "http_version": request.http_version.decode(),
+            "method": request.method.decode("ascii"),
+            "scheme": self.scheme,
+            "path": _unquote(raw_path),
+            "raw_path": raw_path,
+            "query_string": query,
+            "root_path": "",
+            "headers": [(name, value) for name, value in request.headers],
+            "server": server,
+            "client": client,
+        }
+
+
+def _phrase(status: int) -> bytes:
+    """The status line's reason phrase (clients ignore it; people reading a trace do not)."""
+    try:
+        return HTTPStatus(status).phrase.encode()
+    except ValueError:
+        return b""
+
+
+def _unquote(raw: bytes) -> str:
+    return unquote_to_bytes(raw).decode("utf-8", "replace")
+
+
+def _address(sockname: Any) -> tuple[str, int] | None:
+    if isinstance(sockname, tuple) and len(sockname) >= 2:
+        return str(sockname[0]), int(sockname[1])
+    return None
+
+
+class HttpServer:
+    """Serve ``app`` on trio socket listeners until ``stop`` is set."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        limits: ServerLimits | None = None,
+        *,
+        tls: ssl.SSLContext | None = None,
+    ) -> None:
+        self.app = app
+        self.limits = limits or ServerLimits()
+        self.tls = tls
+        self._scheme = "https" if tls is not None else "http"
+        self._date = HttpDate()
+        self._slots = trio.Semaphore(self.limits.max_connections)
+        self._connections: set[Connection] = set()
+        self._stopping = False
+        #: set when the last connection ends during a stop
+        self._all_closed = trio.Event()
+
+    async def serve(
+        self,
+        listeners: list[trio.SocketListener],
+        stop: trio.Event,
+        *,
+        task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Serve until ``stop``; reports ``http(s)://host:port`` of the first listener."""
+        async with trio.open_nursery() as lifespan:
+            shutdown = trio.Event()
+            await lifespan.start(self._lifespan, shutdown)
+            async with trio.open_nursery() as connections:
+                async with trio.open_nursery() as accepting:
+                    for listener in listeners:
+                        accepting.start_soon(self._accept, listener, connections)
+                    task_status.started(bound_address(listeners, self._scheme))
+                    await stop.wait()
+                    accepting.cancel_scope.cancel()
+                for listener in listeners:
+                    await listener.aclose()
+                await self._drain(connections)
+            shutdown.set()
+
+    async def _lifespan(
+        self, shutdown: trio.Event, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """ASGI lifespan: startup before the first request, shutdown after the last. An
+        application without lifespan support (it raises) is served all the same."""
+        started = trio.Event()
+        sent = [{"type": "lifespan.startup"}, {"type": "lifespan.shutdown"}]
+
+        async def receive() -> Message:
+            if len(sent) == 1:
+                await shutdown.wait()
+            return sent.pop(0)
+
+        async def send(message: Message) -> None:
+            if message["type"] == "lifespan.startup.failed":
+                raise RuntimeError(f"application start-up failed: {message.get('message', '')}")
+            if message["type"] == "lifespan.startup.complete":
+                started.set()
+
+        async def run() -> None:
+            try:
+                await self.app({"type": "lifespan", "asgi": {"version": "3.0"}}, receive, send)
+            except RuntimeError:
+                raise
+            except Exception:
+                log.debug("the application does not support the lifespan protocol")
+            started.set()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(run)
+            await started.wait()
+            task_status.started()
+
+    async def _drain(self, connections: trio.Nursery) -> None:
+        self._stopping = True
+        for conn in list(self._connections):
+            if not conn.busy:
+                await conn.stream.aclose()
+        with trio.move_on_after(self.limits.shutdown_timeout):
+            if self._connections:
+                await self._all_closed.wait()
+        connections.cancel_scope.cancel()
+
+    async def _accept(self, listener: trio.SocketListener, connections: trio.Nursery) -> None:
+        while True:
+            await self._slots.acquire()
+            try:
+                stream = await listener.accept()
+            except BaseException:
+                self._slots.release()
+                raise
+            connections.start_soon(self._connection, stream)
+
+    async def _connection(self, stream: trio.SocketStream) -> None:
+        wire: trio.abc.Stream = stream
+        if self.tls is not None:
+            wire = trio.SSLStream(stream, self.tls, server_side=True, https_compatible=True)
+        conn = Connection(wire, self.limits, self._date)
+        self._connections.add(conn)
+        try:
+            sock = stream.socket
+            server, client = _address(sock.getsockname()), _address(sock.getpeername())
+            if isinstance(wire, trio.SSLStream):
+                with trio.fail_after(self.limits.header_timeout):
+                    await wire.do_handshake()
+            await self._serve_connection(conn, server, client)
+        except (ClientGone, OSError, trio.BrokenResourceError, trio.TooSlowError):
+            pass
+        finally:
+            self._connections.discard(conn)
+            if self._stopping and not self._connections:
+                self._all_closed.set()
+            self._slots.release()
+            with contextlib.suppress(trio.ClosedResourceError, trio.BrokenResourceError):
+                await wire.aclose()
+
+    async def _serve_connection(
+        self, conn: Connection, server: tuple[str, int] | None, client: tuple[str, int] | None
+    ) -> None:
+        while not self._stopping:
+            try:
+                event = await conn.next_head()
+            except trio.TooSlowError:
+                if conn.head:  # a head begun and not finished; an idle one just closes
+                    await conn.simple(408, "Request Timeout")
+                return
+            except h11.RemoteProtocolError as exc:
+                status = exc.error_status_hint
+                await conn.simple(status, REASONS.get(status, "Bad Request"))
+                return
+            if isinstance(event, h11.ConnectionClosed):
+                return
+            if not isinstance(event, h11.Request):
+                return
+            conn.busy = True
+            exchange = _Exchange(conn, event, self._scheme)
+            try:
+                await self._run_app(exchange, server, client)
+            finally:
+                conn.busy = False
+            if not await self._finish(conn, exchange):
+                if conn.h11.our_state is h11.DONE and conn.h11.their_state is not h11.DONE:
+                    await conn.linger_close()
+                return
+
+    async def _run_app(
+        self, exchange: _Exchange, server: tuple[str, int] | None, client: tuple[str, int] | None
+    ) -> None:
+        conn = exchange.conn
+        try:
+            await self.app(exchange.scope(server, client), exchange.receive, exchange.send)
+        except ClientGone:
+            raise
+        except Exception:
+            log.exception("the application failed", extra={"path": exchange.request.target})
+            exchange.failure = exchange.failure or 500
+        if exchange.complete.is_set():
+            return
+        conn.closing = True
+        if not exchange.started and exchange.failure != 0:
+            status = exchange.failure or 500
+            await conn.simple(status, REASONS.get(status, "Internal Server Error"))
+
+    async def _finish(self, conn: Connection, exchange: _Exchange) -> bool:
+        """Ready the connection for its next request; False when it must close."""
+        if conn.closing or conn.h11.our_state is not h11.DONE:
+            return False
+        if exchange.expects_continue and conn.h11.their_state is h11.SEND_BODY:
+            return False  # answered before the client was told to send its body
+        # Discard what the application left of the body, within the limits.
+        while conn.h11.their_state is h11.SEND_BODY:
+            try:
+                event = await conn.next_event(conn.limits.body_timeout)
+            except (trio.TooSlowError, h11.RemoteProtocolError):
+                return False
+            if isinstance(event, h11.Data):
+                exchange.body_bytes += len(event.data)
+                if exchange.body_bytes > conn.limits.max_body_bytes:
+                    return False
+            elif not isinstance(event, h11.EndOfMessage):
+                return False
+        if conn.h11.their_state is not h11.DONE:
+            return False
+        conn.h11.start_next_cycle()
+        conn.reading_head = True
+        conn.head[:] = conn.h11.trailing_data[0]
+        return True
+
+
+async def open_listeners(host: str, port: int, backlog: int = 1024) -> list[trio.SocketListener]:
+    """Bound, listening sockets for ``host:port`` (``port`` 0: any free port)."""
+    listeners = await trio.open_tcp_listeners(port, host=host or None, backlog=backlog)
+    return listeners
+
+
+def bound_address(listeners: list[trio.SocketListener], scheme: str = "http") -> str:
+    """``http(s)://host:port`` of the first listener (the port a 0 resolved to)."""
+    host, port = listeners[0].socket.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    return f"{scheme}://{shown}:{port}"

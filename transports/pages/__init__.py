@@ -1,7 +1,0 @@
-"""The hosted login pages under ``/app`` (``--enable-login-page``): server-rendered HTML
-forms over the one service layer. See :mod:`transports.pages.views`. Imports
-``service``, ``core`` and ``transports.http``; no other transport."""
-
-from transports.pages.views import register_login_pages
-
-__all__ = ["register_login_pages"]

@@ -2,7 +2,8 @@
 fresh virtual environment with nothing else, run from there (never from the checkout).
 
 - ``bastion-core`` alone: small, and its modules import no event loop, socket, database or
-  framework library;
+  framework library; with every extra, within its budget, and every example in
+  ``examples/`` runs from it;
 - ``bastion`` (with ``bastion-core``): the wheels install no top-level name but ``bastion``,
   no Node file and no build leftover, and the ``bastion`` command serves from the venv.
 """
@@ -27,6 +28,7 @@ pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
 CONSTRAINTS = REPO / "constraints.txt"
+EXAMPLES = sorted((REPO / "examples").glob("*.py"))
 #: What importing the embedded machines and engine must never load.
 FORBIDDEN = (
     "trio", "anyio", "asyncio", "socket", "ssl", "sqlalchemy", "grpc", "starlette", "quart",
@@ -136,16 +138,30 @@ def test_bastion_core_alone_is_small_and_imports_no_io(core_venv: Path) -> None:
     assert str(REPO) not in where
 
 
-def test_bastion_core_with_every_extra_stays_within_its_budget(
-    wheels: dict[str, Path], tmp_path_factory: pytest.TempPathFactory
-) -> None:
+@pytest.fixture(scope="module")
+def core_all_venv(wheels: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
     python = _venv(tmp_path_factory.mktemp("core-all") / "venv")
     _pip_install(python, f"{wheels['bastion_core']}[all]")
-    installed = _installed(python)
+    return python
+
+
+def test_bastion_core_with_every_extra_stays_within_its_budget(core_all_venv: Path) -> None:
+    installed = _installed(core_all_venv)
     total = sum(int(row["bytes"]) for row in installed.values())  # type: ignore[call-overload]
     assert total <= CORE_ALL_EXTRAS_LIMIT_BYTES, f"{total:,} bytes installed"
-    assert {"segno", "cel-python", "argon2-cffi"} <= set(installed)
+    assert {"segno", "cel-python", "argon2-cffi", "joserfc"} <= set(installed)
     assert not {"cryptography", "sqlalchemy", "trio", "grpcio"} & set(installed)
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda path: path.stem)
+def test_every_example_runs_from_the_installed_bastion_core(
+    core_all_venv: Path, example: Path, tmp_path: Path
+) -> None:
+    """Run from a directory of its own: the example sees the installed package only."""
+    script = tmp_path / example.name
+    script.write_text(example.read_text())
+    out = _run([str(core_all_venv), str(script)], tmp_path)
+    assert out.strip(), "an example prints its outcome"
 
 
 @pytest.fixture(scope="module")

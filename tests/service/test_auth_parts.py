@@ -9,13 +9,14 @@ from typing import Any
 import pytest
 
 from bastion.core.auth.claims import SESSION_TTL
+from bastion.core.auth.mfa import MfaPolicy
 from bastion.core.auth.user import User
 from bastion.core.errors import InvalidArgument
 from bastion.core.settings import Settings, settings_from_flags
 from bastion.core.state_machines.effects import IssueTokens
 from bastion.service.auth.cookies import SessionCookies, cookie_domain_for
 from bastion.service.auth.issuer import TokenIssuer
-from bastion.service.auth.parts import policy_from
+from bastion.service.auth.parts import mfa_policy_from, policy_from
 from bastion.service.auth.requests import relations
 from bastion.service.context import CallerContext, Protocol, Reply
 from bastion.service.requests import mapping, strings, text
@@ -192,3 +193,19 @@ async def test_grpc_replies_wrap_app_data_and_claims() -> None:
     assert nested["user"]["app_data"] == {"value": {"a": 1}}
     claims = (await shaped({"is_valid": True, "claims": {"sub": "u1"}}, caller)).body
     assert claims["claims"] == {"value": {"sub": "u1"}}
+
+
+def test_the_mfa_policy_comes_from_the_settings() -> None:
+    settings = Settings(enable_mfa=True, enable_sms_otp=True, smtp_host="mail")
+    policy = mfa_policy_from(settings)
+    assert policy == MfaPolicy(enable_mfa=True, enable_sms_otp=True, email_enabled=True)
+    provider = {
+        "sms_account_sid": "AC1",
+        "sms_api_key": "SK1",
+        "sms_api_secret": "s",
+        "sms_sender": "+15550001111",
+    }
+    assert mfa_policy_from(Settings(**provider)).sms_enabled
+    for name in provider:
+        partial = {k: v for k, v in provider.items() if k != name}
+        assert not mfa_policy_from(Settings(**partial)).sms_enabled

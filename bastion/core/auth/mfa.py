@@ -18,7 +18,6 @@ from bastion.core.auth.otp import OTP_TTL, PHONE_VERIFICATION_TTL
 from bastion.core.auth.responses import AuthResponse
 from bastion.core.auth.totp import TOTP_CHALLENGE_TTL
 from bastion.core.auth.user import SignupMethod, User
-from bastion.core.settings import Settings
 
 __all__ = [
     "Challenge",
@@ -50,7 +49,8 @@ class Purpose(enum.StrEnum):
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class MfaPolicy:
-    """The multi-factor flags, as the flows decide with them.
+    """The multi-factor flags, as the flows decide with them (the server builds it from
+    its settings: ``service.auth.parts.mfa_policy_from``).
 
     A second factor is asked when ``--enable-mfa`` is on and the user has MFA on, or
     ``--enforce-mfa`` is on (enforcement applies once MFA is enabled; the reference's
@@ -67,24 +67,6 @@ class MfaPolicy:
     email_enabled: bool = False
     #: every SMS provider flag is configured
     sms_enabled: bool = False
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> MfaPolicy:
-        return cls(
-            enable_mfa=settings.enable_mfa,
-            enforce_mfa=settings.enforce_mfa,
-            enable_email_otp=settings.enable_email_otp,
-            enable_sms_otp=settings.enable_sms_otp,
-            enable_totp_login=settings.enable_totp_login,
-            enable_phone_verification=settings.enable_phone_verification,
-            email_enabled=bool(settings.smtp_host),
-            sms_enabled=bool(
-                settings.sms_account_sid
-                and settings.sms_api_key
-                and settings.sms_api_secret
-                and settings.sms_sender
-            ),
-        )
 
     @property
     def any_method(self) -> bool:
@@ -149,7 +131,7 @@ class Challenge:
     oauth_state: str | None = None
     #: keyed digest of the emailed/texted code (``core.auth.otp``); ``None`` for TOTP
     #: (and for a code challenge until its code is generated)
-    code_digest: str | None = dataclasses.field(default=None, repr=False)
+    code_digest: str | None = dataclasses.field(default=None, repr=False, metadata={"secret": True})
     issued_at: int
     expires_at: int
     #: codes sent so far by this challenge and the ones it replaced

@@ -1,37 +1,239 @@
-"""One explicit state machine per authentication flow (see ``_machine`` for the rules).
+"""One explicit state machine per authentication flow: the public API of the flows.
 
-Each flow module exports its ``State`` enum, its request events and its machine class;
-shared result events live in :mod:`.events` and effects in :mod:`.effects`.
+Everything an embedder needs is importable from here: every machine, every event a driver
+feeds, every effect a driver carries out, and ``MACHINES``. Each flow module still holds
+its ``State`` enum (also ``Machine.STATES``); ``_machine`` explains the rules. Each machine
+lists the effects it may emit in ``EMITS``; a flow that starts another ends with a
+:class:`Handoff` (today :class:`StartChallenge`, which starts the MFA flow).
+See ``docs/embedding.md``.
 """
 
 from typing import Any
 
-from bastion.core.state_machines._machine import Effect, Event, LocalFlowError, Machine, to_dot
-from bastion.core.state_machines.login import LoginMachine
-from bastion.core.state_machines.magic_link import MagicLinkMachine
-from bastion.core.state_machines.password_reset import PasswordResetMachine
-from bastion.core.state_machines.session import SessionMachine
-from bastion.core.state_machines.signup import SignupMachine
-from bastion.core.state_machines.social_login import SocialLoginMachine
-from bastion.core.state_machines.verification import VerificationMachine
+from bastion.core.state_machines._machine import (
+    SECRET,
+    Effect,
+    Event,
+    Fail,
+    Handoff,
+    LocalFlowError,
+    Machine,
+    to_dot,
+)
+from bastion.core.state_machines.effects import (
+    AuditRecord,
+    CheckRequiredRelations,
+    ClearSessionCookie,
+    CreateUser,
+    CreateVerificationRequest,
+    DeleteSession,
+    DeleteUserSessions,
+    DeleteVerificationRequest,
+    EmitWebhook,
+    HashPassword,
+    IssueTokens,
+    LoadStoredToken,
+    LoadUser,
+    LoadVerificationRequest,
+    PersistSession,
+    RehashPassword,
+    Respond,
+    SendEmail,
+    SetSessionCookie,
+    UpdateUser,
+    VerifyPasswordHash,
+)
+from bastion.core.state_machines.events import (
+    PasswordHashed,
+    PasswordVerified,
+    RelationsChecked,
+    StoredTokenLoaded,
+    TokensIssued,
+    UserAlreadyExists,
+    UserCreated,
+    UserLoaded,
+    VerificationRequestCreated,
+    VerificationRequestLoaded,
+)
+from bastion.core.state_machines.handoff import ChallengeRequested, StartChallenge
+from bastion.core.state_machines.login import (
+    DecideSecondFactor,
+    LoginMachine,
+    LoginRequested,
+    SecondFactorNotRequired,
+    SecondFactorRequired,
+)
+from bastion.core.state_machines.magic_link import MagicLinkMachine, MagicLinkRequested
+from bastion.core.state_machines.mfa import MfaMachine, ResendOtpRequested, VerifyOtpRequested
+from bastion.core.state_machines.mfa_effects import (
+    AttemptCounted,
+    AuthenticatorEnrolled,
+    AuthenticatorLoaded,
+    ChallengeLoaded,
+    ChallengeTaken,
+    CheckCode,
+    ClearMfaCookie,
+    CodeChecked,
+    CodeGenerated,
+    CountAttempt,
+    DropChallenge,
+    EnrolAuthenticator,
+    GenerateCode,
+    LoadAuthenticator,
+    LoadChallenge,
+    RecordMfaOutcome,
+    RecordTotpStep,
+    RecoveryCodeUsed,
+    SendSms,
+    SetMfaCookie,
+    StoreChallenge,
+    TakeChallenge,
+    TotpStepRecorded,
+    UseRecoveryCode,
+)
+from bastion.core.state_machines.oauth_authorize import (
+    AuthorizeRequested,
+    CodeRedemptionRequested,
+    CodeTaken,
+    Deliver,
+    LoginWithState,
+    OAuthAuthorizeMachine,
+    RedirectToLogin,
+    RememberCodeTokens,
+    RevokeCodeTokens,
+    StoreCode,
+    StorePending,
+    TakeCode,
+)
+from bastion.core.state_machines.password_reset import (
+    ForgotPasswordRequested,
+    PasswordResetMachine,
+    ResetPasswordRequested,
+)
+from bastion.core.state_machines.session import (
+    LogoutRequested,
+    RefreshRequested,
+    RevokeRequested,
+    SessionMachine,
+    SessionRequested,
+)
+from bastion.core.state_machines.signup import SignupMachine, SignupRequested
+from bastion.core.state_machines.social_login import SocialLoginMachine, SocialLoginRequested
+from bastion.core.state_machines.verification import (
+    ResendVerifyEmailRequested,
+    VerificationMachine,
+    VerifyEmailRequested,
+)
 
 __all__ = [
     "MACHINES",
+    "SECRET",
+    "AttemptCounted",
+    "AuditRecord",
+    "AuthenticatorEnrolled",
+    "AuthenticatorLoaded",
+    "AuthorizeRequested",
+    "ChallengeLoaded",
+    "ChallengeRequested",
+    "ChallengeTaken",
+    "CheckCode",
+    "CheckRequiredRelations",
+    "ClearMfaCookie",
+    "ClearSessionCookie",
+    "CodeChecked",
+    "CodeGenerated",
+    "CodeRedemptionRequested",
+    "CodeTaken",
+    "CountAttempt",
+    "CreateUser",
+    "CreateVerificationRequest",
+    "DecideSecondFactor",
+    "DeleteSession",
+    "DeleteUserSessions",
+    "DeleteVerificationRequest",
+    "Deliver",
+    "DropChallenge",
     "Effect",
+    "EmitWebhook",
+    "EnrolAuthenticator",
     "Event",
+    "Fail",
+    "ForgotPasswordRequested",
+    "GenerateCode",
+    "Handoff",
+    "HashPassword",
+    "IssueTokens",
+    "LoadAuthenticator",
+    "LoadChallenge",
+    "LoadStoredToken",
+    "LoadUser",
+    "LoadVerificationRequest",
     "LocalFlowError",
     "LoginMachine",
+    "LoginRequested",
+    "LoginWithState",
+    "LogoutRequested",
     "Machine",
     "MagicLinkMachine",
+    "MagicLinkRequested",
+    "MfaMachine",
+    "OAuthAuthorizeMachine",
+    "PasswordHashed",
     "PasswordResetMachine",
+    "PasswordVerified",
+    "PersistSession",
+    "RecordMfaOutcome",
+    "RecordTotpStep",
+    "RecoveryCodeUsed",
+    "RedirectToLogin",
+    "RefreshRequested",
+    "RehashPassword",
+    "RelationsChecked",
+    "RememberCodeTokens",
+    "ResendOtpRequested",
+    "ResendVerifyEmailRequested",
+    "ResetPasswordRequested",
+    "Respond",
+    "RevokeCodeTokens",
+    "RevokeRequested",
+    "SecondFactorNotRequired",
+    "SecondFactorRequired",
+    "SendEmail",
+    "SendSms",
     "SessionMachine",
+    "SessionRequested",
+    "SetMfaCookie",
+    "SetSessionCookie",
     "SignupMachine",
+    "SignupRequested",
     "SocialLoginMachine",
+    "SocialLoginRequested",
+    "StartChallenge",
+    "StoreChallenge",
+    "StoreCode",
+    "StorePending",
+    "StoredTokenLoaded",
+    "TakeChallenge",
+    "TakeCode",
+    "TokensIssued",
+    "TotpStepRecorded",
+    "UpdateUser",
+    "UseRecoveryCode",
+    "UserAlreadyExists",
+    "UserCreated",
+    "UserLoaded",
     "VerificationMachine",
+    "VerificationRequestCreated",
+    "VerificationRequestLoaded",
+    "VerifyEmailRequested",
+    "VerifyOtpRequested",
+    "VerifyPasswordHash",
     "to_dot",
 ]
 
-#: every flow machine, by its ``FLOW`` name (what ``to_dict()["flow"]`` says)
+#: every flow machine built from a ``FlowEnv`` alone, by its ``FLOW`` name (what
+#: ``to_dict()["flow"]`` and ``Handoff.flow`` say); ``OAuthAuthorizeMachine`` also takes an
+#: ``OAuthPolicy`` and is not listed
 MACHINES: dict[str, type[Machine[Any]]] = {
     m.FLOW: m
     for m in (
@@ -42,5 +244,6 @@ MACHINES: dict[str, type[Machine[Any]]] = {
         PasswordResetMachine,
         SessionMachine,
         SocialLoginMachine,
+        MfaMachine,
     )
 }

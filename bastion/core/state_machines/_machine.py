@@ -30,10 +30,17 @@ tokens, while the table still lists every possible move (and the diagrams draw t
 Every state enum has ``START``, ``DONE``, ``FAILED`` and ``ERROR``. ``FAILED`` is a refused
 request (the caller gets the error in ``Fail``); ``ERROR`` is a misuse of the machine.
 
+Every machine declares ``EMITS``, the effect types its handlers may return; emitting
+another is a :class:`LocalFlowError` (so a driver knows, from data, which effects it must
+carry out). A flow that starts another ends with a :class:`Handoff` as its last effect.
+
 A machine's data lives in a ``CONTEXT`` dataclass of plain values, so ``to_dict()`` /
-``from_dict()`` can park a flow between requests. A submitted password is held apart
-(``_secret``) and never serialised: a flow restored in a state that still needs it raises
-:class:`LocalFlowError` on its next event.
+``from_dict()`` can park a flow between requests. The serialised form never holds a
+secret: a submitted password or code is held apart (``_secret``); a user's password hash
+and every dataclass field whose metadata is ``SECRET`` (a code digest, issued tokens, an
+authorisation code) are written as ``None`` and the dict says ``"redacted": true``. A flow
+restored from such a dict, or restored while it needed its ``_secret``, raises
+:class:`LocalFlowError` on its next event: park flows where ``resumable`` is true.
 """
 
 from __future__ import annotations
@@ -51,10 +58,12 @@ from bastion.core.auth.user import User
 from bastion.core.errors import BastionError, Internal, ResourceExhausted
 
 __all__ = [
+    "SECRET",
     "Edge",
     "Effect",
     "Event",
     "Fail",
+    "Handoff",
     "LocalFlowError",
     "Machine",
     "Table",
@@ -112,6 +121,23 @@ class Fail(Effect):
         return self.error(self.message)
 
 
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class Handoff(Effect):
+    """This flow is finished; start the machine named ``flow`` (a key of
+    ``core.state_machines.MACHINES``) with :attr:`event`. Always the last effect."""
+
+    flow: ClassVar[str]
+
+    @property
+    def event(self) -> Event:
+        raise NotImplementedError
+
+
+#: metadata of a dataclass field ``Machine.to_dict`` never writes:
+#: ``dataclasses.field(repr=False, metadata=SECRET)``
+SECRET: Mapping[str, bool] = types.MappingProxyType({"secret": True})
+
+
 class Edge(NamedTuple, Generic[S]):
     handler: str
     targets: tuple[S, ...]
@@ -133,9 +159,13 @@ class Machine(Generic[S]):
     STATES: ClassVar[type[enum.Enum]]
     TABLE: ClassVar[Mapping[tuple[Any, type[Event]], Edge[Any]]]
     CONTEXT: ClassVar[type[Any]]
+    #: every effect type a handler of this machine may return
+    EMITS: ClassVar[frozenset[type[Effect]]]
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
+        if not all(isinstance(e, type) and issubclass(e, Effect) for e in cls.EMITS):
+            raise TypeError(f"{cls.__name__}: EMITS holds something that is not an Effect")
         for (state, _event), entry in cls.TABLE.items():
             if not callable(getattr(cls, entry.handler, None)):
                 raise TypeError(f"{cls.__name__}: no handler {entry.handler!r}")
@@ -151,6 +181,8 @@ class Machine(Generic[S]):
         self._state: S = self._member("START")
         self.ctx = self.CONTEXT()
         self._secret: str | None = None
+        #: restored from a dict that had secrets removed: it cannot go on
+        self._redacted = False
 
     @property
     def state(self) -> S:
@@ -158,8 +190,14 @@ class Machine(Generic[S]):
 
     @property
     def holds_secret(self) -> bool:
-        """A submitted password is in flight: parking the flow now would lose it."""
+        """A submitted password or code is in flight: parking the flow now would lose it."""
         return self._secret is not None
+
+    @property
+    def resumable(self) -> bool:
+        """``from_dict(to_dict())`` could go on: no secret in flight, none dropped from the
+        context (a password hash, a code digest, tokens)."""
+        return not (self.holds_secret or self._redacted or _Encoder().dropped_from(self.ctx))
 
     @property
     def policy(self) -> AuthPolicy:
@@ -171,6 +209,9 @@ class Machine(Generic[S]):
         if entry is None:
             self._state = self._member("ERROR")
             raise LocalFlowError(f"{type(event).__name__} not allowed in {self.FLOW} {state.name}")
+        if self._redacted:
+            self._state = self._member("ERROR")
+            raise LocalFlowError(f"{self.FLOW}: restored without its secrets, it cannot go on")
         handler: Callable[[Event], tuple[list[Effect], S]] = getattr(self, entry.handler)
         effects, target = handler(event)
         self._check_outcome(state, event, effects, target, entry.targets)
@@ -186,14 +227,17 @@ class Machine(Generic[S]):
         allowed: tuple[S, ...],
     ) -> None:
         failed = bool(effects) and isinstance(effects[-1], Fail)
-        awaiting = [e for e in effects[:-1] if e.replies]
+        awaiting = [e for e in effects[:-1] if e.replies or isinstance(e, Handoff)]
+        undeclared = [type(e).__name__ for e in effects if type(e) not in self.EMITS]
         problem = None
-        if target not in allowed:
+        if undeclared:
+            problem = f"{self.FLOW} emitted {undeclared}, not in its EMITS"
+        elif target not in allowed:
             problem = f"{target.name} is not a target of ({state.name}, {type(event).__name__})"
         elif failed != (target is self._member("FAILED")):
             problem = f"{target.name} does not match the outcome of ({state.name}, ...)"
         elif awaiting:
-            problem = f"only the last effect may await a reply, got {awaiting!r}"
+            problem = f"only the last effect may await a reply or hand off, got {awaiting!r}"
         if problem is not None:
             self._state = self._member("ERROR")
             raise LocalFlowError(problem)
@@ -222,8 +266,12 @@ class Machine(Generic[S]):
     # -- serialisation ---------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
-        """The flow as plain JSON-able data (the submitted password is never included)."""
-        return {"flow": self.FLOW, "state": self._state.name, "context": _encode(self.ctx)}
+        """The flow as plain JSON-able data, without any secret (see the module docstring)."""
+        encoder = _Encoder()
+        data = {"flow": self.FLOW, "state": self._state.name, "context": encoder(self.ctx)}
+        if encoder.dropped or self._redacted:
+            data["redacted"] = True
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], env: FlowEnv) -> Self:
@@ -237,21 +285,42 @@ class Machine(Generic[S]):
             machine.ctx = _decode(cls.CONTEXT, data["context"])
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"corrupt {cls.FLOW} context: {exc}") from exc
+        machine._redacted = bool(data.get("redacted"))
         return machine
 
 
-def _encode(value: Any) -> Any:
-    if isinstance(value, User):
-        return value.to_dict()
-    if isinstance(value, enum.Enum):
-        return value.value
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _encode(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, tuple | list):
-        return [_encode(v) for v in value]
-    if isinstance(value, Mapping):
-        return {str(k): _encode(v) for k, v in value.items()}
-    return value
+class _Encoder:
+    """Plain data from a context; secrets become ``None`` and set ``dropped``."""
+
+    def __init__(self) -> None:
+        self.dropped = False
+
+    def dropped_from(self, value: Any) -> bool:
+        self(value)
+        return self.dropped
+
+    def __call__(self, value: Any) -> Any:
+        if isinstance(value, User):
+            data = value.to_dict()
+            if data["password_hash"] is not None:
+                self.dropped, data["password_hash"] = True, None
+            return data
+        if isinstance(value, enum.Enum):
+            return value.value
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            return {f.name: self._field(value, f) for f in dataclasses.fields(value)}
+        if isinstance(value, tuple | list):
+            return [self(v) for v in value]
+        if isinstance(value, Mapping):
+            return {str(k): self(v) for k, v in value.items()}
+        return value
+
+    def _field(self, owner: Any, field: dataclasses.Field[Any]) -> Any:
+        value = getattr(owner, field.name)
+        if field.metadata.get("secret") and value is not None:
+            self.dropped = True
+            return None
+        return self(value)
 
 
 @functools.cache

@@ -181,6 +181,15 @@ class CreateVerificationRequest(Effect):
     issued_at: int
     expires_at: int
 
+    @property
+    def continues_in(self) -> str:
+        """The flow the mailed link starts when followed (its handoff): ``password_reset``
+        with ``ResetPasswordRequested(token=...)`` for a reset link, else ``verification``
+        with ``VerifyEmailRequested(token=...)`` (signup, magic link, email change)."""
+        if self.identifier is EmailEvent.FORGOT_PASSWORD:
+            return "password_reset"
+        return "verification"
+
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class LoadVerificationRequest(Effect):

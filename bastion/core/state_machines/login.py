@@ -15,8 +15,8 @@ Rules / theory of operation
    ``--default-roles`` (reference surprise 3, kept).
 5. Second factor: once the password matched, the machine asks ``DecideSecondFactor``. The
    driver answers ``SecondFactorNotRequired`` (then tokens are issued) or
-   ``SecondFactorRequired`` (the flow parks in ``SECOND_FACTOR_REQUIRED`` for the MFA flow
-   to continue: that state serialises and carries everything needed to finish the login).
+   ``SecondFactorRequired(method)``: the flow parks in ``SECOND_FACTOR_REQUIRED`` and hands
+   over with ``StartChallenge``, whose ``ChallengeRequested`` starts the MFA flow.
    A phone login with a still unverified number is let through to that question only with
    ``--enable-phone-verification`` and SMS configured; its answer must then be a
    challenge (the SMS code proves the number), never tokens.
@@ -30,6 +30,7 @@ import dataclasses
 import enum
 
 from bastion.core.auth.claims import DEFAULT_SCOPE, login_method_for
+from bastion.core.auth.mfa import Method
 from bastion.core.auth.responses import AuthResponse
 from bastion.core.auth.roles import INVALID_ROLES, login_roles
 from bastion.core.auth.user import SignupMethod, User, normalise_email
@@ -39,13 +40,18 @@ from bastion.core.state_machines.effects import (
     AuditAction,
     AuditRecord,
     EmitWebhook,
+    Fail,
+    IssueTokens,
     LoadUser,
+    PersistSession,
     RehashPassword,
     Respond,
+    SetSessionCookie,
     VerifyPasswordHash,
     WebhookEvent,
 )
 from bastion.core.state_machines.events import PasswordVerified, TokensIssued, UserLoaded
+from bastion.core.state_machines.handoff import ChallengeRequested, StartChallenge
 from bastion.core.state_machines.session_start import issue_tokens, keep_session
 
 __all__ = [
@@ -55,6 +61,7 @@ __all__ = [
     "SecondFactorNotRequired",
     "SecondFactorRequired",
     "State",
+    "challenge_after_login",
 ]
 
 INVALID_CREDENTIALS = "invalid credentials"
@@ -99,8 +106,11 @@ class SecondFactorNotRequired(Event):
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class SecondFactorRequired(Event):
-    """Answer to ``DecideSecondFactor``: park the login; the MFA flow challenges the user
-    and finishes it from the parked state (``to_dict``)."""
+    """Answer to ``DecideSecondFactor``: a second factor by ``method`` is needed. The login
+    ends with :class:`~core.state_machines.handoff.StartChallenge`, which carries what the
+    MFA flow needs to challenge the user and finish the login."""
+
+    method: Method
 
 
 TABLE: Table[State] = {
@@ -147,6 +157,22 @@ class LoginMachine(Machine[State]):
     STATES = State
     TABLE = TABLE
     CONTEXT = LoginContext
+    EMITS = frozenset(
+        {
+            AuditRecord,
+            DecideSecondFactor,
+            EmitWebhook,
+            Fail,
+            IssueTokens,
+            LoadUser,
+            PersistSession,
+            RehashPassword,
+            Respond,
+            SetSessionCookie,
+            StartChallenge,
+            VerifyPasswordHash,
+        }
+    )
     ctx: LoginContext
 
     def _on_request(self, event: LoginRequested) -> tuple[list[Effect], State]:
@@ -222,7 +248,8 @@ class LoginMachine(Machine[State]):
         return [issue], State.ISSUING_TOKENS
 
     def _on_second_factor(self, event: SecondFactorRequired) -> tuple[list[Effect], State]:
-        return [], State.SECOND_FACTOR_REQUIRED
+        request = challenge_after_login(self.ctx, event.method)
+        return [StartChallenge(request=request)], State.SECOND_FACTOR_REQUIRED
 
     def _on_tokens(self, event: TokensIssued) -> tuple[list[Effect], State]:
         user, channel = self._require(self.ctx.user), self._require(self.ctx.channel)
@@ -238,3 +265,17 @@ class LoginMachine(Machine[State]):
             ),
             Respond(result=AuthResponse.with_tokens(LOGGED_IN, user, event.tokens)),
         ], State.DONE
+
+
+def challenge_after_login(login: LoginContext, method: Method) -> ChallengeRequested:
+    """The challenge that finishes a login parked in SECOND_FACTOR_REQUIRED."""
+    if login.user is None or login.channel is None:
+        raise ValueError("the login has not verified a password yet")
+    return ChallengeRequested(
+        user=login.user,
+        method=method,
+        channel=login.channel,
+        roles=login.roles,
+        scope=login.scope,
+        state=login.oauth_state,
+    )

@@ -41,6 +41,7 @@ from bastion.core.state_machines.effects import (
     CreateUser,
     CreateVerificationRequest,
     EmitWebhook,
+    Fail,
     LoadUser,
     Respond,
     SendEmail,
@@ -115,6 +116,19 @@ class MagicLinkMachine(Machine[State]):
     STATES = State
     TABLE = TABLE
     CONTEXT = MagicLinkContext
+    EMITS = frozenset(
+        {
+            AuditRecord,
+            CreateUser,
+            CreateVerificationRequest,
+            EmitWebhook,
+            Fail,
+            LoadUser,
+            Respond,
+            SendEmail,
+            UpdateUser,
+        }
+    )
     ctx: MagicLinkContext
 
     def _on_request(self, event: MagicLinkRequested) -> tuple[list[Effect], State]:

@@ -63,14 +63,18 @@ from bastion.core.state_machines.effects import (
     AuditAction,
     AuditRecord,
     EmitWebhook,
+    IssueTokens,
     LoadUser,
+    PersistSession,
     Respond,
     SendEmail,
+    SetSessionCookie,
     UpdateUser,
     WebhookEvent,
 )
 from bastion.core.state_machines.events import TokensIssued, UserLoaded
-from bastion.core.state_machines.login import IDENTIFIER_REQUIRED, LoginContext
+from bastion.core.state_machines.handoff import ChallengeRequested
+from bastion.core.state_machines.login import IDENTIFIER_REQUIRED
 from bastion.core.state_machines.mfa_effects import (
     AttemptCounted,
     AuthenticatorEnrolled,
@@ -99,7 +103,6 @@ from bastion.core.state_machines.mfa_effects import (
     UseRecoveryCode,
 )
 from bastion.core.state_machines.session_start import issue_tokens, keep_session
-from bastion.core.state_machines.signup import SignupContext
 
 __all__ = [
     "ChallengeRequested",
@@ -162,72 +165,6 @@ class State(enum.Enum):
     DONE = "done"
     FAILED = "failed"
     ERROR = "error"
-
-
-@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
-class ChallengeRequested(Event):
-    """Challenge ``user`` by ``method`` (chosen by ``MfaPolicy``) for ``purpose``;
-    ``channel`` is how the user identified (email or phone)."""
-
-    user: User
-    method: Method
-    purpose: Purpose = Purpose.LOGIN
-    channel: SignupMethod = SignupMethod.BASIC_AUTH
-    roles: tuple[str, ...] = ()
-    scope: tuple[str, ...] = ()
-    #: OAuth authorize ``state`` to bind the login to, if any
-    state: str | None = None
-
-    def __post_init__(self) -> None:
-        if self.method is Method.EMAIL_OTP and not self.user.email:
-            raise ValueError("an email code needs a user with an email")
-        if self.method is Method.SMS_OTP and not self.user.phone_number:
-            raise ValueError("an SMS code needs a user with a phone number")
-        if self.purpose is not Purpose.LOGIN and self.method is not Method.SMS_OTP:
-            raise ValueError(f"{self.purpose} goes by SMS code")
-        by_phone = self.channel in (SignupMethod.MOBILE_BASIC_AUTH, SignupMethod.MOBILE_OTP)
-        if not (self.user.phone_number if by_phone else self.user.email):
-            raise ValueError("the user lacks the identifier of the channel")
-
-    @classmethod
-    def after_login(cls, login: LoginContext, method: Method) -> ChallengeRequested:
-        """The challenge that finishes a login parked in SECOND_FACTOR_REQUIRED."""
-        if login.user is None or login.channel is None:
-            raise ValueError("the login has not verified a password yet")
-        return cls(
-            user=login.user,
-            method=method,
-            channel=login.channel,
-            roles=login.roles,
-            scope=login.scope,
-            state=login.oauth_state,
-        )
-
-    @classmethod
-    def after_signup(cls, signup: SignupContext) -> ChallengeRequested:
-        """The SMS code that proves the phone number of a signup parked in
-        PHONE_VERIFICATION_REQUIRED."""
-        if signup.user is None or not signup.verify_phone:
-            raise ValueError("the signup has no phone number to prove")
-        return cls(
-            user=signup.user,
-            method=Method.SMS_OTP,
-            purpose=Purpose.SIGNUP,
-            channel=SignupMethod.MOBILE_BASIC_AUTH,
-            roles=signup.roles,
-            scope=signup.scope,
-            state=signup.oauth_state,
-        )
-
-    @classmethod
-    def for_password_reset(cls, user: User) -> ChallengeRequested:
-        """The SMS code ``forgot_password`` by phone sends; only ``reset_password`` takes it."""
-        return cls(
-            user=user,
-            method=Method.SMS_OTP,
-            purpose=Purpose.PASSWORD_RESET,
-            channel=SignupMethod.MOBILE_BASIC_AUTH,
-        )
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -322,6 +259,35 @@ class MfaMachine(Machine[State]):
     STATES = State
     TABLE = TABLE
     CONTEXT = MfaContext
+    EMITS = frozenset(
+        {
+            AuditRecord,
+            CheckCode,
+            ClearMfaCookie,
+            CountAttempt,
+            DropChallenge,
+            EmitWebhook,
+            EnrolAuthenticator,
+            Fail,
+            GenerateCode,
+            IssueTokens,
+            LoadAuthenticator,
+            LoadChallenge,
+            LoadUser,
+            PersistSession,
+            RecordMfaOutcome,
+            RecordTotpStep,
+            Respond,
+            SendEmail,
+            SendSms,
+            SetMfaCookie,
+            SetSessionCookie,
+            StoreChallenge,
+            TakeChallenge,
+            UpdateUser,
+            UseRecoveryCode,
+        }
+    )
     ctx: MfaContext
 
     # -- issue ------------------------------------------------------------------------------

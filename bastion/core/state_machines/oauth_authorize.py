@@ -61,10 +61,11 @@ from bastion.core.oauth.rfc6749_authorize import (
     parse_authorize,
 )
 from bastion.core.oauth.rfc6749_code import CodeGrant, PendingAuthorize
-from bastion.core.state_machines._machine import Effect, Event, Machine, Table, edge
+from bastion.core.state_machines._machine import SECRET, Effect, Event, Machine, Table, edge
 from bastion.core.state_machines.effects import (
     AuditAction,
     AuditRecord,
+    Fail,
     IssueTokens,
     LoadUser,
     PersistSession,
@@ -143,9 +144,9 @@ class AuthorizeRequested(Event):
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class CodeRedemptionRequested(Event):
-    code: str = dataclasses.field(repr=False)
+    code: str = dataclasses.field(repr=False, metadata=SECRET)
     redirect_uri: str
-    code_verifier: str | None = dataclasses.field(default=None, repr=False)
+    code_verifier: str | None = dataclasses.field(default=None, repr=False, metadata=SECRET)
     #: None: no client secret presented; else whether it matched (constant time)
     client_authenticated: bool | None = None
 
@@ -243,7 +244,7 @@ TABLE: Table[State] = {
 class OAuthContext:
     request: AuthorizeRequest | None = None
     session: SessionGrant | None = None
-    code: str | None = None
+    code: str | None = dataclasses.field(default=None, repr=False, metadata=SECRET)
     grant: CodeGrant | None = None
     redeem: CodeRedemptionRequested | None = None
     #: the user tokens are minted for (their audit row names them)
@@ -261,6 +262,23 @@ class OAuthAuthorizeMachine(Machine[State]):
     STATES = State
     TABLE = TABLE
     CONTEXT = OAuthContext
+    EMITS = frozenset(
+        {
+            AuditRecord,
+            Deliver,
+            Fail,
+            IssueTokens,
+            LoadUser,
+            PersistSession,
+            RedirectToLogin,
+            RememberCodeTokens,
+            Respond,
+            RevokeCodeTokens,
+            StoreCode,
+            StorePending,
+            TakeCode,
+        }
+    )
 
     ctx: OAuthContext
 

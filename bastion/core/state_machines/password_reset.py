@@ -10,9 +10,9 @@ forgot_password
   3. By email, a ``forgot_password`` verification request is stored and its link mailed to
      ``<redirect>?token=...`` where redirect is the request's ``redirect_uri``, else
      ``--reset-password-url``, else ``<url>/app/reset-password``.
-  3b. By phone, the flow parks in SMS_CODE_REQUIRED: the MFA flow texts a code under a
-     ``password_reset`` challenge (``mfa`` cookie) and answers
-     ``should_show_mobile_otp_screen``; ``verify_otp`` never accepts that code.
+  3b. By phone, the flow parks in SMS_CODE_REQUIRED and hands over (``StartChallenge``):
+     the MFA flow texts a code under a ``password_reset`` challenge (``mfa`` cookie) and
+     answers ``should_show_mobile_otp_screen``; ``verify_otp`` never accepts that code.
 reset_password
   4. A token or an OTP is required. The token must name a stored ``forgot_password`` or
      ``invite_member`` request with valid claims, else InvalidArgument "invalid token";
@@ -67,6 +67,7 @@ from bastion.core.state_machines.effects import (
     CreateVerificationRequest,
     DeleteUserSessions,
     DeleteVerificationRequest,
+    Fail,
     HashPassword,
     LoadUser,
     LoadVerificationRequest,
@@ -80,6 +81,7 @@ from bastion.core.state_machines.events import (
     VerificationRequestCreated,
     VerificationRequestLoaded,
 )
+from bastion.core.state_machines.handoff import ChallengeRequested, StartChallenge
 from bastion.core.state_machines.login import (
     BASIC_AUTH_DISABLED,
     IDENTIFIER_REQUIRED,
@@ -216,6 +218,29 @@ class PasswordResetMachine(Machine[State]):
     STATES = State
     TABLE = TABLE
     CONTEXT = PasswordResetContext
+    EMITS = frozenset(
+        {
+            AuditRecord,
+            CheckCode,
+            ClearMfaCookie,
+            CountAttempt,
+            CreateVerificationRequest,
+            DeleteUserSessions,
+            DeleteVerificationRequest,
+            DropChallenge,
+            Fail,
+            HashPassword,
+            LoadChallenge,
+            LoadUser,
+            LoadVerificationRequest,
+            Respond,
+            SendEmail,
+            SetMfaCookie,
+            StartChallenge,
+            TakeChallenge,
+            UpdateUser,
+        }
+    )
     ctx: PasswordResetContext
 
     def __init__(self, env: FlowEnv) -> None:
@@ -291,7 +316,8 @@ class PasswordResetMachine(Machine[State]):
             resource_id=user.id,
             metadata={"channel": "sms"},
         )
-        return [audit], State.SMS_CODE_REQUIRED
+        handoff = StartChallenge(request=ChallengeRequested.for_password_reset(user))
+        return [audit, handoff], State.SMS_CODE_REQUIRED
 
     def _on_link(self, event: VerificationRequestCreated) -> tuple[list[Effect], State]:
         user = self._require(self.ctx.user)

@@ -51,6 +51,7 @@ from bastion.core.state_machines.effects import (
     CheckRequiredRelations,
     ClearSessionCookie,
     DeleteSession,
+    Fail,
     IssueTokens,
     LoadStoredToken,
     LoadUser,
@@ -215,6 +216,21 @@ class SessionMachine(Machine[State]):
     STATES = State
     TABLE = TABLE
     CONTEXT = SessionContext
+    EMITS = frozenset(
+        {
+            AuditRecord,
+            CheckRequiredRelations,
+            ClearSessionCookie,
+            DeleteSession,
+            Fail,
+            IssueTokens,
+            LoadStoredToken,
+            LoadUser,
+            PersistSession,
+            Respond,
+            SetSessionCookie,
+        }
+    )
     ctx: SessionContext
 
     # -- rotate and refresh ---------------------------------------------------------------

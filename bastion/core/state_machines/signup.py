@@ -19,9 +19,9 @@ Rules / theory of operation
    ``basic_auth_signup`` verification link (the verification flow finishes it) and no
    tokens. Else, with phone verification asked for and SMS configured, a phone signup
    leaves the number unverified, sends ``user.created``, and parks in
-   PHONE_VERIFICATION_REQUIRED: the MFA flow texts the code (``should_show_mobile_otp_screen``)
-   and ``verify_otp`` finishes the signup. Otherwise identifiers count as verified and
-   tokens are issued at once.
+   PHONE_VERIFICATION_REQUIRED, handing over with ``StartChallenge``: the MFA flow texts
+   the code (``should_show_mobile_otp_screen``) and ``verify_otp`` finishes the signup.
+   Otherwise identifiers count as verified and tokens are issued at once.
 5. The signup response carries no ``id_token`` (reference surprise 2, kept); the tokens'
    ``login_method`` is ``basic_auth`` for email and phone alike (surprise 21, kept), while
    the webhooks' ``auth_recipe`` says ``mobile_basic_auth`` for a phone signup.
@@ -37,6 +37,7 @@ from typing import Any
 from bastion.core.auth.claims import DEFAULT_SCOPE, login_method_for
 from bastion.core.auth.emails import EmailEvent
 from bastion.core.auth.links import default_redirect, verify_email_link
+from bastion.core.auth.mfa import Method, Purpose
 from bastion.core.auth.passwords import password_problem
 from bastion.core.auth.policy import AuthPolicy
 from bastion.core.auth.responses import AuthResponse, IssuedTokens
@@ -50,7 +51,7 @@ from bastion.core.auth.user import (
     normalise_email,
 )
 from bastion.core.errors import BastionError, FailedPrecondition, InvalidArgument
-from bastion.core.state_machines._machine import Effect, Event, Machine, Table, edge
+from bastion.core.state_machines._machine import SECRET, Effect, Event, Machine, Table, edge
 from bastion.core.state_machines.effects import (
     AuditAction,
     AuditRecord,
@@ -58,9 +59,13 @@ from bastion.core.state_machines.effects import (
     CreateVerificationRequest,
     DeleteSession,
     EmitWebhook,
+    Fail,
     HashPassword,
+    IssueTokens,
+    PersistSession,
     Respond,
     SendEmail,
+    SetSessionCookie,
     WebhookEvent,
 )
 from bastion.core.state_machines.events import (
@@ -70,6 +75,7 @@ from bastion.core.state_machines.events import (
     UserCreated,
     VerificationRequestCreated,
 )
+from bastion.core.state_machines.handoff import ChallengeRequested, StartChallenge
 from bastion.core.state_machines.login import (
     BASIC_AUTH_DISABLED,
     IDENTIFIER_REQUIRED,
@@ -77,7 +83,7 @@ from bastion.core.state_machines.login import (
 )
 from bastion.core.state_machines.session_start import issue_tokens, keep_session
 
-__all__ = ["SignupMachine", "SignupRequested", "State"]
+__all__ = ["SignupMachine", "SignupRequested", "State", "challenge_after_signup"]
 
 SIGNUP_DISABLED = "signup is disabled for this instance"
 PASSWORDS_DIFFER = "password and confirm password does not match"
@@ -154,7 +160,7 @@ class SignupContext:
     #: the phone number must be proved by an SMS code before any token
     verify_phone: bool = False
     #: issued (and their session kept) before the user row, without a verification step
-    tokens: IssuedTokens | None = None
+    tokens: IssuedTokens | None = dataclasses.field(default=None, repr=False, metadata=SECRET)
 
 
 def _problem(
@@ -185,6 +191,23 @@ class SignupMachine(Machine[State]):
     STATES = State
     TABLE = TABLE
     CONTEXT = SignupContext
+    EMITS = frozenset(
+        {
+            AuditRecord,
+            CreateUser,
+            CreateVerificationRequest,
+            DeleteSession,
+            EmitWebhook,
+            Fail,
+            HashPassword,
+            IssueTokens,
+            PersistSession,
+            Respond,
+            SendEmail,
+            SetSessionCookie,
+            StartChallenge,
+        }
+    )
     ctx: SignupContext
 
     def _on_request(self, event: SignupRequested) -> tuple[list[Effect], State]:
@@ -285,7 +308,8 @@ class SignupMachine(Machine[State]):
                 expires_at=now + self.policy.verification_ttl,
             )
             return [request], State.CREATING_VERIFICATION
-        return [EmitWebhook(event=WebhookEvent.CREATED, user=user), self._audit(user)], (
+        handoff = StartChallenge(request=challenge_after_signup(self.ctx))
+        return [EmitWebhook(event=WebhookEvent.CREATED, user=user), self._audit(user), handoff], (
             State.PHONE_VERIFICATION_REQUIRED
         )
 
@@ -326,3 +350,19 @@ class SignupMachine(Machine[State]):
             actor_email=user.email,
             resource_id=user.id,
         )
+
+
+def challenge_after_signup(signup: SignupContext) -> ChallengeRequested:
+    """The SMS code that proves the phone number of a signup parked in
+    PHONE_VERIFICATION_REQUIRED."""
+    if signup.user is None or not signup.verify_phone:
+        raise ValueError("the signup has no phone number to prove")
+    return ChallengeRequested(
+        user=signup.user,
+        method=Method.SMS_OTP,
+        purpose=Purpose.SIGNUP,
+        channel=SignupMethod.MOBILE_BASIC_AUTH,
+        roles=signup.roles,
+        scope=signup.scope,
+        state=signup.oauth_state,
+    )

@@ -45,9 +45,12 @@ from bastion.core.state_machines.effects import (
     CreateUser,
     DeleteUserSessions,
     EmitWebhook,
+    Fail,
     IssueTokens,
     LoadUser,
+    PersistSession,
     Respond,
+    SetSessionCookie,
     UpdateUser,
     WebhookEvent,
 )
@@ -121,6 +124,21 @@ class SocialLoginMachine(Machine[State]):
     STATES = State
     TABLE = TABLE
     CONTEXT = SocialLoginContext
+    EMITS = frozenset(
+        {
+            AuditRecord,
+            CreateUser,
+            DeleteUserSessions,
+            EmitWebhook,
+            Fail,
+            IssueTokens,
+            LoadUser,
+            PersistSession,
+            Respond,
+            SetSessionCookie,
+            UpdateUser,
+        }
+    )
     ctx: SocialLoginContext
 
     def _on_request(self, event: SocialLoginRequested) -> tuple[list[Effect], State]:

@@ -53,10 +53,14 @@ from bastion.core.state_machines.effects import (
     CreateVerificationRequest,
     DeleteVerificationRequest,
     EmitWebhook,
+    Fail,
+    IssueTokens,
     LoadUser,
     LoadVerificationRequest,
+    PersistSession,
     Respond,
     SendEmail,
+    SetSessionCookie,
     UpdateUser,
     WebhookEvent,
 )
@@ -169,6 +173,23 @@ class VerificationMachine(Machine[State]):
     STATES = State
     TABLE = TABLE
     CONTEXT = VerificationContext
+    EMITS = frozenset(
+        {
+            AuditRecord,
+            CreateVerificationRequest,
+            DeleteVerificationRequest,
+            EmitWebhook,
+            Fail,
+            IssueTokens,
+            LoadUser,
+            LoadVerificationRequest,
+            PersistSession,
+            Respond,
+            SendEmail,
+            SetSessionCookie,
+            UpdateUser,
+        }
+    )
     ctx: VerificationContext
 
     # -- verify_email ---------------------------------------------------------------------

@@ -24,11 +24,10 @@ import sqlalchemy as sa
 
 from bastion.core.auth import otp
 from bastion.core.auth.claims import verification_token_claims
-from bastion.core.auth.mfa import Method
 from bastion.core.auth.user import User
 from bastion.core.auth.verification import VerificationRequest
 from bastion.core.errors import Internal, InvalidArgument, PermissionDenied, Unauthenticated
-from bastion.core.state_machines import Machine
+from bastion.core.state_machines import MACHINES, Handoff, Machine
 from bastion.core.state_machines._machine import Effect, Event, Fail
 from bastion.core.state_machines.effects import (
     AuditRecord,
@@ -71,8 +70,6 @@ from bastion.core.state_machines.login import (
     SecondFactorNotRequired,
     SecondFactorRequired,
 )
-from bastion.core.state_machines.login import State as LoginState
-from bastion.core.state_machines.mfa import ChallengeRequested, MfaMachine
 from bastion.core.state_machines.mfa_effects import (
     ClearMfaCookie,
     MfaOutcome,
@@ -80,9 +77,7 @@ from bastion.core.state_machines.mfa_effects import (
     SendSms,
     SetMfaCookie,
 )
-from bastion.core.state_machines.password_reset import State as ResetState
 from bastion.core.state_machines.session import INVALID_REFRESH_TOKEN
-from bastion.core.state_machines.signup import State as SignupState
 from bastion.service.auth.authenticators import AUTHENTICATOR_EFFECTS
 from bastion.service.auth.mail import compose_mail
 from bastion.service.auth.mfa_outcomes import MFA_WEBHOOK_EVENTS, outcome_webhook
@@ -138,8 +133,6 @@ class FlowRun:
         self.taken: str | None = None
         self._sql: list[SqlOp] = []
         self._consumed_message = "invalid token"
-        #: the second factor ``DecideSecondFactor`` asked for, if any
-        self._second_factor: Method | None = None
 
     # -- the loop ---------------------------------------------------------------------------
 
@@ -156,6 +149,8 @@ class FlowRun:
                 if isinstance(effect, Respond):
                     await self._flush()
                     return effect.result
+                if isinstance(effect, Handoff):  # always the last effect: chain the next flow
+                    return await self.run(MACHINES[effect.flow](self.auth.env), effect.event)
                 if effect.replies:
                     if not isinstance(effect, CreateUser):  # it commits what is queued
                         await self._flush()
@@ -163,25 +158,8 @@ class FlowRun:
                 else:
                     await self._do(effect)
             if reply is None:
-                return await self.run(MfaMachine(self.auth.env), self._challenge(machine))
+                raise Internal("flow stopped without an answer")
             effects = machine.handle(reply)
-
-    def _challenge(self, machine: Machine[Any]) -> ChallengeRequested:
-        """A flow parked for a code (a login's second factor, a phone signup, a password
-        reset by phone): the challenge the MFA flow issues to continue it."""
-        state = machine.state
-        if state is LoginState.SECOND_FACTOR_REQUIRED:
-            if self._second_factor is None:
-                raise Internal("a login parked without a second factor")
-            return ChallengeRequested.after_login(machine.ctx, self._second_factor)
-        if state is SignupState.PHONE_VERIFICATION_REQUIRED:
-            return ChallengeRequested.after_signup(machine.ctx)
-        if state is ResetState.SMS_CODE_REQUIRED:
-            user = machine.ctx.user
-            if user is None:
-                raise Internal("a password reset parked without its user")
-            return ChallengeRequested.for_password_reset(user)
-        raise Internal("flow stopped without an answer")
 
     async def _flush(self) -> None:
         if not self._sql:
@@ -253,10 +231,10 @@ class FlowRun:
                 return RelationsChecked(allowed=False)
             return RelationsChecked(allowed=True)
         if isinstance(effect, DecideSecondFactor):
-            self._second_factor = self.auth.mfa_policy.second_factor(effect.user, effect.channel)
-            if self._second_factor is None:
+            method = self.auth.mfa_policy.second_factor(effect.user, effect.channel)
+            if method is None:
                 return SecondFactorNotRequired()
-            return SecondFactorRequired()
+            return SecondFactorRequired(method=method)
         if isinstance(effect, CHALLENGE_EFFECTS):
             found = await self.auth.challenges.execute(effect)
             if found is None:

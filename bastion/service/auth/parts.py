@@ -69,6 +69,19 @@ def policy_from(settings: Settings) -> AuthPolicy:
     )
 
 
+def mfa_policy_from(settings: Settings) -> MfaPolicy:
+    return MfaPolicy(
+        enable_mfa=settings.enable_mfa,
+        enforce_mfa=settings.enforce_mfa,
+        enable_email_otp=settings.enable_email_otp,
+        enable_sms_otp=settings.enable_sms_otp,
+        enable_totp_login=settings.enable_totp_login,
+        enable_phone_verification=settings.enable_phone_verification,
+        email_enabled=bool(settings.smtp_host),
+        sms_enabled=sms_configured(settings),
+    )
+
+
 class AuthParts:
     def __init__(
         self,
@@ -101,7 +114,7 @@ class AuthParts:
         self.issuer = TokenIssuer(self.policy, self.signer, self.cookies, custom_claims)
         #: the authorization engine's ``required_relations`` gate, attached by the Runtime
         self.relation_gate: RelationGate | None = None
-        self.mfa_policy = MfaPolicy.from_settings(settings)
+        self.mfa_policy = mfa_policy_from(settings)
         self.challenges = ChallengeStore(
             storage.memory,
             otp_key=otp.derive_key(settings.client_secret),

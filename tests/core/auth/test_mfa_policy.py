@@ -11,7 +11,6 @@ import pytest
 from bastion.core.auth import otp, totp
 from bastion.core.auth.mfa import Challenge, Method, MfaPolicy, Purpose, challenge_ttl
 from bastion.core.auth.user import SignupMethod, User
-from bastion.core.settings import Settings
 
 EMAIL, PHONE = SignupMethod.BASIC_AUTH, SignupMethod.MOBILE_BASIC_AUTH
 ALL = {
@@ -80,22 +79,6 @@ def test_second_factor_first_match_wins(
     flags: dict[str, bool], user: User, channel: SignupMethod, method: Method | None
 ) -> None:
     assert MfaPolicy(**{**ALL, **flags}).second_factor(user, channel) is method
-
-
-def test_from_settings() -> None:
-    settings = Settings(enable_mfa=True, enable_sms_otp=True, smtp_host="mail")
-    policy = MfaPolicy.from_settings(settings)
-    assert policy == MfaPolicy(enable_mfa=True, enable_sms_otp=True, email_enabled=True)
-    provider = {
-        "sms_account_sid": "AC1",
-        "sms_api_key": "SK1",
-        "sms_api_secret": "s",
-        "sms_sender": "+15550001111",
-    }
-    assert MfaPolicy.from_settings(Settings(**provider)).sms_enabled
-    for name in provider:
-        partial = {k: v for k, v in provider.items() if k != name}
-        assert not MfaPolicy.from_settings(Settings(**partial)).sms_enabled
 
 
 def test_any_method_needs_the_service_behind_it() -> None:

@@ -289,7 +289,7 @@ SAMPLES: dict[type[Event], list[Event]] = {
     + [SignupRequested(email=EMAIL, password=p, confirm_password=p) for p in ("x", "abcdef")]
     + [SignupRequested(phone_number=PHONE, password=STRONG, confirm_password=STRONG)],
     SecondFactorNotRequired: [SecondFactorNotRequired()],
-    SecondFactorRequired: [SecondFactorRequired()],
+    SecondFactorRequired: [SecondFactorRequired(method=Method.TOTP)],
     UserLoaded: [
         UserLoaded(user=u)
         for u in (
@@ -312,7 +312,7 @@ SAMPLES: dict[type[Event], list[Event]] = {
         PasswordVerified(ok=False),
     ],
     PasswordHashed: [PasswordHashed(password_hash="$argon2id$new")],
-    UserCreated: [UserCreated(user=user(email_verified_at=None))],
+    UserCreated: [UserCreated(user=user(email_verified_at=None, phone_number=PHONE))],
     UserAlreadyExists: [UserAlreadyExists()],
     TokensIssued: [TokensIssued(tokens=tokens()), TokensIssued(tokens=tokens(refresh=True))],
     VerificationRequestCreated: [VerificationRequestCreated(token="link.jwt")],

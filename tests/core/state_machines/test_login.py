@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import pytest
 
 from bastion.core.auth.claims import DEFAULT_SCOPE
+from bastion.core.auth.mfa import Method
 from bastion.core.auth.responses import AuthResponse
 from bastion.core.auth.user import SignupMethod, User
 from bastion.core.errors import FailedPrecondition, InvalidArgument, Unauthenticated
@@ -26,6 +28,7 @@ from bastion.core.state_machines.effects import (
     WebhookEvent,
 )
 from bastion.core.state_machines.events import PasswordVerified, TokensIssued, UserLoaded
+from bastion.core.state_machines.handoff import ChallengeRequested, StartChallenge
 from bastion.core.state_machines.login import (
     DecideSecondFactor,
     LoginMachine,
@@ -209,23 +212,46 @@ def test_phone_login_keeps_basic_auth_as_login_method() -> None:
     )
 
 
-def test_second_factor_parks_a_serialisable_flow() -> None:
+def test_second_factor_hands_over_to_the_mfa_flow() -> None:
     machine = LoginMachine(env())
     effects = last(
         machine,
         LoginRequested(email=EMAIL, password=STRONG, state="authz"),
         UserLoaded(user=user()),
         PasswordVerified(ok=True),
-        SecondFactorRequired(),
+        SecondFactorRequired(method=Method.EMAIL_OTP),
     )
-    assert effects == []
+    request = ChallengeRequested(
+        user=user(), method=Method.EMAIL_OTP, roles=("user",), scope=DEFAULT_SCOPE, state="authz"
+    )
+    assert effects == [StartChallenge(request=request)]
+    assert (effects[0].flow, effects[0].event, effects[0].method) == (
+        "mfa",
+        request,
+        Method.EMAIL_OTP,
+    )
     assert machine.state is State.SECOND_FACTOR_REQUIRED
+
+
+def test_a_parked_login_serialises_without_the_password_hash() -> None:
+    machine = LoginMachine(env())
+    drive(
+        machine,
+        LoginRequested(email=EMAIL, password=STRONG, state="authz"),
+        UserLoaded(user=user()),
+        PasswordVerified(ok=True),
+        SecondFactorRequired(method=Method.TOTP),
+    )
     parked = machine.to_dict()
     assert parked["state"] == "SECOND_FACTOR_REQUIRED"
     assert parked["context"]["oauth_state"] == "authz"
+    assert parked["context"]["user"]["password_hash"] is None
+    assert parked["redacted"] is True
+    assert "$argon2id$stored" not in json.dumps(parked)
     restored = LoginMachine.from_dict(parked, env())
-    assert restored.ctx.user == user()
+    assert restored.ctx.user == dataclasses.replace(user(), password_hash=None)
     assert restored.ctx.roles == ("user",)
+    assert not restored.resumable
 
 
 @pytest.mark.parametrize(

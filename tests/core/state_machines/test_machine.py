@@ -10,12 +10,16 @@ import sys
 
 import pytest
 
+from bastion.core.auth.mfa import Method
+from bastion.core.auth.responses import MessageResponse
 from bastion.core.auth.user import User
 from bastion.core.errors import InvalidArgument, Unauthenticated
 from bastion.core.state_machines import MACHINES
 from bastion.core.state_machines._machine import Event, LocalFlowError, Machine, Table, edge, to_dot
-from bastion.core.state_machines.effects import Fail, LoadUser
+from bastion.core.state_machines.effects import Fail, LoadUser, Respond
+from bastion.core.state_machines.handoff import ChallengeRequested, StartChallenge
 from tests.core.state_machines.harness import env
+from tests.core.state_machines.harness import user as harness_user
 
 
 class S(enum.Enum):
@@ -47,6 +51,7 @@ def make(handler_result: object) -> Machine[S]:
         STATES = S
         TABLE = TOY_TABLE
         CONTEXT = Ctx
+        EMITS = frozenset({Fail, LoadUser, StartChallenge})
 
         def _on_poke(self, event: Poke) -> object:
             return handler_result
@@ -75,6 +80,20 @@ def test_only_the_last_effect_may_await_a_reply() -> None:
         machine.handle(Poke(how="x"))
 
 
+def test_an_effect_outside_emits_is_refused() -> None:
+    machine = make(([Respond(result=MessageResponse(message="hi"))], S.WAITING))
+    with pytest.raises(LocalFlowError, match=r"emitted \['Respond'\], not in its EMITS"):
+        machine.handle(Poke(how="x"))
+    assert machine.state is S.ERROR
+
+
+def test_a_handoff_comes_last() -> None:
+    request = ChallengeRequested(user=harness_user(), method=Method.EMAIL_OTP)
+    machine = make(([StartChallenge(request=request), LoadUser(user_id="b")], S.WAITING))
+    with pytest.raises(LocalFlowError, match="only the last effect"):
+        machine.handle(Poke(how="x"))
+
+
 def test_tables_naming_missing_handlers_or_foreign_states_are_refused() -> None:
     with pytest.raises(TypeError, match="no handler"):
 
@@ -83,6 +102,7 @@ def test_tables_naming_missing_handlers_or_foreign_states_are_refused() -> None:
             STATES = S
             TABLE = {(S.START, Poke): edge("_missing", S.DONE)}  # noqa: RUF012
             CONTEXT = Ctx
+            EMITS = frozenset()
 
     class Other(enum.Enum):
         START = 1
@@ -94,6 +114,7 @@ def test_tables_naming_missing_handlers_or_foreign_states_are_refused() -> None:
             STATES = S
             TABLE = {(S.START, Poke): edge("_on", Other.START)}  # noqa: RUF012
             CONTEXT = Ctx
+            EMITS = frozenset()
 
             def _on(self, event: Poke) -> None: ...
 

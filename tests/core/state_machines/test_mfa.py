@@ -36,7 +36,13 @@ from bastion.core.state_machines.effects import (
     WebhookEvent,
 )
 from bastion.core.state_machines.events import PasswordVerified, TokensIssued, UserLoaded
-from bastion.core.state_machines.login import LoginMachine, LoginRequested, SecondFactorRequired
+from bastion.core.state_machines.handoff import StartChallenge
+from bastion.core.state_machines.login import (
+    LoginMachine,
+    LoginRequested,
+    SecondFactorRequired,
+    challenge_after_login,
+)
 from bastion.core.state_machines.login import State as LoginState
 from bastion.core.state_machines.mfa import (
     ChallengeRequested,
@@ -717,16 +723,16 @@ def test_resend_loses_to_a_concurrent_take_or_a_revoked_user() -> None:
 
 def test_a_parked_login_hands_over_to_the_challenge() -> None:
     login = LoginMachine(env())
-    drive(
+    (*_, effects) = drive(
         login,
         LoginRequested(phone_number=PHONE, password="Str0ng!pw", scope=("openid",), state="st"),
         UserLoaded(user=account()),
         PasswordVerified(ok=True),
-        SecondFactorRequired(),
+        SecondFactorRequired(method=Method.SMS_OTP),
     )
     assert login.state is LoginState.SECOND_FACTOR_REQUIRED
-    parked = LoginMachine.from_dict(login.to_dict(), env())
-    request = ChallengeRequested.after_login(parked.ctx, Method.SMS_OTP)
+    request = challenge_after_login(login.ctx, Method.SMS_OTP)
+    assert effects[-1] == StartChallenge(request=request)
     assert request == ChallengeRequested(
         user=account(),
         method=Method.SMS_OTP,
@@ -736,7 +742,7 @@ def test_a_parked_login_hands_over_to_the_challenge() -> None:
         state="st",
     )
     with pytest.raises(ValueError, match="not verified a password"):
-        ChallengeRequested.after_login(LoginMachine(env()).ctx, Method.TOTP)
+        challenge_after_login(LoginMachine(env()).ctx, Method.TOTP)
 
 
 def test_the_state_diagram_draws_every_edge() -> None:

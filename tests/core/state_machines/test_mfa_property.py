@@ -26,7 +26,14 @@ from bastion.core.state_machines.effects import Fail, Respond
 from bastion.core.state_machines.mfa import MfaMachine, State, VerifyOtpRequested
 from bastion.core.state_machines.mfa_effects import ChallengeLoaded
 from tests.core.state_machines.harness import env
-from tests.core.state_machines.mfa_samples import ALL_EVENT_TYPES, SAMPLES, SCENARIOS, SECRETS
+from tests.core.state_machines.mfa_samples import (
+    ALL_EVENT_TYPES,
+    DIGEST,
+    RECOVERY_DIGEST,
+    SAMPLES,
+    SCENARIOS,
+    SECRETS,
+)
 
 Edge = tuple[State, type[Event], State]
 
@@ -61,7 +68,7 @@ def check_step(machine: MfaMachine, effects: list[Any]) -> None:
 def check_roundtrip(machine: MfaMachine) -> MfaMachine:
     data = machine.to_dict()
     text = json.dumps(data)
-    for secret in SECRETS:
+    for secret in (*SECRETS, DIGEST, RECOVERY_DIGEST, "$argon2id$stored"):
         assert secret not in text
     restored = MfaMachine.from_dict(json.loads(text), env())
     assert restored.state is machine.state
@@ -71,6 +78,7 @@ def check_roundtrip(machine: MfaMachine) -> MfaMachine:
 
 def test_exhaustive_walk_reaches_every_edge() -> None:
     seen: set[Edge] = set()
+    emitted: set[type[Any]] = set()
     visited: set[tuple[str, str | None]] = set()
     queue: deque[MfaMachine] = deque([MfaMachine(env())])
     while queue:
@@ -81,6 +89,7 @@ def test_exhaustive_walk_reaches_every_edge() -> None:
                 before = child.state
                 effects = child.handle(event)  # a legal event never raises
                 seen.add((before, event_type, child.state))
+                emitted.update(type(e) for e in effects)
                 check_step(child, effects)
                 check_roundtrip(child)
                 key = (json.dumps(child.to_dict(), sort_keys=True), child._secret)
@@ -91,6 +100,7 @@ def test_exhaustive_walk_reaches_every_edge() -> None:
     missing = sorted(f"{s.name} --{e.__name__}--> {t.name}" for s, e, t in edges - seen)
     assert not missing
     assert seen <= edges
+    assert emitted == MfaMachine.EMITS
 
 
 def usually(usual: Event, items: list[Event]) -> st.SearchStrategy[Event]:
@@ -124,7 +134,7 @@ def test_arbitrary_event_sequences() -> None:
             reached.add((before, event_type))
             check_step(machine, effects)
             restored = check_roundtrip(machine)
-            if not machine.holds_secret and data.draw(st.booleans()):
+            if machine.resumable and data.draw(st.booleans()):
                 machine = restored  # carry on from the parked copy
             wanted = list(effects[-1].replies) if effects and effects[-1].replies else []
 

@@ -606,6 +606,7 @@ SAMPLES = samples()
 def test_every_table_edge_is_reachable() -> None:
     wanted = {(state, event, target) for (state, event), e in TABLE.items() for target in e.targets}
     seen: set[tuple[State, type[Event], State]] = set()
+    emitted: set[type[Any]] = set()
     for policy in POLICIES:
         queue = deque([machine(policy)])
         while queue:
@@ -615,11 +616,15 @@ def test_every_table_edge_is_reachable() -> None:
                     continue
                 for event in SAMPLES[event_type]:
                     m = copy.deepcopy(current)
-                    m.handle(event)
+                    emitted.update(type(e) for e in m.handle(event))
                     seen.add((state, event_type, m.state))
+                    parked = m.to_dict()["context"]
+                    assert parked["code"] is None
+                    assert parked["redeem"] is None or parked["redeem"]["code"] is None
                     if m.state not in (State.DONE, State.FAILED):
                         queue.append(m)
     assert wanted == seen
+    assert emitted == OAuthAuthorizeMachine.EMITS
 
 
 def test_every_missing_pair_is_loud_and_terminal() -> None:

@@ -34,6 +34,7 @@ from bastion.core.state_machines.events import (
     UserCreated,
     UserLoaded,
 )
+from bastion.core.state_machines.handoff import ChallengeRequested, StartChallenge
 from bastion.core.state_machines.login import (
     DecideSecondFactor,
     LoginMachine,
@@ -41,7 +42,6 @@ from bastion.core.state_machines.login import (
     SecondFactorNotRequired,
 )
 from bastion.core.state_machines.login import State as LoginState
-from bastion.core.state_machines.mfa import ChallengeRequested
 from bastion.core.state_machines.mfa_effects import (
     AttemptCounted,
     ChallengeLoaded,
@@ -61,7 +61,11 @@ from bastion.core.state_machines.password_reset import (
     ResetPasswordRequested,
 )
 from bastion.core.state_machines.password_reset import State as ResetState
-from bastion.core.state_machines.signup import SignupMachine, SignupRequested
+from bastion.core.state_machines.signup import (
+    SignupMachine,
+    SignupRequested,
+    challenge_after_signup,
+)
 from bastion.core.state_machines.signup import State as SignupState
 from tests.core.state_machines.drive import drive, last
 from tests.core.state_machines.harness import (
@@ -106,12 +110,7 @@ def test_phone_signup_with_verification_parks_unverified_for_the_sms_code() -> N
     assert isinstance(create, CreateUser)
     assert create.user.phone_number_verified_at is None
     effects = last(machine, UserCreated(user=create.user))
-    assert effects == [
-        EmitWebhook(event=WebhookEvent.CREATED, user=create.user),
-        AuditRecord(action=AuditAction.SIGNUP, actor_id="id-1", resource_id="id-1"),
-    ]
-    assert machine.state is SignupState.PHONE_VERIFICATION_REQUIRED
-    assert ChallengeRequested.after_signup(machine.ctx) == ChallengeRequested(
+    challenge = ChallengeRequested(
         user=create.user,
         method=Method.SMS_OTP,
         purpose=Purpose.SIGNUP,
@@ -119,6 +118,13 @@ def test_phone_signup_with_verification_parks_unverified_for_the_sms_code() -> N
         roles=("user",),
         scope=DEFAULT_SCOPE,
     )
+    assert effects == [
+        EmitWebhook(event=WebhookEvent.CREATED, user=create.user),
+        AuditRecord(action=AuditAction.SIGNUP, actor_id="id-1", resource_id="id-1"),
+        StartChallenge(request=challenge),
+    ]
+    assert machine.state is SignupState.PHONE_VERIFICATION_REQUIRED
+    assert challenge_after_signup(machine.ctx) == challenge
 
 
 @pytest.mark.parametrize(
@@ -134,7 +140,7 @@ def test_phone_signup_without_phone_verification_counts_the_number_verified(
     assert isinstance(create, CreateUser)
     assert create.user.phone_number_verified_at == NOW
     with pytest.raises(ValueError, match="no phone number to prove"):
-        ChallengeRequested.after_signup(machine.ctx)
+        challenge_after_signup(machine.ctx)
 
 
 def test_with_email_verification_too_the_link_comes_first_and_the_number_stays_unproved() -> None:
@@ -217,16 +223,18 @@ def test_forgot_password_by_phone_parks_for_the_sms_code() -> None:
                 actor_id="user-1",
                 resource_id="user-1",
                 metadata={"channel": "sms"},
-            )
+            ),
+            StartChallenge(
+                request=ChallengeRequested(
+                    user=account,  # type: ignore[arg-type]
+                    method=Method.SMS_OTP,
+                    purpose=Purpose.PASSWORD_RESET,
+                    channel=SignupMethod.MOBILE_BASIC_AUTH,
+                )
+            ),
         ],
     ]
     assert machine.state is ResetState.SMS_CODE_REQUIRED
-    assert ChallengeRequested.for_password_reset(account) == ChallengeRequested(  # type: ignore[arg-type]
-        user=account,  # type: ignore[arg-type]
-        method=Method.SMS_OTP,
-        purpose=Purpose.PASSWORD_RESET,
-        channel=SignupMethod.MOBILE_BASIC_AUTH,
-    )
 
 
 @pytest.mark.parametrize(

@@ -166,10 +166,10 @@ async def serve(
     slot = worker_slot()
     async with (
         open_storage(storage_config(settings, worker=slot is not None)) as storage,
-        open_fga_store(settings, storage) as fga_store,
+        open_fga_store(settings, storage) as fga_stores,
     ):
         metrics.watch_storage(storage.statistics)
-        runtime = Runtime.build(settings, storage, metrics, fga_store=fga_store)
+        runtime = Runtime.build(settings, storage, metrics, fga_stores=fga_stores)
         metrics.watch_outbox(runtime.outbox)
         token = trio.lowlevel.current_trio_token()
         grpc_listener = (

@@ -10,6 +10,7 @@ from bastion.transports import rest
 from bastion.transports.graphql.http import graphql_route
 from bastion.transports.graphql.playground import register_playground
 from bastion.transports.http.app import ViewRegistrar, create_app
+from bastion.transports.openfga import register_openfga
 from bastion.transports.pages import register_login_pages
 
 __all__ = ["build_http_app"]
@@ -30,4 +31,6 @@ def build_http_app(runtime: Runtime) -> QuartTrio:
                 app, settings, runtime.auth, runtime.service.meta, caller
             )
         )
+    if runtime.openfga.enabled:
+        views.append(lambda app, caller: register_openfga(app, runtime.openfga, caller))
     return create_app(runtime, routes, views)

@@ -15,6 +15,7 @@ from bastion.service.admin import Admin
 from bastion.service.admin import outbox_handlers as admin_outbox_handlers
 from bastion.service.auth.issuer import CustomClaims
 from bastion.service.auth.service import AuthService
+from bastion.service.fga.openfga import OpenFgaService
 from bastion.service.fga.service import FgaService
 from bastion.service.mail import Mail, SmtpMailer
 from bastion.service.metrics import Metrics
@@ -25,7 +26,7 @@ from bastion.service.ratelimit import RateLimiter
 from bastion.service.sms import sms_handlers
 from bastion.service.social.service import SocialLogin
 from bastion.storage import Storage, StorageUnavailable
-from bastion.storage.fga import FgaStore
+from bastion.storage.fga_stores import DEFAULT_FGA_STORE, FgaStores
 from bastion.storage.outbox import OutboxItem
 from bastion.storage.sql.schema import users
 
@@ -42,6 +43,8 @@ class Runtime:
     outbox: OutboxWorker
     #: The authorization engine's operations (check/list permissions, ``_fga_*``).
     fga: FgaService
+    #: OpenFGA's own API over every store (``--openfga-api-key``; issue 25).
+    openfga: OpenFgaService
     #: Webhooks, email templates, audit log (the super-admin surface beyond the session).
     admin: Admin
     #: The authentication flows (signup, login, sessions, tokens ...; issue 3).
@@ -67,7 +70,7 @@ class Runtime:
         storage: Storage,
         metrics: Metrics,
         *,
-        fga_store: FgaStore | None = None,
+        fga_stores: FgaStores | None = None,
     ) -> Runtime:
         service = Service(settings, storage)
         origins = OriginPolicy(settings.allowed_origins, settings.url)
@@ -76,7 +79,7 @@ class Runtime:
         auth.metrics = metrics
         fga = FgaService(
             service,
-            fga_store,
+            None if fga_stores is None else fga_stores.store(DEFAULT_FGA_STORE),
             metrics,
             allow_user_contextual=settings.allow_user_contextual_tuples,
         )
@@ -102,6 +105,7 @@ class Runtime:
                 {**_outbox_handlers(settings, storage), **auth.mailed_links.handlers()},
             ),
             fga=fga,
+            openfga=OpenFgaService(fga, fga_stores, settings.openfga_api_key),
             admin=Admin.build(service, settings, storage, auth),
             auth=auth,
             social=SocialLogin(auth),

@@ -31,7 +31,7 @@ import sqlalchemy as sa
 
 from bastion.core.fga.tuples import TupleKey, split_object
 from bastion.storage.sql.database import Database
-from bastion.storage.sql.schema import fga_changelog, fga_models, fga_tuples
+from bastion.storage.sql.schema import DEFAULT_FGA_STORE, fga_changelog, fga_models, fga_tuples
 
 __all__ = [
     "MAX_REPLAY",
@@ -45,6 +45,7 @@ __all__ = [
     "TupleConflict",
     "TupleFilter",
     "TuplePage",
+    "WriteOptions",
     "decode_token",
     "encode_token",
 ]
@@ -70,6 +71,8 @@ class Change:
     operation: str
     key: TupleKey | None = None
     model: StoredModel | None = None
+    #: Unix seconds; OpenFGA's ``/changes`` shows it.
+    created_at: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +96,8 @@ class TuplePage:
     tuples: Sequence[TupleKey]
     #: Opaque; empty when there is nothing more.
     continuation_token: str
+    #: When each tuple was written (Unix seconds), in the order of ``tuples``.
+    written_at: Sequence[int] = ()
 
 
 class TupleConflict(Exception):
@@ -142,9 +147,13 @@ class FgaStore(Protocol):
     async def write_model(self, model: StoredModel) -> int: ...
 
     async def write_tuples(
-        self, writes: Sequence[TupleKey], deletes: Sequence[TupleKey] = ()
+        self,
+        writes: Sequence[TupleKey],
+        deletes: Sequence[TupleKey] = (),
+        options: WriteOptions = ...,
     ) -> int:
-        """Apply all or nothing; raises :class:`TupleConflict`. Returns the new revision."""
+        """Apply all or nothing; raises :class:`TupleConflict` (unless ``options`` say to
+        skip it). Returns the new revision."""
         ...
 
     async def read_tuples(self, where: TupleFilter, page_size: int, token: str) -> TuplePage:
@@ -178,19 +187,22 @@ def _key_from_row(row: Any) -> TupleKey:
 
 #: Built once: every request asks it, and building the statement each time cost a third of
 #: the probe's CPU time on SQLite.
-_MAX_REVISION = sa.select(sa.func.max(fga_changelog.c.revision))
+_MAX_REVISION = sa.select(sa.func.max(fga_changelog.c.revision)).where(
+    fga_changelog.c.store_id == sa.bindparam("store_id")
+)
 
 
-def _max_revision(conn: sa.Connection) -> int:
-    found = conn.execute(_MAX_REVISION).scalar()
+def _max_revision(conn: sa.Connection, store_id: str) -> int:
+    found = conn.execute(_MAX_REVISION, {"store_id": store_id}).scalar()
     return int(found or 0)
 
 
 def _log_rows(
-    start: int, operation: str, keys: Sequence[TupleKey], now: int
+    store_id: str, start: int, operation: str, keys: Sequence[TupleKey], now: int
 ) -> list[dict[str, Any]]:
     return [
         {
+            "store_id": store_id,
             "revision": start + i,
             "operation": operation,
             "object": k.object,
@@ -204,46 +216,87 @@ def _log_rows(
     ]
 
 
-def _existing(conn: sa.Connection, hashes: list[str]) -> set[str]:
-    found: set[str] = set()
+def _condition_of(key: TupleKey) -> tuple[str | None, str | None]:
+    return key.condition or None, _context_json(key)
+
+
+def _existing(
+    conn: sa.Connection, store_id: str, hashes: list[str]
+) -> dict[str, tuple[str | None, str | None]]:
+    """The stored tuples among ``hashes``: key hash -> (condition name, context JSON)."""
+    found: dict[str, tuple[str | None, str | None]] = {}
+    t = fga_tuples.c
     for i in range(0, len(hashes), _CHUNK):
         chunk = hashes[i : i + _CHUNK]
-        found.update(
-            conn.execute(
-                sa.select(fga_tuples.c.key_hash).where(fga_tuples.c.key_hash.in_(chunk))
-            ).scalars()
+        rows = conn.execute(
+            sa.select(t.key_hash, t.condition_name, t.condition_context).where(
+                t.store_id == store_id, t.key_hash.in_(chunk)
+            )
         )
+        found.update((r.key_hash, (r.condition_name, r.condition_context)) for r in rows)
     return found
 
 
+@dataclass(frozen=True, slots=True)
+class WriteOptions:
+    """OpenFGA's ``on_duplicate: ignore`` / ``on_missing: ignore``: skip instead of failing."""
+
+    #: Skip a write of a tuple stored as it is (the same condition and context).
+    ignore_existing: bool = False
+    ignore_missing: bool = False
+
+
 def _write(
-    writes: Sequence[TupleKey], deletes: Sequence[TupleKey], now: int, conn: sa.Connection
+    store_id: str,
+    writes: Sequence[TupleKey],
+    deletes: Sequence[TupleKey],
+    options: WriteOptions,
+    now: int,
+    conn: sa.Connection,
 ) -> int:
-    revision = _max_revision(conn)
+    revision = _max_revision(conn, store_id)
     delete_hashes = [key_hash(k) for k in deletes]
     if delete_hashes:
-        present = _existing(conn, delete_hashes)
+        present = _existing(conn, store_id, delete_hashes)
+        kept = []
         for key, digest in zip(deletes, delete_hashes, strict=True):
-            if digest not in present:
+            if digest in present:
+                kept.append(key)
+            elif not options.ignore_missing:
                 raise TupleConflict(key, exists=False)
+        deletes = kept
+        delete_hashes = [h for h in delete_hashes if h in present]
         for i in range(0, len(delete_hashes), _CHUNK):
             conn.execute(
                 sa.delete(fga_tuples).where(
-                    fga_tuples.c.key_hash.in_(delete_hashes[i : i + _CHUNK])
+                    fga_tuples.c.store_id == store_id,
+                    fga_tuples.c.key_hash.in_(delete_hashes[i : i + _CHUNK]),
                 )
             )
-        conn.execute(sa.insert(fga_changelog), _log_rows(revision, "delete", deletes, now))
+        if deletes:
+            rows = _log_rows(store_id, revision, "delete", deletes, now)
+            conn.execute(sa.insert(fga_changelog), rows)
         revision += len(deletes)
     write_hashes = [key_hash(k) for k in writes]
     if write_hashes:
-        present = _existing(conn, write_hashes)
+        present = _existing(conn, store_id, write_hashes)
+        if options.ignore_existing:
+            # Only the very same tuple is skipped: one with another condition still fails.
+            kept = [
+                (k, h)
+                for k, h in zip(writes, write_hashes, strict=True)
+                if present.get(h) != _condition_of(k)
+            ]
+            writes, write_hashes = [k for k, _ in kept], [h for _, h in kept]
         for key, digest in zip(writes, write_hashes, strict=True):
             if digest in present:
                 raise TupleConflict(key, exists=True)
+    if write_hashes:
         conn.execute(
             sa.insert(fga_tuples),
             [
                 {
+                    "store_id": store_id,
                     "key_hash": digest,
                     "object_type": split_object(k.object)[0],
                     "object": k.object,
@@ -256,47 +309,56 @@ def _write(
                 for k, digest in zip(writes, write_hashes, strict=True)
             ],
         )
-        conn.execute(sa.insert(fga_changelog), _log_rows(revision, "write", writes, now))
+        rows = _log_rows(store_id, revision, "write", writes, now)
+        conn.execute(sa.insert(fga_changelog), rows)
         revision += len(writes)
     return revision
 
 
-def _write_model(model: StoredModel, now: int, conn: sa.Connection) -> int:
-    revision = _max_revision(conn) + 1
+def _write_model(store_id: str, model: StoredModel, now: int, conn: sa.Connection) -> int:
+    revision = _max_revision(conn, store_id) + 1
     conn.execute(
-        sa.insert(fga_models).values(id=model.id, dsl=model.dsl, revision=revision, created_at=now)
+        sa.insert(fga_models).values(
+            id=model.id, store_id=store_id, dsl=model.dsl, revision=revision, created_at=now
+        )
     )
     conn.execute(
         sa.insert(fga_changelog).values(
-            revision=revision, operation="model", object=model.id, created_at=now
+            store_id=store_id, revision=revision, operation="model", object=model.id, created_at=now
         )
     )
     return revision
 
 
-def _reset(now: int, conn: sa.Connection) -> int:
-    if conn.execute(sa.select(fga_tuples.c.id).limit(1)).first() is not None:
+def _reset(store_id: str, now: int, conn: sa.Connection) -> int:
+    mine = fga_tuples.c.store_id == store_id
+    if conn.execute(sa.select(fga_tuples.c.id).where(mine).limit(1)).first() is not None:
         raise StoreNotEmpty()
-    revision = _max_revision(conn) + 1
-    conn.execute(sa.delete(fga_models))
-    conn.execute(sa.delete(fga_changelog))
+    revision = _max_revision(conn, store_id) + 1
+    conn.execute(sa.delete(fga_models).where(fga_models.c.store_id == store_id))
+    conn.execute(sa.delete(fga_changelog).where(fga_changelog.c.store_id == store_id))
     conn.execute(
-        sa.insert(fga_changelog).values(revision=revision, operation="reset", created_at=now)
+        sa.insert(fga_changelog).values(
+            store_id=store_id, revision=revision, operation="reset", created_at=now
+        )
     )
     return revision
 
 
-def _latest_model(conn: sa.Connection) -> StoredModel | None:
+def _latest_model(conn: sa.Connection, store_id: str) -> StoredModel | None:
     row = conn.execute(
-        sa.select(fga_models.c.id, fga_models.c.dsl).order_by(fga_models.c.revision.desc()).limit(1)
+        sa.select(fga_models.c.id, fga_models.c.dsl)
+        .where(fga_models.c.store_id == store_id)
+        .order_by(fga_models.c.revision.desc())
+        .limit(1)
     ).first()
     return None if row is None else StoredModel(row.id, row.dsl)
 
 
-def _changes_since(since: int, conn: sa.Connection) -> list[Change] | None:
+def _changes_since(store_id: str, since: int, conn: sa.Connection) -> list[Change] | None:
     rows = conn.execute(
         sa.select(fga_changelog)
-        .where(fga_changelog.c.revision > since)
+        .where(fga_changelog.c.store_id == store_id, fga_changelog.c.revision > since)
         .order_by(fga_changelog.c.revision)
         .limit(MAX_REPLAY + 1)
     ).all()
@@ -320,15 +382,16 @@ def _changes_since(since: int, conn: sa.Connection) -> list[Change] | None:
         elif row.operation == "reset":
             changes.append(Change(row.revision, "reset"))
         else:
-            changes.append(Change(row.revision, row.operation, key=_key_from_row(row)))
+            key = _key_from_row(row)
+            changes.append(Change(row.revision, row.operation, key=key, created_at=row.created_at))
     return changes
 
 
-def _snapshot(conn: sa.Connection) -> Snapshot:
+def _snapshot(store_id: str, conn: sa.Connection) -> Snapshot:
     # The revision first: whatever commits afterwards is replayed again, harmlessly,
     # because replaying a write or a delete in order is idempotent.
-    revision = _max_revision(conn)
-    model = _latest_model(conn)
+    revision = _max_revision(conn, store_id)
+    model = _latest_model(conn, store_id)
     rows = conn.execute(
         sa.select(
             fga_tuples.c.object,
@@ -336,16 +399,16 @@ def _snapshot(conn: sa.Connection) -> Snapshot:
             fga_tuples.c.user,
             fga_tuples.c.condition_name,
             fga_tuples.c.condition_context,
-        )
+        ).where(fga_tuples.c.store_id == store_id)
     )
     # Converted row by row: never a million Row objects alive at once.
     return Snapshot(revision, model, [_key_from_row(r) for r in rows])
 
 
 def _read(
-    where: TupleFilter, page_size: int, after: int, conn: sa.Connection
-) -> tuple[list[TupleKey], int | None]:
-    query = sa.select(fga_tuples).where(fga_tuples.c.id > after)
+    store_id: str, where: TupleFilter, page_size: int, after: int, conn: sa.Connection
+) -> tuple[Sequence[Any], int | None]:
+    query = sa.select(fga_tuples).where(fga_tuples.c.store_id == store_id, fga_tuples.c.id > after)
     if where.user:
         query = query.where(fga_tuples.c.user == where.user)
     if where.relation:
@@ -359,45 +422,64 @@ def _read(
     rows = conn.execute(query.order_by(fga_tuples.c.id).limit(page_size + 1)).all()
     more = len(rows) > page_size
     rows = rows[:page_size]
-    return [_key_from_row(r) for r in rows], (rows[-1].id if more else None)
+    return rows, (rows[-1].id if more else None)
 
 
 class SqlFgaStore:
-    def __init__(self, db: Database, clock: Callable[[], float] = time.time) -> None:
+    """One store (``store_id``) of the database's stores; the default one unless named."""
+
+    def __init__(
+        self,
+        db: Database,
+        clock: Callable[[], float] = time.time,
+        *,
+        store_id: str = DEFAULT_FGA_STORE,
+    ) -> None:
         self.db = db
         self.backend = db.dialect
+        self.store_id = store_id
         self._clock = clock
 
     def _now(self) -> int:
         return int(self._clock())
 
     async def revision(self) -> int:
-        return await self.db.run(_max_revision)
+        return await self.db.run(lambda conn: _max_revision(conn, self.store_id))
 
     async def changes_since(self, revision: int) -> list[Change] | None:
-        return await self.db.run(lambda conn: _changes_since(revision, conn))
+        return await self.db.run(lambda conn: _changes_since(self.store_id, revision, conn))
 
     async def snapshot(self) -> Snapshot:
-        return await self.db.run(_snapshot)
+        return await self.db.run(lambda conn: _snapshot(self.store_id, conn))
 
     async def write_model(self, model: StoredModel) -> int:
-        now = self._now()
-        return await self.db.run_locked(WRITE_LOCK, lambda conn: _write_model(model, now, conn))
+        now, sid = self._now(), self.store_id
+        return await self.db.run_locked(
+            WRITE_LOCK, lambda conn: _write_model(sid, model, now, conn)
+        )
 
     async def write_tuples(
-        self, writes: Sequence[TupleKey], deletes: Sequence[TupleKey] = ()
+        self,
+        writes: Sequence[TupleKey],
+        deletes: Sequence[TupleKey] = (),
+        options: WriteOptions = WriteOptions(),
     ) -> int:
-        now = self._now()
-        return await self.db.run_locked(WRITE_LOCK, lambda conn: _write(writes, deletes, now, conn))
+        now, sid = self._now(), self.store_id
+        return await self.db.run_locked(
+            WRITE_LOCK, lambda conn: _write(sid, writes, deletes, options, now, conn)
+        )
 
     async def read_tuples(self, where: TupleFilter, page_size: int, token: str) -> TuplePage:
         after = decode_token(token) if token else 0
-        keys, last = await self.db.run(lambda conn: _read(where, page_size, after, conn))
-        return TuplePage(keys, "" if last is None else encode_token(last))
+        sid = self.store_id
+        rows, last = await self.db.run(lambda conn: _read(sid, where, page_size, after, conn))
+        keys = [_key_from_row(r) for r in rows]
+        token = "" if last is None else encode_token(last)
+        return TuplePage(keys, token, [r.created_at for r in rows])
 
     async def reset(self) -> int:
-        now = self._now()
-        return await self.db.run_locked(WRITE_LOCK, lambda conn: _reset(now, conn))
+        now, sid = self._now(), self.store_id
+        return await self.db.run_locked(WRITE_LOCK, lambda conn: _reset(sid, now, conn))
 
 
 # ---------------------------------------------------------------- this process only
@@ -412,6 +494,7 @@ class MemoryFgaStore:
         self._models: list[tuple[int, StoredModel]] = []
         #: key hash -> (position, key); positions order Read's pages.
         self._tuples: dict[str, tuple[int, TupleKey]] = {}
+        self._written_at: dict[int, int] = {}
         self._position = 0
         self._log: list[Change] = []
         self._revision = 0
@@ -432,28 +515,41 @@ class MemoryFgaStore:
     async def write_model(self, model: StoredModel) -> int:
         self._revision += 1
         self._models.append((self._revision, model))
-        self._log.append(Change(self._revision, "model", model=model))
+        self._log.append(Change(self._revision, "model", model=model, created_at=int(time.time())))
         return self._revision
 
     async def write_tuples(
-        self, writes: Sequence[TupleKey], deletes: Sequence[TupleKey] = ()
+        self,
+        writes: Sequence[TupleKey],
+        deletes: Sequence[TupleKey] = (),
+        options: WriteOptions = WriteOptions(),
     ) -> int:
+        if options.ignore_missing:
+            deletes = [k for k in deletes if key_hash(k) in self._tuples]
         for key in deletes:
             if key_hash(key) not in self._tuples:
                 raise TupleConflict(key, exists=False)
         remaining = set(self._tuples) - {key_hash(k) for k in deletes}
+        if options.ignore_existing:
+            writes = [
+                k
+                for k in writes
+                if key_hash(k) not in remaining or self._tuples[key_hash(k)][1] != k
+            ]
         for key in writes:
             if key_hash(key) in remaining:
                 raise TupleConflict(key, exists=True)
+        now = int(time.time())
         for key in deletes:
             del self._tuples[key_hash(key)]
             self._revision += 1
-            self._log.append(Change(self._revision, "delete", key=key))
+            self._log.append(Change(self._revision, "delete", key=key, created_at=now))
         for key in writes:
             self._position += 1
             self._tuples[key_hash(key)] = (self._position, key)
+            self._written_at[self._position] = now
             self._revision += 1
-            self._log.append(Change(self._revision, "write", key=key))
+            self._log.append(Change(self._revision, "write", key=key, created_at=now))
         return self._revision
 
     async def read_tuples(self, where: TupleFilter, page_size: int, token: str) -> TuplePage:
@@ -476,7 +572,9 @@ class MemoryFgaStore:
                 break
         more = len(found) > page_size
         found = found[:page_size]
-        return TuplePage([k for _, k in found], encode_token(found[-1][0]) if more else "")
+        token = encode_token(found[-1][0]) if more else ""
+        written = [self._written_at.get(p, 0) for p, _ in found]
+        return TuplePage([k for _, k in found], token, written)
 
     async def reset(self) -> int:
         if self._tuples:

@@ -68,7 +68,7 @@ IMPLEMENTED = {
     "trusted-proxies", "rate-limit-rps", "rate-limit-burst", "rate-limit-fail-closed",
     "enable-hsts", "disable-csp", "cookie-domain", "disable-admin-header-auth",
     "admin-cookie-secure", "fga-store", "fga-store-url",
-    "allow-user-contextual-tuples", "webhook-allow-private-targets",
+    "allow-user-contextual-tuples", "webhook-allow-private-targets", "openfga-api-key",
     # issue 3: authentication flows
     "jwt-role-claim", "refresh-token-expires-in", "app-cookie-secure", "app-cookie-same-site",
     "enable-signup", "enable-basic-authentication", "enable-email-verification",
@@ -1095,3 +1095,9 @@ def test_plain_http_origins_elsewhere_are_warned_about() -> None:
     )
     (warning,) = settings.startup_warnings()
     assert "http://app.example.com" in warning
+
+
+def test_openfga_api_key_needs_the_engine() -> None:
+    assert parse("--openfga-api-key=k").openfga_api_key == "k"
+    assert parse().openfga_api_key == ""
+    assert "needs the engine on" in refusal(*BASE, "--openfga-api-key=k", "--fga-store=none")

@@ -13,10 +13,17 @@ import sqlalchemy as sa
 import trio
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
+from alembic.runtime.environment import EnvironmentContext
+from alembic.script import ScriptDirectory
 
 from bastion import storage
 from bastion.storage.sql import Database, migrate, open_database
-from bastion.storage.sql.migrate import VERSION_TABLE, current_revision, head_revision
+from bastion.storage.sql.migrate import (
+    VERSION_TABLE,
+    _alembic_config,
+    current_revision,
+    head_revision,
+)
 from bastion.storage.sql.schema import metadata, otps, users
 from tests.dbfixtures import fresh_database_url
 from tests.storage.conftest import DATABASES
@@ -266,6 +273,23 @@ async def test_two_instances_migrating_at_once(fresh_db: tuple[str, str]) -> Non
         assert await db.run(schema_differences) == []
 
 
+def upgrade_to(conn: sa.Connection, target: str, *, down: bool = False) -> None:
+    """The schema as of revision ``target``: what a database written by an older release has
+    (``down``: reached by downgrading)."""
+    config = _alembic_config()
+    script = ScriptDirectory.from_config(config)
+    step = script._downgrade_revs if down else script._upgrade_revs
+    with EnvironmentContext(
+        config,
+        script,
+        fn=lambda rev, _context: step(target, rev),
+        destination_rev=target,
+    ) as env:
+        env.configure(connection=conn, version_table=VERSION_TABLE)
+        with env.begin_transaction():
+            env.run_migrations()
+
+
 async def test_addresses_move_to_their_normal_form_and_look_alikes_are_reported(
     fresh_db: tuple[str, str], caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -274,7 +298,7 @@ async def test_addresses_move_to_their_normal_form_and_look_alikes_are_reported(
     kind, url = fresh_db
     rows = {"solo": "Solo@\uff38.IO.", "one": "twin@x.io", "two": "TWIN@\uff58.io"}
     async with open_database(config_for(kind, url)) as db:
-        await migrate(db)
+        await db.run(lambda conn: upgrade_to(conn, "0006"), write=True)
 
         def write_raw(conn: sa.Connection) -> None:
             for user_id, email in rows.items():
@@ -283,7 +307,6 @@ async def test_addresses_move_to_their_normal_form_and_look_alikes_are_reported(
                         id=user_id, email=email, roles="user", created_at=0, updated_at=0
                     )
                 )
-            conn.execute(sa.text(f"UPDATE {VERSION_TABLE} SET version_num = '0006'"))
 
         await db.run(write_raw, write=True)
         with caplog.at_level("WARNING", logger="bastion.migrations"):
@@ -292,3 +315,31 @@ async def test_addresses_move_to_their_normal_form_and_look_alikes_are_reported(
         stored = dict(await db.run(lambda c: list(c.execute(sa.select(users.c.id, users.c.email)))))
     assert stored == {"solo": "solo@x.io", "one": "twin@x.io", "two": "TWIN@\uff58.io"}
     assert "address of user two is a look-alike of user(s) one" in caplog.text
+
+
+async def test_several_stores_downgrade_to_the_default_one(fresh_db: tuple[str, str]) -> None:
+    """0010 down: the default store's rows stay, other stores go; up again, all is as new."""
+    kind, url = fresh_db
+    default = "00000000000000000000000000"
+    async with open_database(config_for(kind, url)) as db:
+        await migrate(db)
+
+        def two_stores(conn: sa.Connection) -> None:
+            conn.execute(sa.text("INSERT INTO service_fga_stores VALUES ('S1', 's', 0, 0)"))
+            for store in (default, "S1"):
+                conn.execute(
+                    sa.text(
+                        "INSERT INTO service_fga_changelog (store_id, revision, operation, "
+                        "created_at) VALUES (:store, 1, 'write', 0)"
+                    ),
+                    {"store": store},
+                )
+
+        await db.run(two_stores, write=True)
+        await db.run(lambda conn: upgrade_to(conn, "0007", down=True), write=True)
+        count = sa.text("SELECT count(*) FROM service_fga_changelog")
+        assert await db.run(lambda conn: conn.execute(count).scalar()) == 1
+        await migrate(db)
+        assert await db.run(schema_differences) == []
+        stores = sa.text("SELECT id FROM service_fga_stores")
+        assert await db.run(lambda conn: list(conn.execute(stores).scalars())) == [default]

@@ -1,4 +1,8 @@
-"""``python -m bastion.conformance openfga FILE_OR_DIR...``: run OpenFGA data files, report counts.
+"""``python -m bastion.conformance openfga [--face URL --key KEY] FILE_OR_DIR...``: run OpenFGA
+data files, report counts.
+
+With ``--face``, server test files run through a deployment's OpenFGA HTTP API (bastion's
+``--openfga-api-key`` face, or an OpenFGA server) instead of the embedded engine.
 
 Each argument is a server test YAML, a language data YAML, a ``transformer`` or
 ``transformer-module`` case folder (or a folder of them), or a folder holding any of
@@ -9,23 +13,28 @@ differs from the number the file holds.
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import httpx
 import yaml
 
 from bastion.conformance.openfga import language_tests
+from bastion.conformance.openfga.face import run_server_tests_over_http
 from bastion.conformance.openfga.report import Report
 from bastion.conformance.openfga.server_tests import is_server_test_file, run_server_tests
 
 __all__ = ["main", "run_path"]
 
 
-def _run_yaml(path: Path) -> Report:
+def _run_yaml(path: Path, face: httpx.Client | None) -> Report:
     report = Report(str(path))
     data = yaml.safe_load(path.read_text())
-    if is_server_test_file(data):
+    if is_server_test_file(data) and face is not None:
+        run_server_tests_over_http(data, report, face)
+    elif is_server_test_file(data):
         run_server_tests(data, report)
     elif language_tests.handles(path.name):
         language_tests.run_file(path.name, data, report)
@@ -41,10 +50,11 @@ _CASE_FOLDERS: list[tuple[Callable[[Path], bool], Callable[[Path, Report], None]
 ]
 
 
-def run_path(path: Path) -> list[Report]:
-    """Reports for one file or folder (folders are searched for known data)."""
+def run_path(path: Path, face: httpx.Client | None = None) -> list[Report]:
+    """Reports for one file or folder (folders are searched for known data); ``face``:
+    server tests over that OpenFGA HTTP API."""
     if path.is_file():
-        return [_run_yaml(path)]
+        return [_run_yaml(path, face)]
     for is_case, run_case in _CASE_FOLDERS:
         if is_case(path):
             report = Report(str(path))
@@ -67,15 +77,25 @@ def run_path(path: Path) -> list[Report]:
             child.suffix == ".yaml"
             and (language_tests.handles(child.name) or child.name.endswith("tests.yaml"))
         ):
-            reports.extend(run_path(child))
+            reports.extend(run_path(child, face))
     return reports
 
 
 def main(argv: Sequence[str]) -> int:
-    if not argv:
-        print("usage: python -m bastion.conformance openfga FILE_OR_DIR...", file=sys.stderr)
+    parser = argparse.ArgumentParser(prog="python -m bastion.conformance openfga")
+    parser.add_argument("--face", help="base URL of an OpenFGA HTTP API to run server tests on")
+    parser.add_argument("--key", default="", help="its pre-shared key (Bearer)")
+    parser.add_argument("paths", nargs="*", metavar="FILE_OR_DIR")
+    args = parser.parse_args(argv)
+    if not args.paths:
+        parser.print_usage(sys.stderr)
         return 2
-    reports = [r for arg in argv for r in run_path(Path(arg))]
+    if args.face:
+        headers = {"authorization": f"Bearer {args.key}"} if args.key else {}
+        with httpx.Client(base_url=args.face, headers=headers, timeout=60) as face:
+            reports = [r for arg in args.paths for r in run_path(Path(arg), face)]
+    else:
+        reports = [r for arg in args.paths for r in run_path(Path(arg))]
     passed = sum(r.passed for r in reports)
     failed = sum(r.failed for r in reports)
     bad_count = False

@@ -208,9 +208,13 @@ class _Validator:
             )
         after = self._define_end(line)
         seen_refs: set[str] = set()
+        #: OpenFGA's server refuses only a repeat of a restriction without a condition
+        #: (it accepts ``[user with c, user]``, which the language validator refuses).
+        plain_refs: set[str] = set()
         for ref in relation.directly_related:
             symbol = str(ref).split(" with ")[0]
-            if symbol in seen_refs and not ref.condition:
+            earlier = plain_refs if self.server else seen_refs
+            if symbol in earlier and not ref.condition:
                 self.add(
                     "duplicated-error",
                     f"the type restriction `{symbol}` is a duplicate "
@@ -220,6 +224,8 @@ class _Validator:
                     after=after,
                 )
             seen_refs.add(symbol)
+            if not ref.condition:
+                plain_refs.add(symbol)
             if ref.type not in self.types:
                 self.add(
                     "invalid-type",

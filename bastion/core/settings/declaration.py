@@ -334,6 +334,12 @@ class Settings:
         shown_default="the main database",
     )
     fga_store_url: str = flag_field("", _A, "URL of --fga-store.")
+    openfga_api_key: str = flag_field(
+        "",
+        _A,
+        "Serve OpenFGA's own HTTP API (/stores/...) on the HTTP port, for OpenFGA's SDKs "
+        "and CLI; requests must carry Authorization: Bearer KEY. Off when empty.",
+    )
     allow_user_contextual_tuples: bool = flag_field(
         False,
         _A,

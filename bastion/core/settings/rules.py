@@ -357,6 +357,14 @@ def _check_fga_store(s: Settings) -> None:
         )
 
 
+def _check_openfga_api(s: Settings) -> None:
+    if s.openfga_api_key and s.fga_store == "none":
+        raise ConfigError(
+            "--openfga-api-key serves the authorization engine's stores: "
+            "it needs the engine on (not --fga-store none)"
+        )
+
+
 def _check_graphql_limits(s: Settings) -> None:
     for option, value in (
         ("--graphql-max-complexity", s.graphql_max_complexity),
@@ -399,6 +407,7 @@ _RULES = (
     _check_recent_sign_in,
     _check_request_timeout,
     _check_fga_store,
+    _check_openfga_api,
     _check_graphql_limits,
     _check_security,
     _check_mail,

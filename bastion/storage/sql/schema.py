@@ -19,12 +19,15 @@ from sqlalchemy.dialects import mysql
 from bastion.core.limits import TEXT_LIMITS
 
 __all__ = [
+    "DEFAULT_FGA_STORE",
     "IDENTITY_COLUMNS",
     "audit_logs",
     "authenticators",
     "email_templates",
+    "fga_assertions",
     "fga_changelog",
     "fga_models",
+    "fga_stores",
     "fga_tuples",
     "memory",
     "metadata",
@@ -250,11 +253,43 @@ def _fga_text(field: str) -> sa.String:
     )
 
 
+#: The store the Authorizer-shaped API (``/v1/..._fga_*``, check_permissions) uses; created
+#: by migration 0010, never deleted. A ULID, as every OpenFGA store id.
+DEFAULT_FGA_STORE = "00000000000000000000000000"
+
+
+def _store_id() -> sa.Column[str]:
+    return sa.Column("store_id", sa.String(26), nullable=False, server_default=DEFAULT_FGA_STORE)
+
+
+#: Authorization stores (OpenFGA's ``/stores``): each holds its own models, tuples and
+#: changelog, isolated from the others.
+fga_stores = sa.Table(
+    "service_fga_stores",
+    metadata,
+    sa.Column("id", sa.String(26), primary_key=True),
+    sa.Column("name", sa.String(256), nullable=False),
+    sa.Column("created_at", sa.BigInteger, nullable=False),
+    sa.Column("updated_at", sa.BigInteger, nullable=False),
+    **_MYSQL,
+)
+
+#: OpenFGA's assertions of one model version (``/stores/{id}/assertions/{model}``), as JSON.
+fga_assertions = sa.Table(
+    "service_fga_assertions",
+    metadata,
+    sa.Column("store_id", sa.String(26), primary_key=True),
+    sa.Column("model_id", sa.String(36), primary_key=True),
+    sa.Column("assertions", sa.Text, nullable=False),
+    **_MYSQL,
+)
+
 #: Authorization model versions, append-only; the one with the highest ``revision`` is current.
 fga_models = sa.Table(
     "service_fga_models",
     metadata,
     sa.Column("id", sa.String(36), primary_key=True),
+    _store_id(),
     sa.Column("dsl", sa.Text, nullable=False),
     #: The store revision that installed this version (see ``service_fga_changelog``).
     sa.Column("revision", sa.BigInteger, nullable=False, index=True),
@@ -274,7 +309,8 @@ fga_tuples = sa.Table(
         primary_key=True,
         autoincrement=True,
     ),
-    sa.Column("key_hash", sa.String(64), nullable=False, unique=True),
+    _store_id(),
+    sa.Column("key_hash", sa.String(64), nullable=False),
     sa.Column("object_type", _fga_text("object_type"), nullable=False),
     sa.Column("object", _fga_text("object"), nullable=False),
     sa.Column("relation", _fga_text("relation"), nullable=False),
@@ -285,14 +321,22 @@ fga_tuples = sa.Table(
     sa.Column("created_at", sa.BigInteger, nullable=False),
     sa.Index("ix_service_fga_tuples_object_relation", "object", "relation"),
     sa.Index("ix_service_fga_tuples_user_object_type", "user", "object_type"),
+    sa.UniqueConstraint("store_id", "key_hash", name="uq_service_fga_tuples_store_key"),
     **_MYSQL,
 )
 
-#: Every change to the store, numbered: the store's revision is the highest ``revision``.
+#: Every change to a store, numbered per store: the store's revision is the highest ``revision``.
 #: Server processes keep an in-memory index and replay the rows past the revision they saw.
 fga_changelog = sa.Table(
     "service_fga_changelog",
     metadata,
+    sa.Column(
+        "store_id",
+        sa.String(26),
+        primary_key=True,
+        nullable=False,
+        server_default=DEFAULT_FGA_STORE,
+    ),
     sa.Column("revision", sa.BigInteger, primary_key=True, autoincrement=False),
     #: ``write`` / ``delete`` (a tuple), ``model`` (``object`` holds the model id), ``reset``.
     sa.Column("operation", sa.String(16), nullable=False),

@@ -112,6 +112,18 @@ def test_the_server_accepts_a_condition_no_relation_uses() -> None:
     assert [e.error_type for e in errors(dsl)] == ["condition-not-used"]
 
 
+def test_the_server_accepts_a_plain_restriction_after_a_conditioned_one() -> None:
+    """``[user with c, user]``: the language validator calls it a duplicate; OpenFGA's server
+    accepts it (abac_tests.yaml writes it). A plain restriction repeated is refused by both."""
+    condition = "condition c(x: int) {\n  x < 1\n}\n"
+    both = f"type user\ntype doc\n  relations\n    define v: [user with c, user]\n{condition}"
+    check_model(parse_dsl(HEADER + both).model)
+    assert [e.error_type for e in errors(both)] == ["duplicated-error"]
+    twice = "type user\ntype doc\n  relations\n    define v: [user, user]\n"
+    with pytest.raises(FgaError):
+        check_model(parse_dsl(HEADER + twice).model)
+
+
 _SHARED_VISIT = (
     "type user\ntype doc\n  relations\n    define parent: [doc]\n"
     "    define r0: [user]\n    define r0x: [user]\n    define r2: r0 and r0x\n"

@@ -207,6 +207,11 @@ class _StoreCollector(Collector):
                 "Store calls that found the store unreachable (answered 503).",
                 labels=["store"],
             ),
+            "replayed": CounterMetricFamily(
+                "bastion_store_replayed",
+                "Transactions run again on a new connection after theirs was lost before commit.",
+                labels=["store"],
+            ),
             "failovers": CounterMetricFamily(
                 "bastion_store_failovers",
                 "Master changes seen through Redis Sentinel.",

@@ -35,6 +35,11 @@ class TcpProxy:
                 self._listener.shutdown(socket.SHUT_RDWR)
             self._listener.close()
             self._listener = None
+        self.reset()
+
+    def reset(self) -> None:
+        """Reset the open connections and go on accepting new ones (a database restart or a
+        failover as a connection pool sees it)."""
         with self._lock:
             conns, self._conns = self._conns, []
         for conn in conns:

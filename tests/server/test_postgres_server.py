@@ -100,3 +100,42 @@ def test_graceful_shutdown_lets_http_and_grpc_calls_in_flight_finish(tmp_path: P
         assert server.process.wait(60) == 0
     finally:
         server.terminate()
+
+
+def test_a_transaction_whose_connection_died_before_commit_runs_once_more(tmp_path: Path) -> None:
+    """The pool's connections die (a database restart, a failover behind one address): the
+    next calls find them dead before anything was committed and run again on new ones, so
+    users see answers, not 503s, and nothing is written twice."""
+    url = dbfixtures.fresh_postgres_url("replay")
+    parts = httpx.URL(url)
+    proxy = TcpProxy(parts.host, parts.port or 5432)
+    proxy.start()
+    proxied = url.replace(f":{parts.port}/", f":{proxy.port}/")
+    password = {"password": "Str0ng!pass", "confirm_password": "Str0ng!pass"}
+    try:
+        with running(base_flags("postgres", proxied), tmp_path) as srv, srv.client() as http:
+            for n in range(3):  # the pool holds live connections
+                signed = http.post("/v1/signup", json={"email": f"r{n}@example.com", **password})
+                assert signed.status_code == 200, signed.text
+            proxy.reset()
+            signed = http.post("/v1/signup", json={"email": "after@example.com", **password})
+            assert signed.status_code == 200, signed.text
+            for n in range(3):
+                login = http.post(
+                    "/v1/login", json={"email": f"r{n}@example.com", "password": "Str0ng!pass"}
+                )
+                assert login.status_code == 200, login.text
+            metrics = httpx.get(f"http://127.0.0.1:{srv.metrics_port}/metrics").text
+            replayed = [
+                line for line in metrics.splitlines()
+                if line.startswith('bastion_store_replayed_total{store="database"}')
+            ]  # fmt: skip
+            assert replayed, metrics
+            assert float(replayed[0].split()[-1]) >= 1
+        with psycopg.connect(_libpq(url)) as conn:
+            row = conn.execute(
+                "select count(*) from service_users where email = 'after@example.com'"
+            ).fetchone()
+            assert row == (1,)
+    finally:
+        proxy.cut()

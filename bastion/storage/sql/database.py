@@ -66,6 +66,24 @@ def notify_on_commit(conn: sa.Connection, topic: str) -> None:
     conn.info.setdefault(_NOTIFY, set()).add(topic)
 
 
+class _LostBeforeCommit(Exception):
+    """The connection died while ``fn`` ran, before its transaction's commit was sent."""
+
+    def __init__(self, error: exc.DBAPIError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def _before_commit(fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)``; a lost connection becomes :class:`_LostBeforeCommit`."""
+    try:
+        return fn(*args)
+    except exc.DBAPIError as e:
+        if e.connection_invalidated:
+            raise _LostBeforeCommit(e) from e
+        raise
+
+
 def _take_topics(conn: sa.Connection | None) -> frozenset[str]:
     """The topics the finished transaction asked for, cleared: ``info`` outlives it.
 
@@ -104,7 +122,7 @@ class Database:
         self._on_commit: dict[str, list[Callable[[], None]]] = {}
         #: Connections opened (a reconnect after a failover shows here) and calls that
         #: found the database unreachable; read by the metrics listener.
-        self._stats = {"connections_opened": 0, "unavailable": 0}
+        self._stats = {"connections_opened": 0, "unavailable": 0, "replayed": 0}
         sync_engine = engine if engine is not None else getattr(async_engine, "sync_engine", None)
         if sync_engine is not None:
             sa.event.listen(sync_engine, "connect", self._count_connect)
@@ -113,7 +131,7 @@ class Database:
         self._stats["connections_opened"] += 1
 
     def statistics(self) -> dict[str, int]:
-        """Counters since start: ``connections_opened``, ``unavailable``."""
+        """Counters since start: ``connections_opened``, ``unavailable``, ``replayed``."""
         return dict(self._stats)
 
     @property
@@ -154,7 +172,9 @@ class Database:
         round trips of :meth:`run`; elsewhere it is :meth:`run` with ``write=True``."""
         if self._dialect != "postgresql":
             return await self.run(fn, write=True)
-        return await self._call(fn, begin=None, mysql_lock=None, autocommit=True)
+        # Each statement commits itself: a connection lost during it leaves the write's
+        # fate unknown, so it is never replayed.
+        return await self._call(fn, begin=None, mysql_lock=None, autocommit=True, replay=False)
 
     async def run_locked(
         self,
@@ -217,19 +237,31 @@ class Database:
         mysql_lock: tuple[tuple[str, ...], float] | None,
         abandon: bool = False,
         autocommit: bool = False,
+        replay: bool = True,
     ) -> T:
+        """``replay``: a connection lost before anything was committed (a pooled connection
+        the database or a failover closed) is replaced and ``fn`` runs once more; the
+        database rolled the lost transaction back, so nothing is written twice. A connection
+        lost while committing is never replayed: whether it committed is unknown."""
         try:
-            for attempt in range(1, _DEADLOCK_ATTEMPTS + 1):
+            attempt = 0
+            while True:
+                attempt += 1
                 try:
                     result, topics = await self._call_once(
                         fn, begin, mysql_lock, abandon, autocommit
                     )
                     break
+                except _LostBeforeCommit as lost:
+                    if not replay:
+                        raise lost.error from None
+                    replay = False
+                    self._stats["replayed"] += 1
                 except exc.DBAPIError as e:
                     # The database chose this transaction as a deadlock's victim and rolled
                     # it back: running it again (after a random pause, so that the same
                     # contenders do not meet again) is what it asks for.
-                    if attempt == _DEADLOCK_ATTEMPTS or not _deadlocked(e):
+                    if attempt >= _DEADLOCK_ATTEMPTS or not _deadlocked(e):
                         raise
                     await trio.sleep(random.uniform(0, _DEADLOCK_PAUSE * attempt))  # noqa: S311
         except StorageUnavailable:
@@ -311,12 +343,12 @@ class Database:
             try:
                 if autocommit:
                     conn.execution_options(isolation_level="AUTOCOMMIT")
-                    result = fn(conn)
+                    result = _before_commit(fn, conn)
                 else:
                     with conn.begin():
                         if begin is not None:
-                            conn.exec_driver_sql(begin)
-                        result = fn(conn)
+                            _before_commit(conn.exec_driver_sql, begin)
+                        result = _before_commit(fn, conn)
             finally:
                 if running is not None:
                     running.stop()
@@ -338,10 +370,10 @@ class Database:
             if autocommit:
                 # Client-side only with asyncpg (no round trip); reset when pooled again.
                 await conn.execution_options(isolation_level="AUTOCOMMIT")
-                result = await conn.run_sync(fn)
+                result = await conn.run_sync(lambda sync: _before_commit(fn, sync))
             else:
                 async with conn.begin():
-                    result = await conn.run_sync(fn)
+                    result = await conn.run_sync(lambda sync: _before_commit(fn, sync))
         finally:
             topics = _take_topics(conn.sync_connection)
             await conn.close()

@@ -85,6 +85,13 @@ PROFILES: tuple[Profile, ...] = (
         ("mfa.totp_*",),
     ),
     Profile(
+        "passkeys",
+        "passkeys (WebAuthn): a software authenticator registers and signs in",
+        ("--enable-passkeys",),
+        (),
+        ("passkeys.*",),
+    ),
+    Profile(
         "fga-off",
         "the authorization engine off: every engine operation is failed_precondition",
         ("--fga-store=none",),

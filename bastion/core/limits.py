@@ -84,6 +84,9 @@ TEXT_LIMITS: Mapping[str, int] = MappingProxyType(
         "condition_name": 256,
         "continuation_token": _URL,
         "dsl": 16000,
+        # passkeys: a PublicKeyCredential as JSON; a passkey's label
+        "credential": 65536,
+        "name": _NAME,
     }
 )
 

@@ -22,6 +22,7 @@ from bastion.service.metrics import Metrics
 from bastion.service.oauth.backchannel import backchannel_handlers
 from bastion.service.oauth.service import OAuthService
 from bastion.service.outbox import Handler, OutboxWorker
+from bastion.service.passkeys import PasskeyService
 from bastion.service.ratelimit import RateLimiter
 from bastion.service.sms import sms_handlers
 from bastion.service.social.service import SocialLogin
@@ -53,6 +54,8 @@ class Runtime:
     social: SocialLogin
     #: The OAuth 2.0 / OpenID Connect provider (issue 10).
     oauth: OAuthService
+    #: passkeys (issue 22)
+    passkeys: PasskeyService
 
     async def check_ready(self) -> None:
         """Storage answers AND the migrated schema is there (raises StorageUnavailable)."""
@@ -110,6 +113,7 @@ class Runtime:
             auth=auth,
             social=SocialLogin(auth),
             oauth=oauth,
+            passkeys=PasskeyService(auth, service),
         )
 
 

@@ -57,6 +57,7 @@ CI_PROFILES = {
     "mfa-email": "test_otp_rows_for_emailed_codes_and_authenticator_apps",
     "mfa-totp": "test_otp_rows_for_emailed_codes_and_authenticator_apps",
     "fga-off": "test_without_the_engine_every_engine_operation_is_failed_precondition",
+    "passkeys": "test_passkey_rows_agree_across_the_surfaces",
 }
 
 
@@ -224,6 +225,35 @@ def test_otp_rows_for_emailed_codes_and_authenticator_apps(tmp_path: Path) -> No
     assert row(output, "mfa.totp_enrol_and_verify") == ["pass", "pass", "pass"], output
     assert_covered(output, "mfa-totp")
     assert f"mfa.email_otp_verify_and_resend: skip: {NO_SINK}" in output
+
+
+def test_passkey_rows_agree_across_the_surfaces(
+    tmp_path: Path, sqlite_server: ServerProcess
+) -> None:
+    """Registration, passwordless sign-in, every refusal and the admin rows answer alike
+    on REST, GraphQL and gRPC; a deployment without passkeys skips them by name."""
+    flags = [
+        *base_flags("sqlite", fresh_sqlite_url(tmp_path, "passkeys")),
+        *SUITE_FLAGS,
+        "--enable-passkeys",
+    ]
+    with running(flags, tmp_path, name="passkeys") as server:
+        code, output = run_suite(
+            [*suite_args(server), "--only", "passkeys.*", "--fuzz-examples", "0"]
+        )
+    assert code == 0, output
+    for name in (
+        "passkeys.register_list_rename_delete",
+        "passkeys.passwordless_sign_in_and_refusals",
+        "passkeys.admin_lists_and_deletes",
+    ):
+        assert row(output, name) == ["pass", "pass", "pass"], output
+    assert_covered(output, "passkeys")
+    code, output = run_suite(
+        [*suite_args(sqlite_server), "--only", "passkeys.*", "--fuzz-examples", "0"]
+    )
+    assert code == 0, output
+    assert "passkeys.admin_lists_and_deletes: skip: --enable-passkeys is off" in output
 
 
 SMS_ROWS = (

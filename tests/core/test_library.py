@@ -62,7 +62,9 @@ def test_every_machine_event_and_effect_is_exported(kind: type) -> None:
 def test_every_flow_machine_is_listed_and_declares_what_it_emits() -> None:
     assert flows.MfaMachine in MACHINES.values()
     assert {m for m in _exported(Machine) if m is not Machine} - set(MACHINES.values()) == {
-        flows.OAuthAuthorizeMachine  # built with an OAuthPolicy too
+        flows.OAuthAuthorizeMachine,  # built with an OAuthPolicy too
+        flows.PasskeyMachine,  # verifying needs a WebAuthn relying party
+        flows.PasskeyOptionsMachine,
     }
     for machine in _exported(Machine) - {Machine}:
         assert machine.EMITS, machine

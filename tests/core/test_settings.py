@@ -82,6 +82,7 @@ IMPLEMENTED = {
     "graphql-max-aliases", "graphql-max-body-bytes", "enable-playground", "enable-login-page",
     # issue 4: multi-factor authentication (email codes so far)
     "enable-mfa", "enforce-mfa", "enable-email-otp", "enable-totp-login",
+    "enable-passkeys", "webauthn-rp-id", "webauthn-rp-name",
     # issue 10: social login
     *(
         f"{provider}-{suffix}"

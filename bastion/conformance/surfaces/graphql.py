@@ -45,6 +45,13 @@ def bundled_schema() -> GraphQLSchema:
 GRAPHQL_ONLY_FIELDS = frozenset({("AdminMeta", "is_multi_factor_auth_service_enabled")})
 
 
+#: Root fields answering a list where REST and gRPC answer ``{key: [...]}``.
+LISTED_UNDER = {
+    "webauthn_credentials": "webauthn_credentials",
+    "_webauthn_credentials": "webauthn_credentials",
+}
+
+
 def selection(named: GraphQLNamedType, seen: frozenset[str] = frozenset(), depth: int = 0) -> str:
     """``{ a b c { d } }`` for every field of an object type; "" for a leaf type."""
     if not isinstance(named, GraphQLObjectType):
@@ -80,6 +87,17 @@ def document(
             if request:
                 raise Unexpressible(f"{field_name} takes no arguments on GraphQL")
             return f"{kind} {{ {field_name} {select} }}", {}
+        if not ({"params", "param"} & set(field.args)):
+            # Authorizer 2.4's passkey fields take the request's keys as plain arguments.
+            unknown = set(request) - set(field.args)
+            if unknown:
+                raise Unexpressible(f"{field_name} has no argument {sorted(unknown)}")
+            names = [n for n in field.args if n in request]
+            declared = ", ".join(f"${n}: {field.args[n].type}" for n in names)
+            passed = ", ".join(f"{n}: ${n}" for n in names)
+            head = f"{kind} ({declared})" if names else kind
+            call = f"{field_name}({passed})" if names else field_name
+            return f"{head} {{ {call} {select} }}", {n: request[n] for n in names}
         ((arg_name, arg),) = field.args.items()
         return (
             f"{kind} ($p: {arg.type}) {{ {field_name}({arg_name}: $p) {select} }}",
@@ -152,6 +170,8 @@ class GraphQLSurface:
                 outcome.offered = False
             return outcome
         data = (body.get("data") or {}).get(field_name)
+        if field_name in LISTED_UNDER:  # a GraphQL list is REST's body under one key
+            data = {LISTED_UNDER[field_name]: data}
         if not isinstance(data, dict):
             return Outcome(ok=False, code="unparseable", message=f"data.{field_name} = {data!r}")
         return Outcome(ok=True, body=data, cookies=cookies)

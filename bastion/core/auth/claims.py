@@ -83,6 +83,8 @@ def amr_for(login_method: str) -> list[str]:
         return ["pwd"]
     if login_method in (SignupMethod.MAGIC_LINK_LOGIN, SignupMethod.MOBILE_OTP):
         return ["otp"]
+    if login_method == "webauthn":
+        return ["hwk", "user"]  # RFC 8176: a key held in hardware, the user verified
     return ["fed"]
 
 

@@ -36,6 +36,8 @@ class Method(enum.StrEnum):
     SMS_OTP = "sms_otp"
     #: a code from an authenticator app (or a recovery code)
     TOTP = "totp"
+    #: a passkey (WebAuthn assertion) instead of a code; never a challenge's own method
+    WEBAUTHN = "webauthn"
 
 
 class Purpose(enum.StrEnum):

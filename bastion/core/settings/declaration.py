@@ -246,6 +246,18 @@ class Settings:
     enable_totp_login: bool = flag_field(False, _M, "Authenticator-app (TOTP) codes.")
     enable_email_otp: bool = flag_field(False, _M, "One-time codes by email.")
     enable_sms_otp: bool = flag_field(False, _M, "One-time codes by SMS.")
+    enable_passkeys: bool = flag_field(
+        False,
+        _M,
+        "Passkeys (WebAuthn): users add them while signed in, then sign in with one alone "
+        "or use one as the second factor after a password.",
+    )
+    webauthn_rp_id: str = flag_field(
+        "", _M, "WebAuthn relying-party id (a registrable domain); empty = the host of --url."
+    )
+    webauthn_rp_name: str = flag_field(
+        "", _M, "Relying-party name shown by authenticators; empty = --organization-name."
+    )
 
     # -- email
     smtp_host: str = flag_field("", _E, "SMTP host.")

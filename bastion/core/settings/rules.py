@@ -337,6 +337,13 @@ def _check_mfa(s: Settings) -> None:
             "--enable-mfa needs a method: give --enable-totp-login, --enable-email-otp "
             "or --enable-sms-otp"
         )
+    host = (urlsplit(s.url).hostname or "").lower()
+    rp_id = s.webauthn_rp_id.lower()
+    if s.enable_passkeys and rp_id and host != rp_id and not host.endswith("." + rp_id):
+        raise ConfigError(
+            f"--webauthn-rp-id {s.webauthn_rp_id} must be the host of --url ({host}) "
+            "or a domain it belongs to"
+        )
 
 
 _FGA_SQL_STORES: Final[frozenset[str]] = frozenset({"sqlite", "postgres", "mysql"})

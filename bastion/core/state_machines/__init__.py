@@ -105,6 +105,33 @@ from bastion.core.state_machines.oauth_authorize import (
     StorePending,
     TakeCode,
 )
+from bastion.core.state_machines.passkey import (
+    PasskeyMachine,
+    RegistrationVerifyRequested,
+    SignInVerifyRequested,
+)
+from bastion.core.state_machines.passkey_effects import (
+    AssertionVerified,
+    AttestationVerified,
+    CeremonyTaken,
+    CredentialLoaded,
+    CredentialsLoaded,
+    CredentialStored,
+    CredentialUseRecorded,
+    LoadCredential,
+    LoadCredentials,
+    RecordCredentialUse,
+    StoreCeremony,
+    StoreCredential,
+    TakeCeremony,
+    VerifyAssertion,
+    VerifyAttestation,
+)
+from bastion.core.state_machines.passkey_options import (
+    PasskeyOptionsMachine,
+    RegistrationOptionsRequested,
+    SignInOptionsRequested,
+)
 from bastion.core.state_machines.password_reset import (
     ForgotPasswordRequested,
     PasswordResetMachine,
@@ -128,11 +155,14 @@ from bastion.core.state_machines.verification import (
 __all__ = [
     "MACHINES",
     "SECRET",
+    "AssertionVerified",
     "AttemptCounted",
+    "AttestationVerified",
     "AuditRecord",
     "AuthenticatorEnrolled",
     "AuthenticatorLoaded",
     "AuthorizeRequested",
+    "CeremonyTaken",
     "ChallengeLoaded",
     "ChallengeRequested",
     "ChallengeTaken",
@@ -147,6 +177,10 @@ __all__ = [
     "CountAttempt",
     "CreateUser",
     "CreateVerificationRequest",
+    "CredentialLoaded",
+    "CredentialStored",
+    "CredentialUseRecorded",
+    "CredentialsLoaded",
     "DecideSecondFactor",
     "DeleteSession",
     "DeleteUserSessions",
@@ -165,6 +199,8 @@ __all__ = [
     "IssueTokens",
     "LoadAuthenticator",
     "LoadChallenge",
+    "LoadCredential",
+    "LoadCredentials",
     "LoadStoredToken",
     "LoadUser",
     "LoadVerificationRequest",
@@ -178,15 +214,20 @@ __all__ = [
     "MagicLinkRequested",
     "MfaMachine",
     "OAuthAuthorizeMachine",
+    "PasskeyMachine",
+    "PasskeyOptionsMachine",
     "PasswordHashed",
     "PasswordResetMachine",
     "PasswordVerified",
     "PersistSession",
+    "RecordCredentialUse",
     "RecordMfaOutcome",
     "RecordTotpStep",
     "RecoveryCodeUsed",
     "RedirectToLogin",
     "RefreshRequested",
+    "RegistrationOptionsRequested",
+    "RegistrationVerifyRequested",
     "RehashPassword",
     "RelationsChecked",
     "RememberCodeTokens",
@@ -204,15 +245,20 @@ __all__ = [
     "SessionRequested",
     "SetMfaCookie",
     "SetSessionCookie",
+    "SignInOptionsRequested",
+    "SignInVerifyRequested",
     "SignupMachine",
     "SignupRequested",
     "SocialLoginMachine",
     "SocialLoginRequested",
     "StartChallenge",
+    "StoreCeremony",
     "StoreChallenge",
     "StoreCode",
+    "StoreCredential",
     "StorePending",
     "StoredTokenLoaded",
+    "TakeCeremony",
     "TakeChallenge",
     "TakeCode",
     "TokensIssued",
@@ -225,6 +271,8 @@ __all__ = [
     "VerificationMachine",
     "VerificationRequestCreated",
     "VerificationRequestLoaded",
+    "VerifyAssertion",
+    "VerifyAttestation",
     "VerifyEmailRequested",
     "VerifyOtpRequested",
     "VerifyPasswordHash",
@@ -233,7 +281,9 @@ __all__ = [
 
 #: every flow machine built from a ``FlowEnv`` alone, by its ``FLOW`` name (what
 #: ``to_dict()["flow"]`` and ``Handoff.flow`` say); ``OAuthAuthorizeMachine`` also takes an
-#: ``OAuthPolicy`` and is not listed
+#: ``OAuthPolicy``, and the passkey machines need a WebAuthn relying party for their
+#: ``VerifyAttestation``/``VerifyAssertion`` effects (the reference driver has none): they
+#: are not listed
 MACHINES: dict[str, type[Machine[Any]]] = {
     m.FLOW: m
     for m in (

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from bastion.core.auth.emails import EmailEvent
+from bastion.core.auth.passkeys import PasskeyOptions
 from bastion.core.auth.responses import (
     AuthResponse,
     ForgotPasswordResponse,
@@ -63,13 +64,16 @@ __all__ = [
     "WebhookEvent",
 ]
 
-Result = AuthResponse | MessageResponse | ForgotPasswordResponse | TokenResponse
+Result = AuthResponse | MessageResponse | ForgotPasswordResponse | TokenResponse | PasskeyOptions
 
 
 class WebhookEvent(enum.StrEnum):
     LOGIN = "user.login"
     CREATED = "user.created"
     SIGNUP = "user.signup"
+    # passkeys (issue 22)
+    PASSKEY_REGISTERED = "user.passkey_registered"
+    PASSKEY_DELETED = "user.passkey_deleted"
 
 
 class AuditAction(enum.StrEnum):
@@ -94,6 +98,11 @@ class AuditAction(enum.StrEnum):
     MFA_LOCKED = "user.mfa_locked"
     # social login (issue 10)
     OAUTH_CALLBACK_SUCCESS = "oauth.callback_success"
+    # passkeys (issue 22)
+    PASSKEY_REGISTERED = "user.passkey_registered"
+    PASSKEY_RENAMED = "user.passkey_renamed"
+    PASSKEY_DELETED = "user.passkey_deleted"
+    PASSKEY_FAILED = "user.passkey_failed"
 
 
 # -- effects that wait for a reply -----------------------------------------------------

@@ -20,6 +20,8 @@ WEBHOOK_EVENTS: Final[tuple[str, ...]] = (
     "user.mfa_failed",
     "user.mfa_locked",
     "user.mfa_reset",
+    "user.passkey_registered",
+    "user.passkey_deleted",
 )
 
 #: The mails an admin template can replace, one template per event.

@@ -46,6 +46,7 @@ from bastion.service.auth.mail import compose_mail
 from bastion.service.auth.service import AuthService
 from bastion.service.context import CallerContext, Reply
 from bastion.storage import Storage, admin_users, users, verification
+from bastion.storage import passkeys as passkey_rows
 from bastion.storage.outbox import enqueue
 
 __all__ = ["UserAdmin"]
@@ -255,6 +256,7 @@ class UserAdmin:
             users.delete(conn, user.id)
             admin_users.delete_otps(conn, email=user.email, phone_number=user.phone_number)
             admin_users.delete_authenticators(conn, user.id)
+            passkey_rows.delete_for_user(conn, user.id)
             if user.email:
                 verification.delete_for_email(conn, user.email)
             _webhook(conn, "user.deleted", user, now)

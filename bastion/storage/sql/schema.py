@@ -33,6 +33,7 @@ __all__ = [
     "metadata",
     "otps",
     "outbox",
+    "passkeys",
     "sessions",
     "users",
     "verification_requests",
@@ -149,6 +150,26 @@ authenticators = sa.Table(
     sa.Column("verified_at", sa.BigInteger),
     #: the last TOTP time step a code was accepted for: replay protection (migration 0006)
     sa.Column("last_used_step", sa.BigInteger),
+    *_timestamps(),
+    **_MYSQL,
+)
+
+#: WebAuthn credentials (issue 22, migration 0009). ``credential_id`` (base64url of the
+#: authenticator's id) is unique across all users: the database settles concurrent
+#: registrations of one authenticator.
+passkeys = sa.Table(
+    "service_passkeys",
+    metadata,
+    _id(),
+    sa.Column("user_id", sa.String(36), nullable=False, index=True),
+    sa.Column("credential_id", sa.String(255), nullable=False, unique=True),
+    sa.Column("public_key", sa.LargeBinary, nullable=False),
+    sa.Column("sign_count", sa.BigInteger, nullable=False),
+    sa.Column("transports", sa.String(255), nullable=False),
+    sa.Column("name", _declared("name"), nullable=False),
+    sa.Column("backup_eligible", sa.Boolean, nullable=False),
+    sa.Column("backed_up", sa.Boolean, nullable=False),
+    sa.Column("last_used_at", sa.BigInteger),
     *_timestamps(),
     **_MYSQL,
 )

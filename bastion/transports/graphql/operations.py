@@ -19,6 +19,7 @@ def root_operations(runtime: Runtime) -> dict[str, WireOperation]:
 
 def _operations(runtime: Runtime) -> dict[str, ServiceOperation]:
     service, auth, fga, admin = runtime.service, runtime.auth, runtime.fga, runtime.admin
+    passkeys = runtime.passkeys
     hooks, templates, users = admin.webhooks, admin.email_templates, admin.users
     return {
         "meta": service.meta,
@@ -76,4 +77,14 @@ def _operations(runtime: Runtime) -> dict[str, ServiceOperation]:
         "_fga_list_users": fga.list_users,
         "_fga_expand": fga.expand,
         "_fga_reset": fga.reset,
+        # passkeys
+        "webauthn_registration_options": passkeys.webauthn_registration_options,
+        "webauthn_registration_verify": passkeys.webauthn_registration_verify,
+        "webauthn_login_options": passkeys.webauthn_login_options,
+        "webauthn_login_verify": passkeys.webauthn_login_verify,
+        "webauthn_credentials": passkeys.webauthn_credentials,
+        "webauthn_delete_credential": passkeys.webauthn_delete_credential,
+        "webauthn_rename_credential": passkeys.webauthn_rename_credential,
+        "_webauthn_credentials": passkeys.admin_webauthn_credentials,
+        "_webauthn_delete_credential": passkeys.admin_webauthn_delete_credential,
     }

@@ -27,21 +27,31 @@ class GraphQLContext:
     cookies: list[Cookie] = field(default_factory=list)
 
 
-def _resolver(operation: WireOperation) -> Resolver:
+#: Root fields whose GraphQL answer is one field of the service's (REST's) body.
+UNWRAPPED = {
+    "webauthn_credentials": "webauthn_credentials",
+    "_webauthn_credentials": "webauthn_credentials",
+}
+
+
+def _resolver(operation: WireOperation, unwrap: str | None = None) -> Resolver:
     async def resolve(context: GraphQLContext, args: dict[str, Any]) -> Any:
-        request = args.get("params") or args.get("param") or {}
+        if "params" in args or "param" in args:
+            request = args.get("params") or args.get("param") or {}
+        else:  # plain arguments (Authorizer 2.4's webauthn_* fields) are the request
+            request = args
         # Literals written in the document itself (escapes such as \u0000) arrive here.
         if (why := input_rules.refusal(request, "params")) is not None:
             raise InvalidArgument(why)
         reply = await operation(dict(request), context.caller)
         context.cookies.extend(reply.cookies)
-        return reply.body
+        return reply.body if unwrap is None else reply.body[unwrap]
 
     return resolve
 
 
 def resolvers(operations: Mapping[str, WireOperation]) -> dict[str, Resolver]:
-    return {name: _resolver(op) for name, op in operations.items()}
+    return {name: _resolver(op, UNWRAPPED.get(name)) for name, op in operations.items()}
 
 
 class GraphQLSurface:

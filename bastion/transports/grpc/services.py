@@ -123,8 +123,44 @@ _RPCS: dict[str, dict[str, _Rpc]] = {
             lambda r: grpc_shaped(bind(r.auth.validate_session)),
             authorizer_pb2.ValidateSessionResponse,
         ),
+        "WebauthnRegistrationOptions": _Rpc(
+            lambda r: bind(r.passkeys.webauthn_registration_options),
+            authorizer_pb2.WebauthnRegistrationOptionsResponse,
+        ),
+        "WebauthnRegistrationVerify": _Rpc(
+            lambda r: grpc_shaped(bind(r.passkeys.webauthn_registration_verify)),
+            types_pb2.AuthResponse,
+        ),
+        "WebauthnLoginOptions": _Rpc(
+            lambda r: bind(r.passkeys.webauthn_login_options),
+            authorizer_pb2.WebauthnLoginOptionsResponse,
+        ),
+        "WebauthnLoginVerify": _Rpc(
+            lambda r: grpc_shaped(bind(r.passkeys.webauthn_login_verify)),
+            types_pb2.AuthResponse,
+        ),
+        "WebauthnCredentials": _Rpc(
+            lambda r: bind(r.passkeys.webauthn_credentials),
+            authorizer_pb2.WebauthnCredentialsResponse,
+        ),
+        "WebauthnDeleteCredential": _Rpc(
+            lambda r: bind(r.passkeys.webauthn_delete_credential),
+            authorizer_pb2.WebauthnDeleteCredentialResponse,
+        ),
+        "WebauthnRenameCredential": _Rpc(
+            lambda r: bind(r.passkeys.webauthn_rename_credential),
+            authorizer_pb2.WebauthnRenameCredentialResponse,
+        ),
     },
     "AuthorizerAdminService": {
+        "AdminWebauthnCredentials": _Rpc(
+            lambda r: bind(r.passkeys.admin_webauthn_credentials),
+            admin_pb2.AdminWebauthnCredentialsResponse,
+        ),
+        "AdminWebauthnDeleteCredential": _Rpc(
+            lambda r: bind(r.passkeys.admin_webauthn_delete_credential),
+            admin_pb2.AdminWebauthnDeleteCredentialResponse,
+        ),
         "AdminLogin": _Rpc(lambda r: bind(r.service.admin_login), admin_pb2.AdminLoginResponse),
         "AdminLogout": _Rpc(lambda r: bind(r.service.admin_logout), admin_pb2.AdminLogoutResponse),
         "AdminSession": _Rpc(

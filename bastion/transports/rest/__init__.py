@@ -18,6 +18,7 @@ from bastion.transports.rest.admin import admin_routes
 from bastion.transports.rest.auth import auth_routes, register_oauth_views
 from bastion.transports.rest.fga import fga_routes
 from bastion.transports.rest.oauth import register_provider_views
+from bastion.transports.rest.passkeys import passkey_routes
 from bastion.transports.rest.social import register_social_views
 
 __all__ = ["api_routes", "health_routes", "views"]
@@ -126,6 +127,7 @@ def api_routes(runtime: Runtime) -> list[Route]:
         *fga_routes(runtime.fga),
         *admin_routes(runtime.admin),
         *auth_routes(runtime.auth),
+        *passkey_routes(runtime.passkeys),
     ]
 
 

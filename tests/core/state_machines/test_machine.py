@@ -163,7 +163,8 @@ def test_diagram_command_prints_every_flow(capsys: pytest.CaptureFixture[str]) -
 
     main()
     out = capsys.readouterr().out
-    flows = sorted([*MACHINES, "oauth_authorize"])  # the authorize flow has its own policy
+    # the authorize flow has its own policy; the passkey flows have their own walk
+    flows = sorted([*MACHINES, "oauth_authorize", "passkey", "passkey_options"])
     assert [line for line in out.splitlines() if line.startswith("digraph")] == [
         f'digraph "{flow}" {{' for flow in flows
     ]

@@ -641,3 +641,45 @@ class FgaResetResponse(_message.Message):
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
     message: str
     def __init__(self, message: _Optional[str] = ...) -> None: ...
+
+class AdminWebauthnCredentialInfo(_message.Message):
+    __slots__ = ("id", "name", "transports", "created_at", "updated_at", "last_used_at")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    TRANSPORTS_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    UPDATED_AT_FIELD_NUMBER: _ClassVar[int]
+    LAST_USED_AT_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    name: str
+    transports: _containers.RepeatedScalarFieldContainer[str]
+    created_at: int
+    updated_at: int
+    last_used_at: int
+    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., transports: _Optional[_Iterable[str]] = ..., created_at: _Optional[int] = ..., updated_at: _Optional[int] = ..., last_used_at: _Optional[int] = ...) -> None: ...
+
+class AdminWebauthnCredentialsRequest(_message.Message):
+    __slots__ = ("user_id",)
+    USER_ID_FIELD_NUMBER: _ClassVar[int]
+    user_id: str
+    def __init__(self, user_id: _Optional[str] = ...) -> None: ...
+
+class AdminWebauthnCredentialsResponse(_message.Message):
+    __slots__ = ("webauthn_credentials",)
+    WEBAUTHN_CREDENTIALS_FIELD_NUMBER: _ClassVar[int]
+    webauthn_credentials: _containers.RepeatedCompositeFieldContainer[AdminWebauthnCredentialInfo]
+    def __init__(self, webauthn_credentials: _Optional[_Iterable[_Union[AdminWebauthnCredentialInfo, _Mapping]]] = ...) -> None: ...
+
+class AdminWebauthnDeleteCredentialRequest(_message.Message):
+    __slots__ = ("user_id", "id")
+    USER_ID_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    user_id: str
+    id: str
+    def __init__(self, user_id: _Optional[str] = ..., id: _Optional[str] = ...) -> None: ...
+
+class AdminWebauthnDeleteCredentialResponse(_message.Message):
+    __slots__ = ("message",)
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    message: str
+    def __init__(self, message: _Optional[str] = ...) -> None: ...

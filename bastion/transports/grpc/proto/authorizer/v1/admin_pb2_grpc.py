@@ -197,6 +197,16 @@ class AuthorizerAdminServiceStub:
                 request_serializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_admin__pb2.FgaResetRequest.SerializeToString,
                 response_deserializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_admin__pb2.FgaResetResponse.FromString,
                 _registered_method=True)
+        self.AdminWebauthnCredentials = channel.unary_unary(
+                '/authorizer.v1.AuthorizerAdminService/AdminWebauthnCredentials',
+                request_serializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_admin__pb2.AdminWebauthnCredentialsRequest.SerializeToString,
+                response_deserializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_admin__pb2.AdminWebauthnCredentialsResponse.FromString,
+                _registered_method=True)
+        self.AdminWebauthnDeleteCredential = channel.unary_unary(
+                '/authorizer.v1.AuthorizerAdminService/AdminWebauthnDeleteCredential',
+                request_serializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_admin__pb2.AdminWebauthnDeleteCredentialRequest.SerializeToString,
+                response_deserializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_admin__pb2.AdminWebauthnDeleteCredentialResponse.FromString,
+                _registered_method=True)
 
 
 class AuthorizerAdminServiceServicer:
@@ -429,6 +439,20 @@ class AuthorizerAdminServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AdminWebauthnCredentials(self, request, context):
+        """bastion's own (passkeys, issue 22): POST /v1/admin/webauthn_credentials
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AdminWebauthnDeleteCredential(self, request, context):
+        """bastion's own: POST /v1/admin/webauthn_delete_credential
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AuthorizerAdminServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -591,6 +615,16 @@ def add_AuthorizerAdminServiceServicer_to_server(servicer, server):
                     servicer.FgaReset,
                     request_deserializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_admin__pb2.FgaResetRequest.FromString,
                     response_serializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_admin__pb2.FgaResetResponse.SerializeToString,
+            ),
+            'AdminWebauthnCredentials': grpc.unary_unary_rpc_method_handler(
+                    servicer.AdminWebauthnCredentials,
+                    request_deserializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_admin__pb2.AdminWebauthnCredentialsRequest.FromString,
+                    response_serializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_admin__pb2.AdminWebauthnCredentialsResponse.SerializeToString,
+            ),
+            'AdminWebauthnDeleteCredential': grpc.unary_unary_rpc_method_handler(
+                    servicer.AdminWebauthnDeleteCredential,
+                    request_deserializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_admin__pb2.AdminWebauthnDeleteCredentialRequest.FromString,
+                    response_serializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_admin__pb2.AdminWebauthnDeleteCredentialResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1460,6 +1494,60 @@ class AuthorizerAdminService:
             '/authorizer.v1.AuthorizerAdminService/FgaReset',
             bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_admin__pb2.FgaResetRequest.SerializeToString,
             bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_admin__pb2.FgaResetResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AdminWebauthnCredentials(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/authorizer.v1.AuthorizerAdminService/AdminWebauthnCredentials',
+            bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_admin__pb2.AdminWebauthnCredentialsRequest.SerializeToString,
+            bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_admin__pb2.AdminWebauthnCredentialsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AdminWebauthnDeleteCredential(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/authorizer.v1.AuthorizerAdminService/AdminWebauthnDeleteCredential',
+            bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_admin__pb2.AdminWebauthnDeleteCredentialRequest.SerializeToString,
+            bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_admin__pb2.AdminWebauthnDeleteCredentialResponse.FromString,
             options,
             channel_credentials,
             insecure,

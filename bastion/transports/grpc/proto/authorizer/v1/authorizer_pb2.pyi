@@ -348,3 +348,103 @@ class ListPermissionsResponse(_message.Message):
     permissions: _containers.RepeatedCompositeFieldContainer[_types_pb2.Permission]
     truncated: bool
     def __init__(self, objects: _Optional[_Iterable[str]] = ..., permissions: _Optional[_Iterable[_Union[_types_pb2.Permission, _Mapping]]] = ..., truncated: _Optional[bool] = ...) -> None: ...
+
+class WebauthnCredentialInfo(_message.Message):
+    __slots__ = ("id", "name", "transports", "created_at", "updated_at", "last_used_at")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    TRANSPORTS_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    UPDATED_AT_FIELD_NUMBER: _ClassVar[int]
+    LAST_USED_AT_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    name: str
+    transports: _containers.RepeatedScalarFieldContainer[str]
+    created_at: int
+    updated_at: int
+    last_used_at: int
+    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., transports: _Optional[_Iterable[str]] = ..., created_at: _Optional[int] = ..., updated_at: _Optional[int] = ..., last_used_at: _Optional[int] = ...) -> None: ...
+
+class WebauthnRegistrationOptionsRequest(_message.Message):
+    __slots__ = ("email", "phone_number")
+    EMAIL_FIELD_NUMBER: _ClassVar[int]
+    PHONE_NUMBER_FIELD_NUMBER: _ClassVar[int]
+    email: str
+    phone_number: str
+    def __init__(self, email: _Optional[str] = ..., phone_number: _Optional[str] = ...) -> None: ...
+
+class WebauthnRegistrationOptionsResponse(_message.Message):
+    __slots__ = ("options",)
+    OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    options: str
+    def __init__(self, options: _Optional[str] = ...) -> None: ...
+
+class WebauthnRegistrationVerifyRequest(_message.Message):
+    __slots__ = ("name", "credential", "email", "phone_number", "state")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    CREDENTIAL_FIELD_NUMBER: _ClassVar[int]
+    EMAIL_FIELD_NUMBER: _ClassVar[int]
+    PHONE_NUMBER_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    credential: str
+    email: str
+    phone_number: str
+    state: str
+    def __init__(self, name: _Optional[str] = ..., credential: _Optional[str] = ..., email: _Optional[str] = ..., phone_number: _Optional[str] = ..., state: _Optional[str] = ...) -> None: ...
+
+class WebauthnLoginOptionsRequest(_message.Message):
+    __slots__ = ("email",)
+    EMAIL_FIELD_NUMBER: _ClassVar[int]
+    email: str
+    def __init__(self, email: _Optional[str] = ...) -> None: ...
+
+class WebauthnLoginOptionsResponse(_message.Message):
+    __slots__ = ("options",)
+    OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    options: str
+    def __init__(self, options: _Optional[str] = ...) -> None: ...
+
+class WebauthnLoginVerifyRequest(_message.Message):
+    __slots__ = ("state", "credential")
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    CREDENTIAL_FIELD_NUMBER: _ClassVar[int]
+    state: str
+    credential: str
+    def __init__(self, state: _Optional[str] = ..., credential: _Optional[str] = ...) -> None: ...
+
+class WebauthnCredentialsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class WebauthnCredentialsResponse(_message.Message):
+    __slots__ = ("webauthn_credentials",)
+    WEBAUTHN_CREDENTIALS_FIELD_NUMBER: _ClassVar[int]
+    webauthn_credentials: _containers.RepeatedCompositeFieldContainer[WebauthnCredentialInfo]
+    def __init__(self, webauthn_credentials: _Optional[_Iterable[_Union[WebauthnCredentialInfo, _Mapping]]] = ...) -> None: ...
+
+class WebauthnDeleteCredentialRequest(_message.Message):
+    __slots__ = ("id",)
+    ID_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    def __init__(self, id: _Optional[str] = ...) -> None: ...
+
+class WebauthnDeleteCredentialResponse(_message.Message):
+    __slots__ = ("message",)
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    message: str
+    def __init__(self, message: _Optional[str] = ...) -> None: ...
+
+class WebauthnRenameCredentialRequest(_message.Message):
+    __slots__ = ("id", "name")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    name: str
+    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
+
+class WebauthnRenameCredentialResponse(_message.Message):
+    __slots__ = ("message",)
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    message: str
+    def __init__(self, message: _Optional[str] = ...) -> None: ...

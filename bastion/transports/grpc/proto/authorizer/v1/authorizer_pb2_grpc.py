@@ -138,6 +138,41 @@ class AuthorizerServiceStub:
                 request_serializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.ListPermissionsRequest.SerializeToString,
                 response_deserializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.ListPermissionsResponse.FromString,
                 _registered_method=True)
+        self.WebauthnRegistrationOptions = channel.unary_unary(
+                '/authorizer.v1.AuthorizerService/WebauthnRegistrationOptions',
+                request_serializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.WebauthnRegistrationOptionsRequest.SerializeToString,
+                response_deserializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.WebauthnRegistrationOptionsResponse.FromString,
+                _registered_method=True)
+        self.WebauthnRegistrationVerify = channel.unary_unary(
+                '/authorizer.v1.AuthorizerService/WebauthnRegistrationVerify',
+                request_serializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.WebauthnRegistrationVerifyRequest.SerializeToString,
+                response_deserializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_types__pb2.AuthResponse.FromString,
+                _registered_method=True)
+        self.WebauthnLoginOptions = channel.unary_unary(
+                '/authorizer.v1.AuthorizerService/WebauthnLoginOptions',
+                request_serializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.WebauthnLoginOptionsRequest.SerializeToString,
+                response_deserializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.WebauthnLoginOptionsResponse.FromString,
+                _registered_method=True)
+        self.WebauthnLoginVerify = channel.unary_unary(
+                '/authorizer.v1.AuthorizerService/WebauthnLoginVerify',
+                request_serializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.WebauthnLoginVerifyRequest.SerializeToString,
+                response_deserializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_types__pb2.AuthResponse.FromString,
+                _registered_method=True)
+        self.WebauthnCredentials = channel.unary_unary(
+                '/authorizer.v1.AuthorizerService/WebauthnCredentials',
+                request_serializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.WebauthnCredentialsRequest.SerializeToString,
+                response_deserializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.WebauthnCredentialsResponse.FromString,
+                _registered_method=True)
+        self.WebauthnDeleteCredential = channel.unary_unary(
+                '/authorizer.v1.AuthorizerService/WebauthnDeleteCredential',
+                request_serializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.WebauthnDeleteCredentialRequest.SerializeToString,
+                response_deserializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.WebauthnDeleteCredentialResponse.FromString,
+                _registered_method=True)
+        self.WebauthnRenameCredential = channel.unary_unary(
+                '/authorizer.v1.AuthorizerService/WebauthnRenameCredential',
+                request_serializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.WebauthnRenameCredentialRequest.SerializeToString,
+                response_deserializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.WebauthnRenameCredentialResponse.FromString,
+                _registered_method=True)
 
 
 class AuthorizerServiceServicer:
@@ -287,6 +322,56 @@ class AuthorizerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def WebauthnRegistrationOptions(self, request, context):
+        """Passkeys (issue 22), as Authorizer 2.4 names and shapes them (authorizer-proto 0.2.0).
+        POST /v1/webauthn_registration_options
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def WebauthnRegistrationVerify(self, request, context):
+        """POST /v1/webauthn_registration_verify
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def WebauthnLoginOptions(self, request, context):
+        """POST /v1/webauthn_login_options; public
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def WebauthnLoginVerify(self, request, context):
+        """POST /v1/webauthn_login_verify; public
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def WebauthnCredentials(self, request, context):
+        """POST /v1/webauthn_credentials
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def WebauthnDeleteCredential(self, request, context):
+        """POST /v1/webauthn_delete_credential
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def WebauthnRenameCredential(self, request, context):
+        """bastion's own: POST /v1/webauthn_rename_credential
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AuthorizerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -389,6 +474,41 @@ def add_AuthorizerServiceServicer_to_server(servicer, server):
                     servicer.ListPermissions,
                     request_deserializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.ListPermissionsRequest.FromString,
                     response_serializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.ListPermissionsResponse.SerializeToString,
+            ),
+            'WebauthnRegistrationOptions': grpc.unary_unary_rpc_method_handler(
+                    servicer.WebauthnRegistrationOptions,
+                    request_deserializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.WebauthnRegistrationOptionsRequest.FromString,
+                    response_serializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.WebauthnRegistrationOptionsResponse.SerializeToString,
+            ),
+            'WebauthnRegistrationVerify': grpc.unary_unary_rpc_method_handler(
+                    servicer.WebauthnRegistrationVerify,
+                    request_deserializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.WebauthnRegistrationVerifyRequest.FromString,
+                    response_serializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_types__pb2.AuthResponse.SerializeToString,
+            ),
+            'WebauthnLoginOptions': grpc.unary_unary_rpc_method_handler(
+                    servicer.WebauthnLoginOptions,
+                    request_deserializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.WebauthnLoginOptionsRequest.FromString,
+                    response_serializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.WebauthnLoginOptionsResponse.SerializeToString,
+            ),
+            'WebauthnLoginVerify': grpc.unary_unary_rpc_method_handler(
+                    servicer.WebauthnLoginVerify,
+                    request_deserializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.WebauthnLoginVerifyRequest.FromString,
+                    response_serializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_types__pb2.AuthResponse.SerializeToString,
+            ),
+            'WebauthnCredentials': grpc.unary_unary_rpc_method_handler(
+                    servicer.WebauthnCredentials,
+                    request_deserializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.WebauthnCredentialsRequest.FromString,
+                    response_serializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.WebauthnCredentialsResponse.SerializeToString,
+            ),
+            'WebauthnDeleteCredential': grpc.unary_unary_rpc_method_handler(
+                    servicer.WebauthnDeleteCredential,
+                    request_deserializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.WebauthnDeleteCredentialRequest.FromString,
+                    response_serializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.WebauthnDeleteCredentialResponse.SerializeToString,
+            ),
+            'WebauthnRenameCredential': grpc.unary_unary_rpc_method_handler(
+                    servicer.WebauthnRenameCredential,
+                    request_deserializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.WebauthnRenameCredentialRequest.FromString,
+                    response_serializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.WebauthnRenameCredentialResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -934,6 +1054,195 @@ class AuthorizerService:
             '/authorizer.v1.AuthorizerService/ListPermissions',
             bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.ListPermissionsRequest.SerializeToString,
             bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.ListPermissionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def WebauthnRegistrationOptions(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/authorizer.v1.AuthorizerService/WebauthnRegistrationOptions',
+            bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.WebauthnRegistrationOptionsRequest.SerializeToString,
+            bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.WebauthnRegistrationOptionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def WebauthnRegistrationVerify(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/authorizer.v1.AuthorizerService/WebauthnRegistrationVerify',
+            bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.WebauthnRegistrationVerifyRequest.SerializeToString,
+            bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_types__pb2.AuthResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def WebauthnLoginOptions(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/authorizer.v1.AuthorizerService/WebauthnLoginOptions',
+            bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.WebauthnLoginOptionsRequest.SerializeToString,
+            bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.WebauthnLoginOptionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def WebauthnLoginVerify(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/authorizer.v1.AuthorizerService/WebauthnLoginVerify',
+            bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.WebauthnLoginVerifyRequest.SerializeToString,
+            bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_types__pb2.AuthResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def WebauthnCredentials(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/authorizer.v1.AuthorizerService/WebauthnCredentials',
+            bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.WebauthnCredentialsRequest.SerializeToString,
+            bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.WebauthnCredentialsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def WebauthnDeleteCredential(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/authorizer.v1.AuthorizerService/WebauthnDeleteCredential',
+            bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.WebauthnDeleteCredentialRequest.SerializeToString,
+            bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.WebauthnDeleteCredentialResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def WebauthnRenameCredential(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/authorizer.v1.AuthorizerService/WebauthnRenameCredential',
+            bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.WebauthnRenameCredentialRequest.SerializeToString,
+            bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.WebauthnRenameCredentialResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,0 +1,121 @@
+"""Passkeys (WebAuthn, issue 22) under Authorizer 2.4's operation names, with bastion's
+rename and admin rows. A software authenticator (:mod:`conformance.authenticator`)
+answers the options; its origin is the deployment's base URL (``--url`` or one of
+``--allowed-origins``) and its rp id the one the options name. A deployment without
+``--enable-passkeys`` skips these rows, saying so.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from bastion.conformance.authenticator import SoftAuthenticator
+from bastion.conformance.catalogue.auth import new_user, password_signup
+from bastion.conformance.outcome import Credentials
+from bastion.conformance.scenario import Ctx, scenario
+
+#: A ceremony's options carry a fresh challenge each time.
+OPTIONS = frozenset({"options", "last_used_at"})
+DISABLED = "passkeys are not enabled on this server"
+INVALID_PASSKEY = "invalid passkey"
+
+
+def enabled(ctx: Ctx) -> None:
+    probe = ctx.raw_call("webauthn_login_options", {})
+    if not probe.ok and probe.message == DISABLED:
+        ctx.skip("--enable-passkeys is off on this deployment")
+
+
+def device(ctx: Ctx, options: str) -> SoftAuthenticator:
+    parsed = json.loads(options)
+    rp_id = parsed["rp"]["id"] if "rp" in parsed else parsed["rpId"]
+    return SoftAuthenticator(origin=ctx.deployment.base_url.rstrip("/"), rp_id=rp_id)
+
+
+def registered(ctx: Ctx) -> tuple[str, Credentials, SoftAuthenticator]:
+    """A new user (signed in just now) with one passkey: (email, bearer, authenticator)."""
+    enabled(ctx)
+    email, body, _cookie = new_user(ctx)
+    bearer = Credentials(bearer=str(body["access_token"]))
+    options = ctx.expect_ok(ctx.call("webauthn_registration_options", {}, bearer))["options"]
+    authenticator = device(ctx, options)
+    request = {"credential": authenticator.create(options), "name": "Laptop"}
+    answer = ctx.call("webauthn_registration_verify", request, bearer)
+    ctx.expect_ok(answer, message="Passkey registered successfully")
+    return email, bearer, authenticator
+
+
+def sign_in_options(ctx: Ctx, **request: Any) -> str:
+    options: str = ctx.expect_ok(ctx.call("webauthn_login_options", request))["options"]
+    return options
+
+
+@scenario("passkeys.register_list_rename_delete", requires=password_signup, volatile=OPTIONS)
+def register_list_delete(ctx: Ctx) -> None:
+    """A passkey registered by a fresh sign-in is listed, renamed and deleted once; the
+    same authenticator cannot register twice; anonymous callers are refused."""
+    _email, bearer, authenticator = registered(ctx)
+    listed = ctx.expect_ok(ctx.call("webauthn_credentials", {}, bearer))["webauthn_credentials"]
+    ctx.expect([c["name"] for c in listed] == ["Laptop"], f"listed {listed}")
+    row = {"id": listed[0]["id"]}
+    renamed = ctx.call("webauthn_rename_credential", {**row, "name": "Phone"}, bearer)
+    ctx.expect_ok(renamed, message="Passkey renamed successfully")
+    options = ctx.expect_ok(ctx.call("webauthn_registration_options", {}, bearer))["options"]
+    again = ctx.call(
+        "webauthn_registration_verify", {"credential": authenticator.create(options)}, bearer
+    )
+    ctx.expect_error(again, "already_exists", "this passkey is registered already")
+    ctx.expect_error(ctx.call("webauthn_credentials", {}), "unauthenticated")
+    deleted = ctx.call("webauthn_delete_credential", row, bearer)
+    ctx.expect_ok(deleted, message="Passkey deleted successfully")
+    gone = ctx.call("webauthn_delete_credential", row, bearer)
+    ctx.expect_error(gone, "not_found", "passkey not found")
+    left = ctx.expect_ok(ctx.call("webauthn_credentials", {}, bearer))
+    # (gRPC leaves an empty repeated field out of its answer)
+    ctx.expect(not left.get("webauthn_credentials"), f"still listed: {left}")
+
+
+@scenario("passkeys.passwordless_sign_in_and_refusals", requires=password_signup, volatile=OPTIONS)
+def passwordless(ctx: Ctx) -> None:
+    """A discoverable credential signs in alone, and for its named user; a replayed
+    challenge, another origin, another rp id, a counter that went back and a missing
+    user verification are each refused."""
+    email, _bearer, authenticator = registered(ctx)
+    for request in ({}, {"email": email}):
+        credential = authenticator.get(sign_in_options(ctx, **request))
+        done = ctx.expect_ok(ctx.call("webauthn_login_verify", {"credential": credential}))
+        ctx.expect(bool(done.get("access_token")), f"no access token: {done}")
+        ctx.expect((done.get("user") or {}).get("email") == email, f"signed in as {done}")
+    replayed = ctx.call("webauthn_login_verify", {"credential": credential}, label="replay")
+    ctx.expect_error(replayed, "unauthenticated", "invalid passkey challenge")
+    stored = authenticator.counter  # what the last sign-in left on the server
+    wrong: list[dict[str, Any]] = [
+        {"origin": "https://evil.example"},
+        {"rp_id": "evil.example"},
+        {"counter": stored},
+        {"uv": False},
+    ]
+    for change in wrong:
+        credential = authenticator.get(sign_in_options(ctx), **change)
+        refused = ctx.call("webauthn_login_verify", {"credential": credential}, label=str(change))
+        ctx.expect_error(refused, "unauthenticated", INVALID_PASSKEY)
+    garbled = ctx.call("webauthn_login_verify", {"credential": "not json"})
+    ctx.expect_error(garbled, "invalid_argument", "invalid passkey credential")
+
+
+@scenario("passkeys.admin_lists_and_deletes", requires=password_signup, volatile=OPTIONS)
+def admin_rows(ctx: Ctx) -> None:
+    """The super-admin lists a user's passkeys and deletes one; without the secret both
+    are refused."""
+    email, _bearer, _authenticator = registered(ctx)
+    user = ctx.expect_ok(ctx.call("user", {"email": email}, ctx.admin))
+    wanted = {"user_id": user["id"]}
+    ctx.expect_error(ctx.call("webauthn_credentials_of_user", wanted), "unauthenticated")
+    listed = ctx.expect_ok(ctx.call("webauthn_credentials_of_user", wanted, ctx.admin))
+    rows = listed["webauthn_credentials"]
+    ctx.expect(len(rows) == 1, f"listed {rows}")
+    row = {**wanted, "id": rows[0]["id"]}
+    deleted = ctx.call("webauthn_delete_credential_of_user", row, ctx.admin)
+    ctx.expect_ok(deleted, message="Passkey deleted successfully")
+    ctx.expect_error(ctx.call("webauthn_delete_credential_of_user", row, ctx.admin), "not_found")

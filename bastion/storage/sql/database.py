@@ -37,8 +37,10 @@ from __future__ import annotations
 
 import hashlib
 import random
+import sqlite3
 import ssl
 import threading
+import time
 from collections.abc import AsyncIterator, Callable, Collection
 from contextlib import asynccontextmanager
 from functools import partial
@@ -576,6 +578,21 @@ def _milliseconds(seconds: float) -> int:
     return max(1, round(seconds * 1000))
 
 
+def _enable_wal(cursor: Any, timeout: float) -> None:
+    """WAL mode (kept in the file: only a new database changes). Switching needs the file to
+    itself, and SQLite answers "database is locked" at once, busy timeout or not, while
+    another process holds it (two instances migrating one new file): wait, within the
+    timeout."""
+    deadline = time.monotonic() + timeout
+    while cursor.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+        try:
+            cursor.execute("PRAGMA journal_mode = WAL")
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.02)
+
+
 def _configure_sqlite(engine: sa.Engine, timeout: float) -> None:
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn: Any, _record: Any) -> None:
@@ -583,7 +600,7 @@ def _configure_sqlite(engine: sa.Engine, timeout: float) -> None:
         dbapi_conn.isolation_level = None
         cursor = dbapi_conn.cursor()
         cursor.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
-        cursor.execute("PRAGMA journal_mode = WAL")
+        _enable_wal(cursor, timeout)
         cursor.execute("PRAGMA synchronous = NORMAL")
         cursor.execute("PRAGMA foreign_keys = ON")
         cursor.close()

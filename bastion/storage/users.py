@@ -86,6 +86,9 @@ def _from_row(row: Any) -> User:
         revoked_timestamp=row.revoked_timestamp,
         is_multi_factor_auth_enabled=row.is_multi_factor_auth_enabled,
         app_data=app_data,
+        enrolled_mfa_methods=_split(row.enrolled_mfa_methods or ""),
+        has_skipped_mfa_setup_at=row.has_skipped_mfa_setup_at,
+        mfa_locked_at=row.mfa_locked_at,
     )
 
 
@@ -108,6 +111,9 @@ def _values(user: User) -> dict[str, Any]:
         "revoked_timestamp": user.revoked_timestamp,
         "is_multi_factor_auth_enabled": user.is_multi_factor_auth_enabled,
         "app_data": json.dumps(dict(user.app_data), separators=(",", ":")),
+        "enrolled_mfa_methods": ",".join(user.enrolled_mfa_methods),
+        "has_skipped_mfa_setup_at": user.has_skipped_mfa_setup_at,
+        "mfa_locked_at": user.mfa_locked_at,
         "created_at": user.created_at or 0,
         "updated_at": user.updated_at or user.created_at or 0,
     }

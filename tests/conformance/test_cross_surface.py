@@ -209,6 +209,7 @@ def test_otp_rows_for_emailed_codes_and_authenticator_apps(tmp_path: Path) -> No
         code, output = run_suite([*args, "--fuzz-examples", "0"])
     assert code == 0, output
     assert row(output, "mfa.email_otp_verify_and_resend") == ["pass", "pass", "pass"], output
+    assert row(output, "mfa.email_otp_setup") == ["pass", "pass", "pass"], output
     assert_covered(output, "mfa-email")
     assert "mfa.totp_enrol_and_verify: skip: this deployment challenges by email_otp_screen" in (
         output
@@ -223,6 +224,8 @@ def test_otp_rows_for_emailed_codes_and_authenticator_apps(tmp_path: Path) -> No
         code, output = run_suite([*suite_args(server), "--only", "mfa.*", "--fuzz-examples", "0"])
     assert code == 0, output
     assert row(output, "mfa.totp_enrol_and_verify") == ["pass", "pass", "pass"], output
+    for setup in ("mfa.totp_setup", "mfa.totp_skip_setup", "mfa.totp_lock"):
+        assert row(output, setup) == ["pass", "pass", "pass"], output
     assert_covered(output, "mfa-totp")
     assert f"mfa.email_otp_verify_and_resend: skip: {NO_SINK}" in output
 
@@ -260,6 +263,7 @@ SMS_ROWS = (
     "sms.phone_signup_verify_otp",
     "sms.forgot_reset_password_by_phone",
     "sms.mfa_login",
+    "sms.mfa_otp_setup",
 )
 
 

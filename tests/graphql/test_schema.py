@@ -94,6 +94,12 @@ MUTATIONS = {
     "revoke": ("OAuthRevokeRequest!", "Response!"),
     "verify_otp": ("VerifyOTPRequest!", "AuthResponse!"),
     "resend_otp": ("ResendOTPRequest!", "Response!"),
+    # Authorizer's newer MFA enrolment
+    "email_otp_mfa_setup": ("OtpMfaSetupRequest", "Response!"),
+    "sms_otp_mfa_setup": ("OtpMfaSetupRequest", "Response!"),
+    "totp_mfa_setup": ("OtpMfaSetupRequest", "AuthResponse!"),
+    "skip_mfa_setup": ("SkipMfaSetupRequest!", "AuthResponse!"),
+    "lock_mfa": ("LockMfaRequest!", "Response!"),
     "deactivate_account": (None, "Response!"),
     "_delete_user": ("DeleteUserRequest!", "Response!"),
     "_update_user": ("UpdateUserRequest!", "User!"),
@@ -327,7 +333,7 @@ def _fields(schema: GraphQLSchema, type_name: str) -> dict[str, str]:
                 "resource": "String",  # the spec's name, beside Authorizer's two
             },
         ),
-        ("DeleteUserRequest", {"email": "String!"}),
+        ("DeleteUserRequest", {"email": "String", "id": "String"}),
         ("UpdateAccessRequest", {"user_id": "String!"}),
         (
             "FgaListUsersInput",

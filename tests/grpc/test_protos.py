@@ -37,6 +37,7 @@ RESTORED_2_3_FIELDS = {
 EXTENSIONS_FROM = 1000
 BASTION_EXTENSIONS = {
     ("authorizer.v1.AuditLogsRequest", "resource"),
+    ("authorizer.v1.User", "enrolled_mfa_methods"),
     ("authorizer.v1.UpdateProfileRequest", "otp"),
     ("authorizer.v1.UpdateProfileRequest", "regenerate_recovery_codes"),
     ("authorizer.v1.UpdateProfileResponse", "authenticator_recovery_codes"),
@@ -197,7 +198,7 @@ def test_rpc_paths_on_the_wire() -> None:
     assert "/authorizer.v1.AuthorizerService/Signup" in stub_paths
     assert "/authorizer.v1.AuthorizerAdminService/FgaReset" in stub_paths
     assert "/authorizer.v1.AuthorizerService/WebauthnLoginVerify" in stub_paths
-    assert len(OUR_SERVICES["authorizer.v1.AuthorizerService"].methods) == 20 + 6 + 1
+    assert len(OUR_SERVICES["authorizer.v1.AuthorizerService"].methods) == 20 + 6 + 1 + 5
     assert len(OUR_SERVICES["authorizer.v1.AuthorizerAdminService"].methods) == 32 + 2
 
 

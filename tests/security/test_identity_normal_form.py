@@ -18,10 +18,10 @@ from bastion.core.auth.user import (
     normalise_email,
 )
 from bastion.storage.sql import migrate, open_database
-from bastion.storage.sql.migrate import VERSION_TABLE, head_revision
+from bastion.storage.sql.migrate import head_revision
 from bastion.storage.sql.schema import users
 from tests.dbfixtures import fresh_database_url
-from tests.storage.helpers import config_for
+from tests.storage.helpers import config_for, upgrade_to
 
 
 @pytest.mark.parametrize(
@@ -82,13 +82,8 @@ async def test_migration_normalises_rows_and_reports_collisions(
         _row("DUP@\uff58.io"),
     )
     async with open_database(config_for(kind, url)) as db:
-        await migrate(db)
-
-        def back_to_0006(conn: sa.Connection) -> None:
-            conn.execute(sa.insert(users), [lone, first, second])
-            conn.exec_driver_sql(f"UPDATE {VERSION_TABLE} SET version_num = '0006'")
-
-        await db.run(back_to_0006, write=True)
+        await db.run(lambda conn: upgrade_to(conn, "0006"), write=True)
+        await db.run(lambda conn: conn.execute(sa.insert(users), [lone, first, second]), write=True)
         with caplog.at_level(logging.WARNING, logger="bastion.migrations"):
             report = await migrate(db)
         assert (report.from_revision, report.to_revision) == ("0006", head_revision())

@@ -167,12 +167,12 @@ def test_codes_are_checked_at_most_ten_times_across_challenges(throttled: Thrott
 
 
 def test_a_spent_guess_budget_is_announced_once(throttled: Throttled) -> None:
-    """``user.mfa_locked`` goes out when the budget runs out, not for every code refused
+    """``user.mfa_guesses_exhausted`` goes out when the budget runs out, not for every code refused
     after it (an audit row records each)."""
     admin = {"x-service-admin-secret": ADMIN_SECRET}
     hooks = Receiver()
     with hooks.running(), throttled.http(source()) as http:
-        for event in ("user.mfa_locked", "user.login"):
+        for event in ("user.mfa_guesses_exhausted", "user.login"):
             body = {"event_name": event, "endpoint": hooks.url, "enabled": True}
             added = http.post("/v1/admin/add_webhook", json=body, headers=admin)
             assert added.status_code == 200, added.text
@@ -201,7 +201,7 @@ def test_a_spent_guess_budget_is_announced_once(throttled: Throttled) -> None:
         finally:
             for webhook_id in ids:
                 http.post("/v1/admin/delete_webhook", json={"id": webhook_id}, headers=admin)
-    locked = [e for e in seen if e["event_name"] == "user.mfa_locked"]
+    locked = [e for e in seen if e["event_name"] == "user.mfa_guesses_exhausted"]
     assert len(locked) == 1, seen
     assert locked[0]["user"]["email"] == email  # type: ignore[index]
     assert locked[0]["auth_recipe"] == "totp"

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
+import sqlalchemy as sa
 import trio
+from alembic.runtime.environment import EnvironmentContext
+from alembic.script import ScriptDirectory
 
 from bastion.storage import StorageConfig
+from bastion.storage.sql.migrate import VERSION_TABLE, _alembic_config
 
 #: Upper bound on waiting for something outside the test (an expiry, another server
 #: process) to happen. Tests never assert how long it took.
@@ -30,3 +34,20 @@ async def eventually(check: Callable[[], Awaitable[bool]]) -> bool:
             return True
         await trio.sleep(_POLL)
     return await check()
+
+
+def upgrade_to(conn: sa.Connection, target: str, *, down: bool = False) -> None:
+    """The schema as of revision ``target``: what a database written by an older release has
+    (``down``: reached by downgrading)."""
+    config = _alembic_config()
+    script = ScriptDirectory.from_config(config)
+    step = script._downgrade_revs if down else script._upgrade_revs
+    with EnvironmentContext(
+        config,
+        script,
+        fn=lambda rev, _context: step(target, rev),
+        destination_rev=target,
+    ) as env:
+        env.configure(connection=conn, version_table=VERSION_TABLE)
+        with env.begin_transaction():
+            env.run_migrations()

@@ -13,21 +13,18 @@ import sqlalchemy as sa
 import trio
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from alembic.runtime.environment import EnvironmentContext
-from alembic.script import ScriptDirectory
 
 from bastion import storage
 from bastion.storage.sql import Database, migrate, open_database
 from bastion.storage.sql.migrate import (
     VERSION_TABLE,
-    _alembic_config,
     current_revision,
     head_revision,
 )
 from bastion.storage.sql.schema import metadata, otps, users
 from tests.dbfixtures import fresh_database_url
 from tests.storage.conftest import DATABASES
-from tests.storage.helpers import asyncpg_url, config_for
+from tests.storage.helpers import asyncpg_url, config_for, upgrade_to
 
 IDENTITY = ("email", "phone_number")
 #: Where ``storage`` is imported from, for the subprocesses.
@@ -271,23 +268,6 @@ async def test_two_instances_migrating_at_once(fresh_db: tuple[str, str]) -> Non
     async with open_database(config_for(kind, url)) as db:
         assert await db.run(current_revision) == head_revision()
         assert await db.run(schema_differences) == []
-
-
-def upgrade_to(conn: sa.Connection, target: str, *, down: bool = False) -> None:
-    """The schema as of revision ``target``: what a database written by an older release has
-    (``down``: reached by downgrading)."""
-    config = _alembic_config()
-    script = ScriptDirectory.from_config(config)
-    step = script._downgrade_revs if down else script._upgrade_revs
-    with EnvironmentContext(
-        config,
-        script,
-        fn=lambda rev, _context: step(target, rev),
-        destination_rev=target,
-    ) as env:
-        env.configure(connection=conn, version_table=VERSION_TABLE)
-        with env.begin_transaction():
-            env.run_migrations()
 
 
 async def test_addresses_move_to_their_normal_form_and_look_alikes_are_reported(

@@ -1,5 +1,5 @@
 """Texted codes: phone verification at sign-up, password reset by SMS code, SMS as a
-second factor at login.
+second factor at login and its setup (``sms_otp_mfa_setup``).
 
 These rows need the suite's own SMS sink (``--sms-sink HOST:PORT``) and a deployment that
 texts through it (``--sms-api-url http://HOST:PORT``); without a sink they are skipped
@@ -183,3 +183,28 @@ def mfa_login(ctx: Ctx) -> None:
     ctx.expect(bool(ctx.expect_ok(done).get("access_token")), "verify_otp gave no token")
     again = ctx.call("verify_otp", {"phone_number": phone, "otp": code}, challenge)
     ctx.expect_error(again, "unauthenticated", "invalid session")
+
+
+@scenario(
+    "sms.mfa_otp_setup",
+    requires=needs_sms(*_MOBILE, "is_multi_factor_auth_enabled"),
+    volatile=_PHONE,
+)
+def sms_otp_setup(ctx: Ctx) -> None:
+    """A phone login parked for its code may set texted codes up: ``sms_otp_mfa_setup``
+    texts a new code whose ``verify_otp`` signs in and enrols ``sms_otp``."""
+    phone = verified_phone_user(ctx, is_multi_factor_auth_enabled=True)
+    logged = login(ctx, phone)
+    body = ctx.expect_ok(logged)
+    if not body.get("should_show_mobile_otp_screen"):
+        ctx.skip("a phone login gets no SMS code here (--enable-sms-otp is off)")
+    ctx.expect(body.get("should_offer_sms_otp_mfa_setup") is True, f"no SMS setup offer: {body}")
+    texted_code(ctx, phone)  # the login's own code
+    sent = ctx.call("sms_otp_mfa_setup", {"phone_number": phone}, with_mfa(logged))
+    ctx.expect_ok(sent, message="Please check text message for the OTP")
+    code = texted_code(ctx, phone)
+    done = ctx.call("verify_otp", {"phone_number": phone, "otp": code}, with_mfa(sent))
+    signed_in = ctx.expect_ok(done)
+    user = signed_in.get("user") or {}
+    ctx.expect(bool(signed_in.get("access_token")), "verify_otp gave no token")
+    ctx.expect(user.get("enrolled_mfa_methods") == ["sms_otp"], f"not enrolled: {user}")

@@ -91,6 +91,18 @@ class MfaPolicy:
             return Method.SMS_OTP  # the code proves the number and is the second factor too
         if not self.enable_mfa or not (user.is_multi_factor_auth_enabled or self.enforce_mfa):
             return None
+        skipped = user.has_skipped_mfa_setup_at is not None and not user.enrolled_mfa_methods
+        if skipped and not self.enforce_mfa:
+            return None  # the user skipped the unenforced offer (skip_mfa_setup)
+        known = {m.value: m for m in Method}
+        for enrolled in user.enrolled_mfa_methods:  # a factor the user set up comes first
+            method = known.get(enrolled)
+            if method is None:
+                continue
+            if method in self.code_methods(user) or (
+                method is Method.TOTP and self.enable_totp_login
+            ):
+                return method
         email_otp = self.enable_email_otp and self.email_enabled and bool(user.email)
         sms_otp = self.enable_sms_otp and self.sms_enabled and bool(user.phone_number)
         if channel is SignupMethod.BASIC_AUTH and email_otp:
@@ -104,6 +116,18 @@ class MfaPolicy:
         if sms_otp and user.phone_number_verified:
             return Method.SMS_OTP
         return None
+
+    def code_methods(self, user: User) -> tuple[Method, ...]:
+        """The one-time codes this server can send this user (also ``lock_mfa``'s test:
+        with one left, locking is refused)."""
+        email = self.enable_email_otp and self.email_enabled and bool(user.email)
+        sms = self.enable_sms_otp and self.sms_enabled and bool(user.phone_number)
+        return tuple(m for m, ok in ((Method.EMAIL_OTP, email), (Method.SMS_OTP, sms)) if ok)
+
+    def setup_offers(self, user: User) -> tuple[Method, ...]:
+        """The ``should_offer_*_mfa_setup`` of a parked login: the codes the user could set
+        up, while none is set up yet."""
+        return () if user.enrolled_mfa_methods else self.code_methods(user)
 
     def phone_needs_verification(self, user: User) -> bool:
         """Signup or login by phone must first prove the number by SMS."""
@@ -140,6 +164,8 @@ class Challenge:
     sends: int = 1
     #: a first authenticator enrolment: the QR code was shown with this challenge
     enrolling: bool = False
+    #: issued by an ``*_mfa_setup`` operation: passing it enrols its method
+    setup: bool = False
 
     def __post_init__(self) -> None:
         if not (self.id and self.user_id):
@@ -172,6 +198,7 @@ class Challenge:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Challenge:
         names = {f.name for f in dataclasses.fields(cls)}
+        data = {"setup": False, **data}  # stored before setup existed
         if set(data) != names:
             raise ValueError(f"challenge fields differ: {sorted(set(data) ^ names)}")
         values = dict(data)

@@ -70,6 +70,9 @@ class AuthResponse:
     should_show_email_otp_screen: bool = False
     should_show_mobile_otp_screen: bool = False
     should_show_totp_screen: bool = False
+    #: a parked login may set these codes up instead (``*_mfa_setup``)
+    should_offer_email_otp_mfa_setup: bool = False
+    should_offer_sms_otp_mfa_setup: bool = False
 
     @classmethod
     def with_tokens(
@@ -90,6 +93,8 @@ class AuthResponse:
             "should_show_email_otp_screen": self.should_show_email_otp_screen,
             "should_show_mobile_otp_screen": self.should_show_mobile_otp_screen,
             "should_show_totp_screen": self.should_show_totp_screen,
+            "should_offer_email_otp_mfa_setup": self.should_offer_email_otp_mfa_setup,
+            "should_offer_sms_otp_mfa_setup": self.should_offer_sms_otp_mfa_setup,
             "access_token": self.access_token,
             "id_token": self.id_token,
             "refresh_token": self.refresh_token,

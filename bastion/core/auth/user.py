@@ -147,12 +147,20 @@ class User:
     revoked_timestamp: int | None = None
     is_multi_factor_auth_enabled: bool | None = None
     app_data: Mapping[str, Any] = dataclasses.field(default_factory=dict, hash=False)
+    #: second factors the user set up (``email_otp``, ``sms_otp``, ``totp``), in that order
+    enrolled_mfa_methods: tuple[str, ...] = ()
+    #: when the user chose to skip MFA setup at an unenforced offer
+    has_skipped_mfa_setup_at: int | None = None
+    #: when the user locked their MFA (no factor left to use); an admin's ``reset_mfa`` ends it
+    mfa_locked_at: int | None = None
 
     def __post_init__(self) -> None:
         if not self.id:
             raise ValueError("a user needs an id")
-        if isinstance(self.roles, str) or isinstance(self.signup_methods, str):
-            raise TypeError("roles and signup_methods are tuples of strings")
+        if any(isinstance(v, str) for v in (self.roles, self.signup_methods)) or isinstance(
+            self.enrolled_mfa_methods, str
+        ):
+            raise TypeError("roles, signup_methods and enrolled_mfa_methods are tuples of strings")
 
     @property
     def email_verified(self) -> bool:
@@ -197,6 +205,9 @@ class User:
             "revoked_timestamp": self.revoked_timestamp,
             "is_multi_factor_auth_enabled": self.is_multi_factor_auth_enabled,
             "app_data": dict(self.app_data),
+            "has_skipped_mfa_setup_at": self.has_skipped_mfa_setup_at,
+            "mfa_locked_at": self.mfa_locked_at,
+            "enrolled_mfa_methods": list(self.enrolled_mfa_methods),
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -204,6 +215,7 @@ class User:
         data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         data["signup_methods"] = list(self.signup_methods)
         data["roles"] = list(self.roles)
+        data["enrolled_mfa_methods"] = list(self.enrolled_mfa_methods)
         data["app_data"] = dict(self.app_data)
         return data
 
@@ -216,5 +228,6 @@ class User:
         values = dict(data)
         values["signup_methods"] = tuple(values.get("signup_methods", ()))
         values["roles"] = tuple(values.get("roles", ()))
+        values["enrolled_mfa_methods"] = tuple(values.get("enrolled_mfa_methods", ()))
         values["app_data"] = dict(values.get("app_data") or {})
         return cls(**values)

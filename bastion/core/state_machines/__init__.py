@@ -91,6 +91,7 @@ from bastion.core.state_machines.mfa_effects import (
     TotpStepRecorded,
     UseRecoveryCode,
 )
+from bastion.core.state_machines.mfa_setup import MfaSetupMachine, MfaSetupRequested
 from bastion.core.state_machines.oauth_authorize import (
     AuthorizeRequested,
     CodeRedemptionRequested,
@@ -213,6 +214,8 @@ __all__ = [
     "MagicLinkMachine",
     "MagicLinkRequested",
     "MfaMachine",
+    "MfaSetupMachine",
+    "MfaSetupRequested",
     "OAuthAuthorizeMachine",
     "PasskeyMachine",
     "PasskeyOptionsMachine",
@@ -295,5 +298,6 @@ MACHINES: dict[str, type[Machine[Any]]] = {
         SessionMachine,
         SocialLoginMachine,
         MfaMachine,
+        MfaSetupMachine,
     )
 }

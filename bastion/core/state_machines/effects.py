@@ -74,6 +74,10 @@ class WebhookEvent(enum.StrEnum):
     # passkeys (issue 22)
     PASSKEY_REGISTERED = "user.passkey_registered"
     PASSKEY_DELETED = "user.passkey_deleted"
+    # MFA enrolment (bastion/core/state_machines/mfa_setup.py)
+    MFA_ENROLLED = "user.mfa_enrolled"
+    MFA_SETUP_SKIPPED = "user.mfa_setup_skipped"
+    MFA_LOCKED = "user.mfa_locked"
 
 
 class AuditAction(enum.StrEnum):
@@ -95,6 +99,10 @@ class AuditAction(enum.StrEnum):
     MFA_CHALLENGE_ISSUED = "user.mfa_challenge_issued"
     MFA_PASSED = "user.mfa_passed"
     MFA_FAILED = "user.mfa_failed"
+    MFA_GUESSES_EXHAUSTED = "user.mfa_guesses_exhausted"
+    # MFA enrolment (bastion/core/state_machines/mfa_setup.py)
+    MFA_ENROLLED = "user.mfa_enrolled"
+    MFA_SETUP_SKIPPED = "user.mfa_setup_skipped"
     MFA_LOCKED = "user.mfa_locked"
     # social login (issue 10)
     OAUTH_CALLBACK_SUCCESS = "oauth.callback_success"

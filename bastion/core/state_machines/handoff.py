@@ -41,6 +41,10 @@ class ChallengeRequested(Event):
     scope: tuple[str, ...] = ()
     #: OAuth authorize ``state`` to bind the login to, if any
     state: str | None = None
+    #: issued by an ``*_mfa_setup`` operation: passing it enrols ``method``
+    setup: bool = False
+    #: the codes the answer offers to set up instead (``should_offer_*_mfa_setup``)
+    offers: tuple[Method, ...] = ()
 
     def __post_init__(self) -> None:
         if self.method is Method.EMAIL_OTP and not self.user.email:

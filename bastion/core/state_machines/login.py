@@ -69,6 +69,10 @@ IDENTIFIER_REQUIRED = "email or phone number is required"
 BASIC_AUTH_DISABLED = "basic authentication is disabled for this instance"
 MOBILE_BASIC_AUTH_DISABLED = "mobile basic authentication is disabled for this instance"
 LOGGED_IN = "Logged in successfully"
+MFA_LOCKED = (
+    "your account's multi-factor authentication is locked; "
+    "contact your administrator to regain access"
+)
 
 
 class State(enum.Enum):
@@ -111,6 +115,8 @@ class SecondFactorRequired(Event):
     MFA flow needs to challenge the user and finish the login."""
 
     method: Method
+    #: the codes the answer offers to set up instead (``should_offer_*_mfa_setup``)
+    offers: tuple[Method, ...] = ()
 
 
 TABLE: Table[State] = {
@@ -219,6 +225,8 @@ class LoginMachine(Machine[State]):
         provable = not by_email and self.policy.phone_verification_possible
         if user.is_revoked or not user.has_signup_method(channel) or not (verified or provable):
             return self._fail(Unauthenticated, INVALID_CREDENTIALS)
+        if user.mfa_locked_at is not None:  # lock_mfa; only after the password matched
+            return self._fail(FailedPrecondition, MFA_LOCKED)
         self.ctx.phone_unverified = not verified
         roles = login_roles(self.ctx.requested_roles, user.roles, self.policy)
         if roles is None:
@@ -248,7 +256,7 @@ class LoginMachine(Machine[State]):
         return [issue], State.ISSUING_TOKENS
 
     def _on_second_factor(self, event: SecondFactorRequired) -> tuple[list[Effect], State]:
-        request = challenge_after_login(self.ctx, event.method)
+        request = challenge_after_login(self.ctx, event.method, event.offers)
         return [StartChallenge(request=request)], State.SECOND_FACTOR_REQUIRED
 
     def _on_tokens(self, event: TokensIssued) -> tuple[list[Effect], State]:
@@ -267,8 +275,11 @@ class LoginMachine(Machine[State]):
         ], State.DONE
 
 
-def challenge_after_login(login: LoginContext, method: Method) -> ChallengeRequested:
-    """The challenge that finishes a login parked in SECOND_FACTOR_REQUIRED."""
+def challenge_after_login(
+    login: LoginContext, method: Method, offers: tuple[Method, ...] = ()
+) -> ChallengeRequested:
+    """The challenge that finishes a login parked in SECOND_FACTOR_REQUIRED; ``offers``: the
+    codes its answer offers to set up instead."""
     if login.user is None or login.channel is None:
         raise ValueError("the login has not verified a password yet")
     return ChallengeRequested(
@@ -278,4 +289,5 @@ def challenge_after_login(login: LoginContext, method: Method) -> ChallengeReque
         roles=login.roles,
         scope=login.scope,
         state=login.oauth_state,
+        offers=offers,
     )

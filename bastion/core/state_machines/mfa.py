@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+from typing import TypeVar
 
 from bastion.core.auth import otp, totp
 from bastion.core.auth.claims import login_method_for
@@ -128,6 +129,8 @@ SIGNUP_OTP_SENT = "Please check the OTP in your inbox"
 RESET_OTP_SENT = "Please enter the OTP sent to your phone number and change your password."
 TOTP_SCREEN = "Proceed to totp screen"
 TOTP_ENROLMENT = "Proceed to totp verification screen"
+
+R = TypeVar("R")
 
 
 class State(enum.Enum):
@@ -252,6 +255,10 @@ class MfaContext:
     #: the identifier the caller named (verify and resend must match the challenge's)
     email: str | None = None
     phone_number: str | None = None
+    #: issue: the codes the answer offers to set up
+    offers: tuple[Method, ...] = ()
+    #: verify: passing this setup challenge enrolled its method
+    enrolled: bool = False
 
 
 class MfaMachine(Machine[State]):
@@ -297,6 +304,7 @@ class MfaMachine(Machine[State]):
         by_phone = event.channel in (SignupMethod.MOBILE_BASIC_AUTH, SignupMethod.MOBILE_OTP)
         sms = event.method is Method.SMS_OTP
         self.ctx.user = user
+        self.ctx.offers = event.offers
         self.ctx.challenge = Challenge(
             id=self._env.ids.new_id(),
             user_id=user.id,
@@ -311,6 +319,7 @@ class MfaMachine(Machine[State]):
             oauth_state=event.state,
             issued_at=now,
             expires_at=now + challenge_ttl(event.method, event.purpose),
+            setup=event.setup,
         )
         if event.method is Method.TOTP:
             return [LoadAuthenticator(user_id=user.id)], State.ISSUE_LOADING_AUTHENTICATOR
@@ -332,7 +341,7 @@ class MfaMachine(Machine[State]):
             return [*effects, audit, Respond(result=MessageResponse(message=OTP_RESENT))], (
                 State.DONE
             )
-        return [*effects, Respond(result=_issue_response(challenge))], State.DONE
+        return [*effects, Respond(result=self._offering(_issue_response(challenge)))], State.DONE
 
     def _on_issue_authenticator(self, event: AuthenticatorLoaded) -> tuple[list[Effect], State]:
         challenge = self._require(self.ctx.challenge)
@@ -342,7 +351,7 @@ class MfaMachine(Machine[State]):
         return [
             StoreChallenge(challenge=challenge),
             *self._issued(challenge),
-            Respond(result=response),
+            Respond(result=self._offering(response)),
         ], State.DONE
 
     def _on_enrolled(self, event: AuthenticatorEnrolled) -> tuple[list[Effect], State]:
@@ -362,8 +371,18 @@ class MfaMachine(Machine[State]):
         return [
             StoreChallenge(challenge=challenge),
             *self._issued(challenge),
-            Respond(result=response),
+            Respond(result=self._offering(response)),
         ], State.DONE
+
+    def _offering(self, response: R) -> R:
+        """The answer with the login's setup offers (``should_offer_*_mfa_setup``)."""
+        if not self.ctx.offers or not isinstance(response, AuthResponse):
+            return response
+        return dataclasses.replace(
+            response,
+            should_offer_email_otp_mfa_setup=Method.EMAIL_OTP in self.ctx.offers,
+            should_offer_sms_otp_mfa_setup=Method.SMS_OTP in self.ctx.offers,
+        )
 
     def _issued(self, challenge: Challenge) -> list[Effect]:
         return [
@@ -407,13 +426,13 @@ class MfaMachine(Machine[State]):
         if event.user_attempts > otp.USER_GUESS_BUDGET:
             self._secret = None
             locked = AuditRecord(
-                action=AuditAction.MFA_LOCKED,
+                action=AuditAction.MFA_GUESSES_EXHAUSTED,
                 actor_id=challenge.user_id,
                 resource_id=challenge.user_id,
                 metadata={"method": challenge.method.value, "reason": "guess budget"},
             )
             announce = RecordMfaOutcome(
-                user_id=challenge.user_id, method=challenge.method, outcome=MfaOutcome.LOCKED
+                user_id=challenge.user_id, method=challenge.method, outcome=MfaOutcome.EXHAUSTED
             )
             refusal = Fail(
                 error=ResourceExhausted,
@@ -492,7 +511,7 @@ class MfaMachine(Machine[State]):
             effects += [
                 DropChallenge(challenge_id=challenge.id),
                 AuditRecord(
-                    action=AuditAction.MFA_LOCKED,
+                    action=AuditAction.MFA_GUESSES_EXHAUSTED,
                     actor_id=challenge.user_id,
                     resource_id=challenge.user_id,
                     metadata={"method": challenge.method.value},
@@ -524,6 +543,11 @@ class MfaMachine(Machine[State]):
                 phone_number_verified_at=now if proved_phone else user.phone_number_verified_at,
                 updated_at=now,
             )
+        if challenge.setup and challenge.method.value not in user.enrolled_mfa_methods:
+            self.ctx.enrolled = True
+            enrolled = (*user.enrolled_mfa_methods, challenge.method.value)
+            user = dataclasses.replace(user, enrolled_mfa_methods=enrolled, updated_at=now)
+        if proved_email or proved_phone or self.ctx.enrolled:
             effects.append(UpdateUser(user=user))
         self.ctx.user = user
         issue = issue_tokens(
@@ -553,6 +577,18 @@ class MfaMachine(Machine[State]):
                 EmitWebhook(event=WebhookEvent.SIGNUP, user=user, auth_recipe=recipe),
                 AuditRecord(
                     action=verified, actor_id=user.id, actor_email=user.email, resource_id=user.id
+                ),
+            ]
+        if self.ctx.enrolled:
+            method = challenge.method.value
+            effects += [
+                EmitWebhook(event=WebhookEvent.MFA_ENROLLED, user=user, auth_recipe=method),
+                AuditRecord(
+                    action=AuditAction.MFA_ENROLLED,
+                    actor_id=user.id,
+                    actor_email=user.email,
+                    resource_id=user.id,
+                    metadata={"method": method},
                 ),
             ]
         effects += [

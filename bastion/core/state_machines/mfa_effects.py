@@ -256,7 +256,7 @@ class MfaOutcome(enum.StrEnum):
     PASSED = "passed"
     FAILED = "failed"
     #: the user's second-factor guess budget ran out (announced once per window)
-    LOCKED = "locked"
+    EXHAUSTED = "exhausted"
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)

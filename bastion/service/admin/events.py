@@ -18,10 +18,13 @@ WEBHOOK_EVENTS: Final[tuple[str, ...]] = (
     "user.mfa_challenge_issued",
     "user.mfa_passed",
     "user.mfa_failed",
-    "user.mfa_locked",
+    "user.mfa_guesses_exhausted",
     "user.mfa_reset",
     "user.passkey_registered",
     "user.passkey_deleted",
+    "user.mfa_enrolled",
+    "user.mfa_setup_skipped",
+    "user.mfa_locked",
 )
 
 #: The mails an admin template can replace, one template per event.

@@ -199,7 +199,14 @@ class UserAdmin:
             if reset_mfa:
                 admin_users.delete_authenticators(conn, user.id)
                 end_sessions = True
-            updated = dataclasses.replace(user, updated_at=now, **update)
+            mfa_reset: dict[str, Any] = {}
+            if reset_mfa:  # set up again from scratch, and a lock_mfa lock ends
+                mfa_reset = {
+                    "enrolled_mfa_methods": (),
+                    "has_skipped_mfa_setup_at": None,
+                    "mfa_locked_at": None,
+                }
+            updated = dataclasses.replace(user, updated_at=now, **update, **mfa_reset)
             users.update(conn, updated)
             if end_sessions:
                 users.end_sessions_marker(conn, user.id, valid_after=now)

@@ -231,10 +231,11 @@ class FlowRun:
                 return RelationsChecked(allowed=False)
             return RelationsChecked(allowed=True)
         if isinstance(effect, DecideSecondFactor):
-            method = self.auth.mfa_policy.second_factor(effect.user, effect.channel)
+            mfa = self.auth.mfa_policy
+            method = mfa.second_factor(effect.user, effect.channel)
             if method is None:
                 return SecondFactorNotRequired()
-            return SecondFactorRequired(method=method)
+            return SecondFactorRequired(method=method, offers=mfa.setup_offers(effect.user))
         if isinstance(effect, CHALLENGE_EFFECTS):
             found = await self.auth.challenges.execute(effect)
             if found is None:
@@ -373,8 +374,11 @@ class FlowRun:
         elif isinstance(effect, ClearMfaCookie):
             self.cookies.extend(auth.cookies.clear_mfa())
         elif isinstance(effect, RecordMfaOutcome):
-            if effect.outcome is MfaOutcome.LOCKED and not await auth.storage.memory.set_if_absent(
-                f"mfa:locked_notice:{effect.user_id}", b"1", ttl=otp.USER_GUESS_WINDOW
+            if (
+                effect.outcome is MfaOutcome.EXHAUSTED
+                and not await auth.storage.memory.set_if_absent(
+                    f"mfa:locked_notice:{effect.user_id}", b"1", ttl=otp.USER_GUESS_WINDOW
+                )
             ):
                 return  # this lock was announced already
             auth.record_mfa_outcome(effect.method, effect.outcome)

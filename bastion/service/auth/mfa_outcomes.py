@@ -1,5 +1,5 @@
 """MFA outcomes as webhook events: a challenge issued, passed or failed, a guess budget
-spent (``user.mfa_locked``, once per budget window however many codes it then refuses).
+spent (``user.mfa_guesses_exhausted``, once per budget window however many codes it then refuses).
 
 The event names are the audit actions of the same outcomes (``user.mfa_challenge_issued``,
 ``user.mfa_passed``, ``user.mfa_failed``) and are in the webhook registry's known list
@@ -27,7 +27,7 @@ MFA_WEBHOOK_EVENTS: Final[dict[MfaOutcome, str]] = {
     MfaOutcome.ISSUED: "user.mfa_challenge_issued",
     MfaOutcome.PASSED: "user.mfa_passed",
     MfaOutcome.FAILED: "user.mfa_failed",
-    MfaOutcome.LOCKED: "user.mfa_locked",
+    MfaOutcome.EXHAUSTED: "user.mfa_guesses_exhausted",
 }
 
 

@@ -16,6 +16,7 @@ __all__ = [
     "LoginRequest",
     "LogoutRequest",
     "MagicLinkLoginRequest",
+    "MfaSetupRequest",
     "ProfileRequest",
     "ResendOtpRequest",
     "ResendVerifyEmailRequest",
@@ -23,6 +24,7 @@ __all__ = [
     "RevokeRequest",
     "SessionRequest",
     "SignupRequest",
+    "SkipMfaSetupRequest",
     "UndoEmailChangeRequest",
     "UpdateProfileRequest",
     "ValidateJwtTokenRequest",
@@ -108,6 +110,23 @@ class VerifyOtpRequest:
 class ResendOtpRequest:
     email: str | None = None
     phone_number: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MfaSetupRequest:
+    """``email_otp_mfa_setup``, ``sms_otp_mfa_setup``, ``totp_mfa_setup``, ``lock_mfa``:
+    the identifier of the login the ``mfa`` cookie continues."""
+
+    email: str | None = None
+    phone_number: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SkipMfaSetupRequest:
+    email: str | None = None
+    phone_number: str | None = None
+    #: Authorizer's field (an OAuth state to carry); the parked login already carries it
+    state: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -61,6 +61,7 @@ from bastion.service.auth.driver import FlowRun
 from bastion.service.auth.email_undo import undo_email_change
 from bastion.service.auth.mailed_links import Flow, MailedLinks
 from bastion.service.auth.mfa_selfservice import mark_fresh_factor
+from bastion.service.auth.mfa_setup import MfaSetupOperations
 from bastion.service.auth.requests import (
     ForgotPasswordRequest,
     LoginRequest,
@@ -98,7 +99,7 @@ def _digest(value: str) -> str:
     return hashlib.sha256(value.encode()).hexdigest()[:32]
 
 
-class AuthService(AccountOperations):
+class AuthService(AccountOperations, MfaSetupOperations):
     # -- shared helpers -----------------------------------------------------------------------
 
     @functools.cached_property

@@ -98,6 +98,10 @@ users = sa.Table(
     *_timestamps(),
     #: tokens issued before this time are refused (migration 0004; bastion/storage/users.py)
     sa.Column("sessions_valid_after", sa.BigInteger),
+    #: MFA enrolment (migration 0008; bastion/core/state_machines/mfa_setup.py)
+    sa.Column("enrolled_mfa_methods", sa.String(64), nullable=False, server_default=""),
+    sa.Column("has_skipped_mfa_setup_at", sa.BigInteger),
+    sa.Column("mfa_locked_at", sa.BigInteger),
     **_MYSQL,
 )
 

@@ -36,17 +36,22 @@ from graphql import (
     DocumentNode,
     ExecutionResult,
     Executor,
+    FieldNode,
     GraphQLError,
     GraphQLOutputType,
     GraphQLResolveInfo,
     GraphQLSchema,
     GraphQLSyntaxError,
+    OperationDefinitionNode,
     execute,
     parse,
     specified_rules,
     validate,
 )
 from graphql.pyutils import Path, Undefined
+
+from bastion.core.errors import Unimplemented
+from bastion.core.out_of_scope import OUT_OF_SCOPE_MESSAGE, is_out_of_scope
 
 from .errors import INTERNAL_CODE, INTERNAL_MESSAGE, format_error
 from .limits import (
@@ -271,6 +276,8 @@ def _prepare_document(
     over_limit = check_operation_limits(document, operation_name, limits)
     if over_limit is not None:
         return (over_limit,)
+    if _asks_out_of_scope(document):
+        return (GraphQLError(OUT_OF_SCOPE_MESSAGE, extensions={"code": Unimplemented.code}),)
     rules = list(specified_rules)
     if not limits.introspection:
         rules.append(DisabledIntrospectionRule)
@@ -279,6 +286,17 @@ def _prepare_document(
     if invalid:
         return tuple(invalid)
     return document
+
+
+def _asks_out_of_scope(document: DocumentNode) -> bool:
+    """An operation's root field is one bastion leaves out (core.out_of_scope): answered
+    ``unimplemented`` rather than as a field the schema lacks."""
+    return any(
+        isinstance(selection, FieldNode) and is_out_of_scope(selection.name.value)
+        for definition in document.definitions
+        if isinstance(definition, OperationDefinitionNode)
+        for selection in definition.selection_set.selections
+    )
 
 
 _prepare_cached = lru_cache(maxsize=512)(_prepare_document)

@@ -151,6 +151,23 @@ _RPCS: dict[str, dict[str, _Rpc]] = {
             lambda r: bind(r.passkeys.webauthn_rename_credential),
             authorizer_pb2.WebauthnRenameCredentialResponse,
         ),
+        "SkipMfaSetup": _Rpc(
+            lambda r: grpc_shaped(bind(r.auth.skip_mfa_setup)), types_pb2.AuthResponse
+        ),
+        "LockMfa": _Rpc(
+            lambda r: grpc_shaped(bind(r.auth.lock_mfa)), authorizer_pb2.LockMfaResponse
+        ),
+        "EmailOtpMfaSetup": _Rpc(
+            lambda r: grpc_shaped(bind(r.auth.email_otp_mfa_setup)),
+            authorizer_pb2.EmailOtpMfaSetupResponse,
+        ),
+        "SmsOtpMfaSetup": _Rpc(
+            lambda r: grpc_shaped(bind(r.auth.sms_otp_mfa_setup)),
+            authorizer_pb2.SmsOtpMfaSetupResponse,
+        ),
+        "TotpMfaSetup": _Rpc(
+            lambda r: grpc_shaped(bind(r.auth.totp_mfa_setup)), types_pb2.AuthResponse
+        ),
     },
     "AuthorizerAdminService": {
         "AdminWebauthnCredentials": _Rpc(

@@ -22,6 +22,7 @@ from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound, Reque
 
 from bastion.core import errors, input_rules
 from bastion.core.networks import client_ip
+from bastion.core.out_of_scope import OUT_OF_SCOPE_MESSAGE, is_out_of_scope
 from bastion.service.context import CallerContext, Protocol, Reply
 from bastion.service.runtime import Runtime
 from bastion.storage import StorageUnavailable
@@ -272,6 +273,9 @@ def create_app(
             response.headers["Allow"] = allow
             return response
         if isinstance(error, NotFound):
+            admin_operation = request.path.removeprefix("/v1/admin/")
+            if admin_operation != request.path and is_out_of_scope(admin_operation):
+                return error_response(errors.Unimplemented(OUT_OF_SCOPE_MESSAGE))
             return error_response(errors.NotFound("not found"))
         if isinstance(error, RequestEntityTooLarge):
             return error_response(errors.PayloadTooLarge("request body too large"))

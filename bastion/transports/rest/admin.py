@@ -96,6 +96,9 @@ _USER = _object(
     revoked_timestamp=_I0,
     is_multi_factor_auth_enabled=_B0,
     app_data={"type": ["object", "null"]},
+    has_skipped_mfa_setup_at=_I0,
+    mfa_locked_at=_I0,
+    enrolled_mfa_methods={"type": "array", "items": _S},
 )
 _VERIFICATION_REQUEST = _object(
     id=_S,

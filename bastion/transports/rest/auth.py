@@ -47,6 +47,8 @@ _AUTH_RESPONSE = {
         "should_show_email_otp_screen": {"type": "boolean"},
         "should_show_mobile_otp_screen": {"type": "boolean"},
         "should_show_totp_screen": {"type": "boolean"},
+        "should_offer_email_otp_mfa_setup": {"type": "boolean"},
+        "should_offer_sms_otp_mfa_setup": {"type": "boolean"},
     },
 }
 
@@ -85,6 +87,36 @@ def auth_routes(auth: AuthService) -> list[Route]:
             _AUTH_RESPONSE,
         ),
         post("/v1/resend_otp", auth.resend_otp, "Send the MFA code again (mfa cookie)", _MESSAGE),
+        post(
+            "/v1/email_otp_mfa_setup",
+            auth.email_otp_mfa_setup,
+            "Set up emailed codes for a parked login (mfa cookie); a code is sent",
+            _MESSAGE,
+        ),
+        post(
+            "/v1/sms_otp_mfa_setup",
+            auth.sms_otp_mfa_setup,
+            "Set up texted codes for a parked login (mfa cookie); a code is sent",
+            _MESSAGE,
+        ),
+        post(
+            "/v1/totp_mfa_setup",
+            auth.totp_mfa_setup,
+            "Set up an authenticator app for a parked login (mfa cookie)",
+            _AUTH_RESPONSE,
+        ),
+        post(
+            "/v1/skip_mfa_setup",
+            auth.skip_mfa_setup,
+            "Skip an unenforced MFA offer and finish the login (mfa cookie)",
+            _AUTH_RESPONSE,
+        ),
+        post(
+            "/v1/lock_mfa",
+            auth.lock_mfa,
+            "Lock the account's MFA when no factor can be passed (mfa cookie)",
+            _MESSAGE,
+        ),
         post("/v1/forgot_password", auth.forgot_password, "Email a password-reset link", _MESSAGE),
         post("/v1/reset_password", auth.reset_password, "Set a new password by token", _MESSAGE),
         post("/v1/logout", auth.logout, "End the current session", _MESSAGE),

@@ -46,6 +46,7 @@ def test_api_dict_has_the_reference_fields_and_never_the_hash() -> None:
         "middle_name", "nickname", "preferred_username", "gender", "birthdate",
         "phone_number", "phone_number_verified", "picture", "roles", "created_at",
         "updated_at", "revoked_timestamp", "is_multi_factor_auth_enabled", "app_data",
+        "has_skipped_mfa_setup_at", "mfa_locked_at", "enrolled_mfa_methods",
     }  # fmt: skip
     assert body["signup_methods"] == "basic_auth,magic_link_login"
     assert (body["email_verified"], body["phone_number_verified"]) == (True, False)

@@ -564,7 +564,7 @@ def test_the_last_allowed_wrong_code_kills_the_challenge() -> None:
         *audit,
         DropChallenge(challenge_id=CHALLENGE_ID),
         AuditRecord(
-            action=AuditAction.MFA_LOCKED,
+            action=AuditAction.MFA_GUESSES_EXHAUSTED,
             actor_id="user-1",
             resource_id="user-1",
             metadata={"method": "email_otp"},

@@ -41,8 +41,8 @@ from tests.core.state_machines.harness import (
 )
 from tests.core.state_machines.harness import env as make_env
 
-#: the MFA and authorize flows have their own samples and walks
-FLOWS = sorted(set(MACHINES) - {"mfa", "oauth_authorize"})
+#: the MFA, MFA-enrolment and authorize flows have their own samples and walks
+FLOWS = sorted(set(MACHINES) - {"mfa", "mfa_setup", "oauth_authorize"})
 #: generated runs per flow where the default 500 do not reach every table entry reliably
 EXAMPLES = {"password_reset": 1200}
 Edge = tuple[Any, type[Event], Any]

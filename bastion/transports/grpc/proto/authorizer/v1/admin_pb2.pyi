@@ -63,10 +63,12 @@ class AdminMeta(_message.Message):
     def __init__(self, roles: _Optional[_Iterable[str]] = ..., default_roles: _Optional[_Iterable[str]] = ..., protected_roles: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class UsersRequest(_message.Message):
-    __slots__ = ("pagination",)
+    __slots__ = ("pagination", "query")
     PAGINATION_FIELD_NUMBER: _ClassVar[int]
+    QUERY_FIELD_NUMBER: _ClassVar[int]
     pagination: _pagination_pb2.PaginationRequest
-    def __init__(self, pagination: _Optional[_Union[_pagination_pb2.PaginationRequest, _Mapping]] = ...) -> None: ...
+    query: str
+    def __init__(self, pagination: _Optional[_Union[_pagination_pb2.PaginationRequest, _Mapping]] = ..., query: _Optional[str] = ...) -> None: ...
 
 class UsersResponse(_message.Message):
     __slots__ = ("users", "pagination")

@@ -307,6 +307,66 @@ class ValidateSessionResponse(_message.Message):
     user: _types_pb2.User
     def __init__(self, is_valid: _Optional[bool] = ..., user: _Optional[_Union[_types_pb2.User, _Mapping]] = ...) -> None: ...
 
+class SkipMfaSetupRequest(_message.Message):
+    __slots__ = ("email", "phone_number", "state")
+    EMAIL_FIELD_NUMBER: _ClassVar[int]
+    PHONE_NUMBER_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    email: str
+    phone_number: str
+    state: str
+    def __init__(self, email: _Optional[str] = ..., phone_number: _Optional[str] = ..., state: _Optional[str] = ...) -> None: ...
+
+class LockMfaRequest(_message.Message):
+    __slots__ = ("email", "phone_number")
+    EMAIL_FIELD_NUMBER: _ClassVar[int]
+    PHONE_NUMBER_FIELD_NUMBER: _ClassVar[int]
+    email: str
+    phone_number: str
+    def __init__(self, email: _Optional[str] = ..., phone_number: _Optional[str] = ...) -> None: ...
+
+class LockMfaResponse(_message.Message):
+    __slots__ = ("message",)
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    message: str
+    def __init__(self, message: _Optional[str] = ...) -> None: ...
+
+class EmailOtpMfaSetupRequest(_message.Message):
+    __slots__ = ("email", "phone_number")
+    EMAIL_FIELD_NUMBER: _ClassVar[int]
+    PHONE_NUMBER_FIELD_NUMBER: _ClassVar[int]
+    email: str
+    phone_number: str
+    def __init__(self, email: _Optional[str] = ..., phone_number: _Optional[str] = ...) -> None: ...
+
+class EmailOtpMfaSetupResponse(_message.Message):
+    __slots__ = ("message",)
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    message: str
+    def __init__(self, message: _Optional[str] = ...) -> None: ...
+
+class SmsOtpMfaSetupRequest(_message.Message):
+    __slots__ = ("email", "phone_number")
+    EMAIL_FIELD_NUMBER: _ClassVar[int]
+    PHONE_NUMBER_FIELD_NUMBER: _ClassVar[int]
+    email: str
+    phone_number: str
+    def __init__(self, email: _Optional[str] = ..., phone_number: _Optional[str] = ...) -> None: ...
+
+class SmsOtpMfaSetupResponse(_message.Message):
+    __slots__ = ("message",)
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    message: str
+    def __init__(self, message: _Optional[str] = ...) -> None: ...
+
+class TotpMfaSetupRequest(_message.Message):
+    __slots__ = ("email", "phone_number")
+    EMAIL_FIELD_NUMBER: _ClassVar[int]
+    PHONE_NUMBER_FIELD_NUMBER: _ClassVar[int]
+    email: str
+    phone_number: str
+    def __init__(self, email: _Optional[str] = ..., phone_number: _Optional[str] = ...) -> None: ...
+
 class MetaRequest(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...

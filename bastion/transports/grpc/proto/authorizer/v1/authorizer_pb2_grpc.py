@@ -173,6 +173,31 @@ class AuthorizerServiceStub:
                 request_serializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.WebauthnRenameCredentialRequest.SerializeToString,
                 response_deserializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.WebauthnRenameCredentialResponse.FromString,
                 _registered_method=True)
+        self.SkipMfaSetup = channel.unary_unary(
+                '/authorizer.v1.AuthorizerService/SkipMfaSetup',
+                request_serializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.SkipMfaSetupRequest.SerializeToString,
+                response_deserializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_types__pb2.AuthResponse.FromString,
+                _registered_method=True)
+        self.LockMfa = channel.unary_unary(
+                '/authorizer.v1.AuthorizerService/LockMfa',
+                request_serializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.LockMfaRequest.SerializeToString,
+                response_deserializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.LockMfaResponse.FromString,
+                _registered_method=True)
+        self.EmailOtpMfaSetup = channel.unary_unary(
+                '/authorizer.v1.AuthorizerService/EmailOtpMfaSetup',
+                request_serializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.EmailOtpMfaSetupRequest.SerializeToString,
+                response_deserializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.EmailOtpMfaSetupResponse.FromString,
+                _registered_method=True)
+        self.SmsOtpMfaSetup = channel.unary_unary(
+                '/authorizer.v1.AuthorizerService/SmsOtpMfaSetup',
+                request_serializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.SmsOtpMfaSetupRequest.SerializeToString,
+                response_deserializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.SmsOtpMfaSetupResponse.FromString,
+                _registered_method=True)
+        self.TotpMfaSetup = channel.unary_unary(
+                '/authorizer.v1.AuthorizerService/TotpMfaSetup',
+                request_serializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.TotpMfaSetupRequest.SerializeToString,
+                response_deserializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_types__pb2.AuthResponse.FromString,
+                _registered_method=True)
 
 
 class AuthorizerServiceServicer:
@@ -372,6 +397,42 @@ class AuthorizerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SkipMfaSetup(self, request, context):
+        """Authorizer 2.4's MFA enrolment of a parked login (the mfa cookie names it).
+        POST /v1/skip_mfa_setup; public
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def LockMfa(self, request, context):
+        """POST /v1/lock_mfa; public
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def EmailOtpMfaSetup(self, request, context):
+        """POST /v1/email_otp_mfa_setup; public
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SmsOtpMfaSetup(self, request, context):
+        """POST /v1/sms_otp_mfa_setup; public
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def TotpMfaSetup(self, request, context):
+        """POST /v1/totp_mfa_setup; public
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AuthorizerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -509,6 +570,31 @@ def add_AuthorizerServiceServicer_to_server(servicer, server):
                     servicer.WebauthnRenameCredential,
                     request_deserializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.WebauthnRenameCredentialRequest.FromString,
                     response_serializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.WebauthnRenameCredentialResponse.SerializeToString,
+            ),
+            'SkipMfaSetup': grpc.unary_unary_rpc_method_handler(
+                    servicer.SkipMfaSetup,
+                    request_deserializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.SkipMfaSetupRequest.FromString,
+                    response_serializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_types__pb2.AuthResponse.SerializeToString,
+            ),
+            'LockMfa': grpc.unary_unary_rpc_method_handler(
+                    servicer.LockMfa,
+                    request_deserializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.LockMfaRequest.FromString,
+                    response_serializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.LockMfaResponse.SerializeToString,
+            ),
+            'EmailOtpMfaSetup': grpc.unary_unary_rpc_method_handler(
+                    servicer.EmailOtpMfaSetup,
+                    request_deserializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.EmailOtpMfaSetupRequest.FromString,
+                    response_serializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.EmailOtpMfaSetupResponse.SerializeToString,
+            ),
+            'SmsOtpMfaSetup': grpc.unary_unary_rpc_method_handler(
+                    servicer.SmsOtpMfaSetup,
+                    request_deserializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.SmsOtpMfaSetupRequest.FromString,
+                    response_serializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.SmsOtpMfaSetupResponse.SerializeToString,
+            ),
+            'TotpMfaSetup': grpc.unary_unary_rpc_method_handler(
+                    servicer.TotpMfaSetup,
+                    request_deserializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.TotpMfaSetupRequest.FromString,
+                    response_serializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_types__pb2.AuthResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1243,6 +1329,141 @@ class AuthorizerService:
             '/authorizer.v1.AuthorizerService/WebauthnRenameCredential',
             bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.WebauthnRenameCredentialRequest.SerializeToString,
             bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.WebauthnRenameCredentialResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SkipMfaSetup(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/authorizer.v1.AuthorizerService/SkipMfaSetup',
+            bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.SkipMfaSetupRequest.SerializeToString,
+            bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_types__pb2.AuthResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def LockMfa(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/authorizer.v1.AuthorizerService/LockMfa',
+            bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.LockMfaRequest.SerializeToString,
+            bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.LockMfaResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def EmailOtpMfaSetup(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/authorizer.v1.AuthorizerService/EmailOtpMfaSetup',
+            bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.EmailOtpMfaSetupRequest.SerializeToString,
+            bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.EmailOtpMfaSetupResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SmsOtpMfaSetup(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/authorizer.v1.AuthorizerService/SmsOtpMfaSetup',
+            bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.SmsOtpMfaSetupRequest.SerializeToString,
+            bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.SmsOtpMfaSetupResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def TotpMfaSetup(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/authorizer.v1.AuthorizerService/TotpMfaSetup',
+            bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.TotpMfaSetupRequest.SerializeToString,
+            bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_types__pb2.AuthResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -9,7 +9,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class User(_message.Message):
-    __slots__ = ("id", "email", "email_verified", "signup_methods", "given_name", "family_name", "middle_name", "nickname", "preferred_username", "gender", "birthdate", "phone_number", "phone_number_verified", "picture", "roles", "created_at", "updated_at", "revoked_timestamp", "is_multi_factor_auth_enabled", "app_data")
+    __slots__ = ("id", "email", "email_verified", "signup_methods", "given_name", "family_name", "middle_name", "nickname", "preferred_username", "gender", "birthdate", "phone_number", "phone_number_verified", "picture", "roles", "created_at", "updated_at", "revoked_timestamp", "is_multi_factor_auth_enabled", "app_data", "has_skipped_mfa_setup_at", "mfa_locked_at", "enrolled_mfa_methods")
     ID_FIELD_NUMBER: _ClassVar[int]
     EMAIL_FIELD_NUMBER: _ClassVar[int]
     EMAIL_VERIFIED_FIELD_NUMBER: _ClassVar[int]
@@ -30,6 +30,9 @@ class User(_message.Message):
     REVOKED_TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
     IS_MULTI_FACTOR_AUTH_ENABLED_FIELD_NUMBER: _ClassVar[int]
     APP_DATA_FIELD_NUMBER: _ClassVar[int]
+    HAS_SKIPPED_MFA_SETUP_AT_FIELD_NUMBER: _ClassVar[int]
+    MFA_LOCKED_AT_FIELD_NUMBER: _ClassVar[int]
+    ENROLLED_MFA_METHODS_FIELD_NUMBER: _ClassVar[int]
     id: str
     email: str
     email_verified: bool
@@ -50,10 +53,13 @@ class User(_message.Message):
     revoked_timestamp: int
     is_multi_factor_auth_enabled: bool
     app_data: _common_pb2.AppData
-    def __init__(self, id: _Optional[str] = ..., email: _Optional[str] = ..., email_verified: _Optional[bool] = ..., signup_methods: _Optional[str] = ..., given_name: _Optional[str] = ..., family_name: _Optional[str] = ..., middle_name: _Optional[str] = ..., nickname: _Optional[str] = ..., preferred_username: _Optional[str] = ..., gender: _Optional[str] = ..., birthdate: _Optional[str] = ..., phone_number: _Optional[str] = ..., phone_number_verified: _Optional[bool] = ..., picture: _Optional[str] = ..., roles: _Optional[_Iterable[str]] = ..., created_at: _Optional[int] = ..., updated_at: _Optional[int] = ..., revoked_timestamp: _Optional[int] = ..., is_multi_factor_auth_enabled: _Optional[bool] = ..., app_data: _Optional[_Union[_common_pb2.AppData, _Mapping]] = ...) -> None: ...
+    has_skipped_mfa_setup_at: int
+    mfa_locked_at: int
+    enrolled_mfa_methods: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, id: _Optional[str] = ..., email: _Optional[str] = ..., email_verified: _Optional[bool] = ..., signup_methods: _Optional[str] = ..., given_name: _Optional[str] = ..., family_name: _Optional[str] = ..., middle_name: _Optional[str] = ..., nickname: _Optional[str] = ..., preferred_username: _Optional[str] = ..., gender: _Optional[str] = ..., birthdate: _Optional[str] = ..., phone_number: _Optional[str] = ..., phone_number_verified: _Optional[bool] = ..., picture: _Optional[str] = ..., roles: _Optional[_Iterable[str]] = ..., created_at: _Optional[int] = ..., updated_at: _Optional[int] = ..., revoked_timestamp: _Optional[int] = ..., is_multi_factor_auth_enabled: _Optional[bool] = ..., app_data: _Optional[_Union[_common_pb2.AppData, _Mapping]] = ..., has_skipped_mfa_setup_at: _Optional[int] = ..., mfa_locked_at: _Optional[int] = ..., enrolled_mfa_methods: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class AuthResponse(_message.Message):
-    __slots__ = ("message", "should_show_email_otp_screen", "should_show_mobile_otp_screen", "should_show_totp_screen", "access_token", "id_token", "refresh_token", "expires_in", "user", "authenticator_scanner_image", "authenticator_secret", "authenticator_recovery_codes")
+    __slots__ = ("message", "should_show_email_otp_screen", "should_show_mobile_otp_screen", "should_show_totp_screen", "access_token", "id_token", "refresh_token", "expires_in", "user", "authenticator_scanner_image", "authenticator_secret", "authenticator_recovery_codes", "should_offer_email_otp_mfa_setup", "should_offer_sms_otp_mfa_setup")
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
     SHOULD_SHOW_EMAIL_OTP_SCREEN_FIELD_NUMBER: _ClassVar[int]
     SHOULD_SHOW_MOBILE_OTP_SCREEN_FIELD_NUMBER: _ClassVar[int]
@@ -66,6 +72,8 @@ class AuthResponse(_message.Message):
     AUTHENTICATOR_SCANNER_IMAGE_FIELD_NUMBER: _ClassVar[int]
     AUTHENTICATOR_SECRET_FIELD_NUMBER: _ClassVar[int]
     AUTHENTICATOR_RECOVERY_CODES_FIELD_NUMBER: _ClassVar[int]
+    SHOULD_OFFER_EMAIL_OTP_MFA_SETUP_FIELD_NUMBER: _ClassVar[int]
+    SHOULD_OFFER_SMS_OTP_MFA_SETUP_FIELD_NUMBER: _ClassVar[int]
     message: str
     should_show_email_otp_screen: bool
     should_show_mobile_otp_screen: bool
@@ -78,7 +86,9 @@ class AuthResponse(_message.Message):
     authenticator_scanner_image: str
     authenticator_secret: str
     authenticator_recovery_codes: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, message: _Optional[str] = ..., should_show_email_otp_screen: _Optional[bool] = ..., should_show_mobile_otp_screen: _Optional[bool] = ..., should_show_totp_screen: _Optional[bool] = ..., access_token: _Optional[str] = ..., id_token: _Optional[str] = ..., refresh_token: _Optional[str] = ..., expires_in: _Optional[int] = ..., user: _Optional[_Union[User, _Mapping]] = ..., authenticator_scanner_image: _Optional[str] = ..., authenticator_secret: _Optional[str] = ..., authenticator_recovery_codes: _Optional[_Iterable[str]] = ...) -> None: ...
+    should_offer_email_otp_mfa_setup: bool
+    should_offer_sms_otp_mfa_setup: bool
+    def __init__(self, message: _Optional[str] = ..., should_show_email_otp_screen: _Optional[bool] = ..., should_show_mobile_otp_screen: _Optional[bool] = ..., should_show_totp_screen: _Optional[bool] = ..., access_token: _Optional[str] = ..., id_token: _Optional[str] = ..., refresh_token: _Optional[str] = ..., expires_in: _Optional[int] = ..., user: _Optional[_Union[User, _Mapping]] = ..., authenticator_scanner_image: _Optional[str] = ..., authenticator_secret: _Optional[str] = ..., authenticator_recovery_codes: _Optional[_Iterable[str]] = ..., should_offer_email_otp_mfa_setup: _Optional[bool] = ..., should_offer_sms_otp_mfa_setup: _Optional[bool] = ...) -> None: ...
 
 class Permission(_message.Message):
     __slots__ = ("object", "relation")

@@ -31,7 +31,9 @@ class SessionListOperations(AccountOperations):
     async def sessions_of_caller(self, request: EmptyRequest, caller: CallerContext) -> Reply:
         who = await self.require_caller(caller)
         found = await self.sessions.listing(who.user_id)
-        return Reply({"sessions": [s.to_api_dict(current=s.id == who.sid) for s in found]})
+        # The caller's own session first, then the others oldest first.
+        ordered = sorted(found, key=lambda s: s.id != who.sid)
+        return Reply({"sessions": [s.to_api_dict(current=s.id == who.sid) for s in ordered]})
 
     async def revoke_session(self, request: RevokeSessionRequest, caller: CallerContext) -> Reply:
         who = await self.require_caller(caller)

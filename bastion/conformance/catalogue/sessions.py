@@ -58,5 +58,6 @@ def list_and_revoke(ctx: Ctx) -> None:
     ctx.expect([s["current"] for s in left] == [True], f"left {left}")
     again = ctx.call("revoke_session", {"id": other}, laptop, label="again")
     ctx.expect_error(again, "not_found")
-    ctx.expect_error(ctx.call("revoke_session", {"id": ""}, laptop, label="no id"), "invalid_argument")
+    no_id = ctx.call("revoke_session", {"id": ""}, laptop, label="no id")
+    ctx.expect_error(no_id, "invalid_argument")
     ctx.expect_error(ctx.call("sessions", label="anonymous"), "unauthenticated")

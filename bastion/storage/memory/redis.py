@@ -172,7 +172,8 @@ class RedisMemoryStore:
 
     async def index_add(self, key: str, member: str, ttl: float) -> None:
         check_ttl(ttl)
-        await self._call(lambda: self._index_add(keys=[key], args=[member, _ms(ttl)]))
+        ms = max(1, math.ceil(ttl * 1000))
+        await self._call(lambda: self._index_add(keys=[key], args=[member, ms]))
 
     async def index_members(self, key: str) -> list[str]:
         found = await self._call(lambda: self._index_members(keys=[key]))

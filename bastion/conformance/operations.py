@@ -89,6 +89,8 @@ OPERATIONS: dict[str, Operation] = {
         _public("webauthn_credentials", "WebauthnCredentials"),
         _public("webauthn_delete_credential", "WebauthnDeleteCredential"),
         _public("webauthn_rename_credential", "WebauthnRenameCredential"),
+        _public("sessions", "Sessions", "GET"),
+        _public("revoke_session", "RevokeSession"),
         _admin("admin_login", "AdminLogin", path="/v1/admin/login"),
         _admin("admin_logout", "AdminLogout", path="/v1/admin/logout"),
         _admin("admin_session", "AdminSession", "GET", path="/v1/admin/session"),

@@ -77,6 +77,7 @@ QUERIES = {
     "_fga_expand": ("FgaExpandInput!", "FgaExpandResponse!"),
     "webauthn_credentials": (None, "[WebauthnCredentialInfo!]!"),
     "_webauthn_credentials": ("AdminWebauthnCredentialsRequest!", "[WebauthnCredentialInfo!]!"),
+    "sessions": (None, "[SessionInfo!]!"),
 }
 
 MUTATIONS = {
@@ -132,6 +133,7 @@ MUTATIONS = {
     "webauthn_delete_credential": ("id: ID!", "Response!"),
     "webauthn_rename_credential": ("WebauthnRenameCredentialRequest!", "Response!"),
     "_webauthn_delete_credential": ("AdminWebauthnDeleteCredentialRequest!", "Response!"),
+    "revoke_session": ("id: ID!", "Response!"),
 }
 
 #: Authorizer 2.4's passkey fields take plain arguments, not one ``params`` object.
@@ -139,6 +141,7 @@ FLAT_ARGUMENTS = {
     "webauthn_registration_options",
     "webauthn_login_options",
     "webauthn_delete_credential",
+    "revoke_session",
 }
 
 
@@ -380,7 +383,7 @@ def test_every_list_of_objects_holds_non_null_objects(schema: GraphQLSchema) -> 
                 assert isinstance(field.type, GraphQLNonNull), f"{type_.name}.{name}"
                 assert isinstance(item, GraphQLNonNull), f"{type_.name}.{name}"
                 checked += 1
-    assert checked == 12  # with the passkey lists
+    assert checked == 13  # with the passkey lists and the sessions
 
 
 def test_text_inputs_document_their_declared_limits(schema: GraphQLSchema) -> None:

@@ -13,7 +13,14 @@ import sqlalchemy as sa
 from bastion.core.auth.responses import IssuedTokens
 from bastion.core.auth.user import User
 from bastion.core.settings import settings_from_flags
-from bastion.service.auth.sessions import ACCESS, REFRESH, SESSION, Lifetimes, SessionStore
+from bastion.service.auth.sessions import (
+    ACCESS,
+    REFRESH,
+    SESSION,
+    USER_AGENT_LIMIT,
+    Lifetimes,
+    SessionStore,
+)
 from bastion.storage import Storage, open_storage
 from bastion.storage import users as user_rows
 from bastion.storage_config import storage_config
@@ -148,3 +155,42 @@ async def test_user_repository_round_trip(storage: Storage) -> None:
     assert not await storage.db.run(
         lambda conn: user_rows.email_taken(conn, "ada@example.com", exclude_id="a1")
     )
+
+
+async def test_the_listing_follows_logins_rotations_and_every_way_a_session_ends(
+    storage: Storage,
+) -> None:
+    store = SessionStore(storage, LIFETIMES)
+    await store.persist("u1", "f1", _tokens("n1"), ip="203.0.113.1", user_agent="A" * 500)
+    await store.persist("u1", "f2", _tokens("n2"), ip="203.0.113.2", user_agent="Phone")
+    await store.persist("u2", "f9", _tokens("n9"))
+    listed = await store.listing("u1")
+    assert [(s.id, s.ip, s.nonce) for s in listed] == [
+        ("f1", "203.0.113.1", "n1"),
+        ("f2", "203.0.113.2", "n2"),
+    ]
+    assert listed[0].user_agent == "A" * USER_AGENT_LIMIT
+    # A rotation keeps the row (and its creation), with the new nonce and address.
+    await store.delete("u1", "f1", "n1")
+    await store.persist("u1", "f1", _tokens("n3"), ip="203.0.113.3", user_agent="Laptop")
+    rotated = (await store.listing("u1"))[0]
+    assert (rotated.id, rotated.nonce, rotated.ip) == ("f1", "n3", "203.0.113.3")
+    assert rotated.created_at == listed[0].created_at
+    # A logout (its tokens deleted) leaves the listing and the index.
+    await store.delete("u1", "f2", "n2")
+    assert [s.id for s in await store.listing("u1")] == ["f1"]
+    assert await storage.memory.index_members(store.index_key("u1")) == ["f1"]
+    # Another user's session is not ours to revoke; our own goes with all its tokens.
+    assert await store.revoke_family("u1", "f9") is False
+    assert await store.get("u2", "f9", "n9", ACCESS) == "access-n9"
+    await store.persist("u1", "f4", _tokens("n4"))
+    assert await store.revoke_family("u1", "f4") is True
+    assert await store.get("u1", "f4", "n4", REFRESH) is None
+    assert await store.revoke_family("u1", "f4") is False
+    # Signing out everywhere but here keeps this session listed; everywhere ends the list.
+    await store.persist("u1", "f5", _tokens("n5"))
+    await store.end_memory_sessions("u1", keep=("f1", "n3"))
+    assert [s.id for s in await store.listing("u1")] == ["f1"]
+    await store.end_memory_sessions("u1")
+    assert await store.listing("u1") == []
+    assert [s.id for s in await store.listing("u2")] == ["f9"]

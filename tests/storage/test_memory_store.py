@@ -203,3 +203,34 @@ async def test_set_many_refuses_a_bad_ttl_before_writing(memory_store: MemorySto
     with pytest.raises(ValueError, match="ttl must be positive"):
         await memory_store.set_many([(first, b"1", 10), (new_key(), b"2", 0)])
     assert await memory_store.get(first) is None
+
+
+async def test_index_add_list_remove(memory_store: MemoryStore) -> None:
+    key = new_key("index")
+    assert await memory_store.index_members(key) == []
+    await memory_store.index_add(key, "b", 60)
+    await memory_store.index_add(key, "a", 60)
+    await memory_store.index_add(key, "a", 60)
+    assert await memory_store.index_members(key) == ["a", "b"]
+    await memory_store.index_remove(key, "a", "missing")
+    assert await memory_store.index_members(key) == ["b"]
+    await memory_store.index_remove(key, "b")
+    assert await memory_store.index_members(key) == []
+
+
+async def test_index_members_expire_one_by_one(memory_store: MemoryStore) -> None:
+    key = new_key("index")
+    await memory_store.index_add(key, "short", SHORT_TTL)
+    await memory_store.index_add(key, "long", 60)
+    assert await memory_store.index_members(key) == ["long", "short"]
+
+    async def only_long() -> bool:
+        return await memory_store.index_members(key) == ["long"]
+
+    assert await eventually(only_long)
+    await memory_store.index_add(key, "long", SHORT_TTL)  # renewed: its new time counts
+
+    async def empty() -> bool:
+        return await memory_store.index_members(key) == []
+
+    assert await eventually(empty)

@@ -1,5 +1,6 @@
 """Sessions across instances: a session started through one instance is validated,
-ended and refused through the others (one shared store, no sticky sessions)."""
+ended and refused through the others (one shared store, no sticky sessions); a user's own
+list of sessions, and signing one device out (issue 22)."""
 
 from __future__ import annotations
 
@@ -30,3 +31,33 @@ def revocation_everywhere(ctx: Ctx) -> None:
         ctx.expect_error(ctx.call("session", {}, session, label=f"cookie {i}"), "unauthenticated")
     ctx.expect_ok(ctx.call("enable_access", {"user_id": user["id"]}, ctx.admin))
     ctx.expect_ok(ctx.call("login", {"email": email, "password": PASSWORD}))
+
+
+#: Where and when a session was used differ by surface (each has its own client).
+SEEN = frozenset({"created_at", "last_used_at", "ip", "user_agent"})
+
+
+@scenario("sessions.list_and_revoke_another_device", requires=password_signup, volatile=SEEN)
+def list_and_revoke(ctx: Ctx) -> None:
+    """Signed in on two devices, the user lists both (one current), signs the other out,
+    and its token is refused on every instance at once; that id is then unknown, as is
+    any id not the caller's."""
+    email, body, _cookie = new_user(ctx)
+    laptop = Credentials(bearer=body["access_token"])
+    second = ctx.expect_ok(ctx.call("login", {"email": email, "password": PASSWORD}))
+    phone = Credentials(bearer=second["access_token"])
+    listed = ctx.expect_ok(ctx.call("sessions", {}, laptop))["sessions"]
+    ctx.expect(sorted(s["current"] for s in listed) == [False, True], f"listed {listed}")
+    other = next(s["id"] for s in listed if not s["current"])
+    ctx.expect_ok(ctx.call("revoke_session", {"id": other}, laptop))
+    for i in range(len(ctx.instances())):
+        ctx.expect_error(
+            ctx.call("profile", credentials=phone, label=f"revoked {i}"), "unauthenticated"
+        )
+    left = ctx.expect_ok(ctx.call("sessions", {}, laptop, label="after"))["sessions"]
+    ctx.expect([s["current"] for s in left] == [True], f"left {left}")
+    again = ctx.call("revoke_session", {"id": other}, laptop, label="again")
+    ctx.expect_error(again, "not_found")
+    no_id = ctx.call("revoke_session", {"id": ""}, laptop, label="no id")
+    ctx.expect_error(no_id, "invalid_argument")
+    ctx.expect_error(ctx.call("sessions", label="anonymous"), "unauthenticated")

@@ -49,6 +49,7 @@ GRAPHQL_ONLY_FIELDS = frozenset({("AdminMeta", "is_multi_factor_auth_service_ena
 LISTED_UNDER = {
     "webauthn_credentials": "webauthn_credentials",
     "_webauthn_credentials": "webauthn_credentials",
+    "sessions": "sessions",
 }
 
 

@@ -355,7 +355,11 @@ class FlowRun:
         elif isinstance(effect, PersistSession):
             await self._flush()
             await auth.sessions.persist(
-                effect.user_id, self.sid or effect.tokens.nonce, effect.tokens
+                effect.user_id,
+                self.sid or effect.tokens.nonce,
+                effect.tokens,
+                ip=self.caller.client_ip,
+                user_agent=self.caller.user_agent,
             )
         elif isinstance(effect, DeleteSession):
             await self._flush()

@@ -56,7 +56,6 @@ from bastion.core.state_machines.verification import (
     ResendVerifyEmailRequested,
     VerifyEmailRequested,
 )
-from bastion.service.auth.account import AccountOperations
 from bastion.service.auth.driver import FlowRun
 from bastion.service.auth.email_undo import undo_email_change
 from bastion.service.auth.mailed_links import Flow, MailedLinks
@@ -77,6 +76,7 @@ from bastion.service.auth.requests import (
     VerifyEmailRequest,
     VerifyOtpRequest,
 )
+from bastion.service.auth.session_list import SessionListOperations
 from bastion.service.auth.sessions import ACCESS
 from bastion.service.context import CallerContext, Reply
 
@@ -99,7 +99,7 @@ def _digest(value: str) -> str:
     return hashlib.sha256(value.encode()).hexdigest()[:32]
 
 
-class AuthService(AccountOperations, MfaSetupOperations):
+class AuthService(SessionListOperations, MfaSetupOperations):
     # -- shared helpers -----------------------------------------------------------------------
 
     @functools.cached_property

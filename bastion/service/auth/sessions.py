@@ -6,6 +6,8 @@ Memory-store layout, one prefix per user and per session family::
     auth:<user_id>:<sid>:<nonce>:access_token    the access JWT            access lifetime
     auth:<user_id>:<sid>:<nonce>:refresh_token   the refresh JWT           refresh lifetime
     auth:<user_id>:<sid>:<nonce>:replaced        a rotated-away refresh    refresh lifetime
+    auth:<user_id>:<sid>:meta                    what the listing shows    longest lifetime
+    auth_index:<user_id>                         the user's sids (an index, one per member)
 
 ``nonce`` ties one session's entries together (the ``nonce`` claim); ``sid`` names the
 family a login started (the ``sid`` claim), which refresh rotation keeps. So ending one
@@ -15,6 +17,10 @@ Refresh rotation: the replaced refresh token is remembered under ``replaced``. P
 again within :data:`REFRESH_GRACE_SECONDS` (two tabs refreshing at once) it is refused
 and nothing else happens (never a second live session: the other tab holds the
 successor); later, it is a replay: the whole family ends.
+
+The index lets a user's sessions be listed without a scan of all keys. A family ended by
+any route (logout, rotation replay, sign-out everywhere) is dropped from it by the next
+listing, which finds none of its tokens; expiry drops it on its own.
 
 The SQL side (``service_users.sessions_valid_after`` and ``revoked_timestamp``) is read
 through a cache of :data:`STATUS_CACHE_SECONDS`, so a failed memory-store delete leaves a
@@ -36,7 +42,9 @@ from bastion.storage.users import UserStatus
 __all__ = [
     "REFRESH_GRACE_SECONDS",
     "STATUS_CACHE_SECONDS",
+    "USER_AGENT_LIMIT",
     "Replaced",
+    "SessionInfo",
     "SessionStore",
 ]
 
@@ -46,12 +54,37 @@ REFRESH_GRACE_SECONDS = 10
 #: How long one process trusts what it read of a user's SQL-side status.
 STATUS_CACHE_SECONDS = 1.0
 SESSION, ACCESS, REFRESH, REPLACED = "session_token", "access_token", "refresh_token", "replaced"
+META = "meta"
+#: The longest user agent a listing shows (the raw header, cut).
+USER_AGENT_LIMIT = 200
 
 
 @dataclass(frozen=True, slots=True)
 class Replaced:
     token: str
     at: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionInfo:
+    """One session family as its owner's listing shows it (``id`` is the ``sid``)."""
+
+    id: str
+    created_at: int
+    last_used_at: int
+    ip: str
+    user_agent: str
+    nonce: str
+
+    def to_api_dict(self, *, current: bool) -> dict[str, object]:
+        return {
+            "id": self.id,
+            "created_at": self.created_at,
+            "last_used_at": self.last_used_at,
+            "ip": self.ip,
+            "user_agent": self.user_agent,
+            "current": current,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,9 +105,35 @@ class SessionStore:
     def key(user_id: str, sid: str, nonce: str, kind: str) -> str:
         return f"auth:{user_id}:{sid}:{nonce}:{kind}"
 
-    async def persist(self, user_id: str, sid: str, tokens: IssuedTokens) -> None:
+    @staticmethod
+    def meta_key(user_id: str, sid: str) -> str:
+        return f"auth:{user_id}:{sid}:{META}"
+
+    @staticmethod
+    def index_key(user_id: str) -> str:
+        return f"auth_index:{user_id}"
+
+    @property
+    def _longest(self) -> int:
+        life = self.lifetimes
+        return max(life.session, life.access, life.refresh)
+
+    async def persist(
+        self, user_id: str, sid: str, tokens: IssuedTokens, *, ip: str = "", user_agent: str = ""
+    ) -> None:
+        """Store the tokens; a login starts the family's listing entry, a refresh renews it."""
         life = self.lifetimes
         k = self.key
+        now = int(time.time())
+        meta_key = self.meta_key(user_id, sid)
+        old = await self.memory.get(meta_key)
+        meta = {
+            "created_at": now if old is None else int(json.loads(old)["created_at"]),
+            "last_used_at": now,
+            "ip": ip,
+            "user_agent": user_agent[:USER_AGENT_LIMIT],
+            "nonce": tokens.nonce,
+        }
         entries: list[Entry] = [
             (k(user_id, sid, tokens.nonce, SESSION), tokens.session_token.encode(), life.session),
             (k(user_id, sid, tokens.nonce, ACCESS), tokens.access_token.encode(), life.access),
@@ -82,7 +141,39 @@ class SessionStore:
         if tokens.refresh_token is not None:
             refresh = tokens.refresh_token.encode()
             entries.append((k(user_id, sid, tokens.nonce, REFRESH), refresh, life.refresh))
+        entries.append((meta_key, json.dumps(meta).encode(), self._longest))
         await self.memory.set_many(entries)
+        await self.memory.index_add(self.index_key(user_id), sid, self._longest)
+
+    async def listing(self, user_id: str) -> list[SessionInfo]:
+        """The user's live session families, oldest first; dead ones leave the index."""
+        sids = await self.memory.index_members(self.index_key(user_id))
+        metas = await self.memory.get_many(*(self.meta_key(user_id, sid) for sid in sids))
+        found = [
+            SessionInfo(id=sid, **json.loads(raw))
+            for sid, raw in zip(sids, metas, strict=True)
+            if raw is not None
+        ]
+        kinds = (SESSION, ACCESS, REFRESH)
+        tokens = await self.memory.get_many(
+            *(self.key(user_id, s.id, s.nonce, kind) for s in found for kind in kinds)
+        )
+        live = [
+            s for i, s in enumerate(found) if any(tokens[i * len(kinds) : (i + 1) * len(kinds)])
+        ]
+        dead = set(sids) - {s.id for s in live}
+        if dead:
+            await self.memory.delete(*(self.meta_key(user_id, sid) for sid in dead))
+            await self.memory.index_remove(self.index_key(user_id), *dead)
+        return sorted(live, key=lambda s: (s.created_at, s.id))
+
+    async def revoke_family(self, user_id: str, sid: str) -> bool:
+        """End one of the user's session families; False if the user has no such session."""
+        if sid not in {s.id for s in await self.listing(user_id)}:
+            return False
+        await self.end_family(user_id, sid)
+        await self.memory.index_remove(self.index_key(user_id), sid)
+        return True
 
     async def get(self, user_id: str, sid: str, nonce: str, kind: str) -> str | None:
         raw = await self.memory.get(self.key(user_id, sid, nonce, kind))
@@ -132,6 +223,8 @@ class SessionStore:
             REFRESH: self.lifetimes.refresh,
         }
         keys = [self.key(user_id, sid, nonce, kind) for kind in life]
+        keys.append(self.meta_key(user_id, sid))
+        life[META] = self._longest
         saved = await self.memory.get_many(*keys)
         await self.memory.delete_prefix(f"auth:{user_id}:")
         await self.memory.set_many(

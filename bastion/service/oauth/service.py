@@ -146,7 +146,13 @@ class OAuthService:
             await self.store.park(effect.state, effect.pending)
         elif isinstance(effect, PersistSession):
             # a new session family: its sid is its first nonce (as the login flows do)
-            await self.auth.sessions.persist(effect.user_id, effect.tokens.nonce, effect.tokens)
+            await self.auth.sessions.persist(
+                effect.user_id,
+                effect.tokens.nonce,
+                effect.tokens,
+                ip=caller.client_ip,
+                user_agent=caller.user_agent,
+            )
         elif isinstance(effect, RememberCodeTokens):
             await self.store.remember_issued(effect.code, effect.user_id, effect.nonce)
         elif isinstance(effect, RevokeCodeTokens):

@@ -64,6 +64,19 @@ class MemoryStore(Protocol):
         """Delete every key starting with ``prefix``; return how many existed."""
         ...
 
+    async def index_add(self, key: str, member: str, ttl: float) -> None:
+        """Add ``member`` to the set at ``key`` for ``ttl`` seconds (a per-owner index, so a
+        listing reads one key instead of scanning); re-adding renews its time."""
+        ...
+
+    async def index_members(self, key: str) -> list[str]:
+        """The members of the set at ``key`` whose time has not run out."""
+        ...
+
+    async def index_remove(self, key: str, *members: str) -> None:
+        """Remove ``members`` from the set at ``key``."""
+        ...
+
     async def token_bucket(
         self, key: str, rate: float, burst: int, cost: int = 1
     ) -> tuple[bool, float]:

@@ -31,6 +31,7 @@ class InProcessMemoryStore:
         self._clock = clock
         self._data: dict[str, tuple[bytes, float | None]] = {}
         self._next_sweep: float | None = None
+        self._indexes: dict[str, dict[str, float]] = {}
 
     async def get(self, key: str) -> bytes | None:
         await trio.lowlevel.checkpoint()
@@ -85,6 +86,23 @@ class InProcessMemoryStore:
         doomed = [key for key in self._data if key.startswith(prefix)]
         return sum(self._pop(key) is not None for key in doomed)
 
+    async def index_add(self, key: str, member: str, ttl: float) -> None:
+        await trio.lowlevel.checkpoint()
+        check_ttl(ttl)
+        self._indexes.setdefault(key, {})[member] = self._clock() + ttl
+
+    async def index_members(self, key: str) -> list[str]:
+        await trio.lowlevel.checkpoint()
+        return sorted(self._live_index(key))
+
+    async def index_remove(self, key: str, *members: str) -> None:
+        await trio.lowlevel.checkpoint()
+        index = self._live_index(key)
+        for member in members:
+            index.pop(member, None)
+        if not index:
+            self._indexes.pop(key, None)
+
     async def token_bucket(
         self, key: str, rate: float, burst: int, cost: int = 1
     ) -> tuple[bool, float]:
@@ -104,6 +122,15 @@ class InProcessMemoryStore:
     async def aclose(self) -> None:
         await trio.lowlevel.checkpoint()
         self._data.clear()
+        self._indexes.clear()
+
+    def _live_index(self, key: str) -> dict[str, float]:
+        """The index at ``key``, its expired members dropped (created if absent)."""
+        now = self._clock()
+        index = self._indexes.get(key, {})
+        for member in [m for m, until in index.items() if until <= now]:
+            del index[member]
+        return index
 
     def _live(self, key: str) -> bytes | None:
         entry = self._data.get(key)
@@ -131,3 +158,6 @@ class InProcessMemoryStore:
         expired = [k for k, (_, exp) in self._data.items() if exp is not None and exp <= now]
         for key in expired:
             del self._data[key]
+        for key in list(self._indexes):
+            if not self._live_index(key):
+                del self._indexes[key]

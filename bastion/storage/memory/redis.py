@@ -60,6 +60,24 @@ redis.call('PEXPIRE', KEYS[1], math.ceil((burst - tokens) / rate * 1000) + tonum
 return {allowed, string.format('%.17g', wait)}
 """
 
+# A per-owner index: a sorted set scored by each member's expiry on the server's clock;
+# the key itself lives as long as its longest-lived member.
+_INDEX_ADD = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
+local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
+redis.call('PEXPIREAT', KEYS[1], tonumber(last[2]))
+"""
+
+_INDEX_MEMBERS = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+return redis.call('ZRANGE', KEYS[1], 0, -1)
+"""
+
 _SCAN_BATCH = 500
 _GRACE_MS = math.ceil(BUCKET_GRACE * 1000)
 
@@ -78,6 +96,8 @@ class RedisMemoryStore:
         self._unavailable = 0
         self._incr = self._client.register_script(_INCR)
         self._bucket = self._client.register_script(_TOKEN_BUCKET)
+        self._index_add = self._client.register_script(_INDEX_ADD)
+        self._index_members = self._client.register_script(_INDEX_MEMBERS)
 
     async def get(self, key: str) -> bytes | None:
         value: bytes | None = await self._call(lambda: self._client.get(key))
@@ -149,6 +169,21 @@ class RedisMemoryStore:
 
         deleted: int = await self._call(work)
         return deleted
+
+    async def index_add(self, key: str, member: str, ttl: float) -> None:
+        check_ttl(ttl)
+        ms = max(1, math.ceil(ttl * 1000))
+        await self._call(lambda: self._index_add(keys=[key], args=[member, ms]))
+
+    async def index_members(self, key: str) -> list[str]:
+        found = await self._call(lambda: self._index_members(keys=[key]))
+        return sorted(member.decode() for member in found)
+
+    async def index_remove(self, key: str, *members: str) -> None:
+        if not members:
+            await trio.lowlevel.checkpoint()
+            return
+        await self._call(lambda: self._client.zrem(key, *members))
 
     async def token_bucket(
         self, key: str, rate: float, burst: int, cost: int = 1

@@ -8,6 +8,7 @@ ignored by every read and purged at most once a minute per instance.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Sequence
 from typing import TypeVar
@@ -142,6 +143,39 @@ class SqlMemoryStore:
         )
         return await self._delete_where(matches)
 
+    async def index_add(self, key: str, member: str, ttl: float) -> None:
+        """The index is one row: a JSON map of member to expiry, rewritten under its lock."""
+        _check_key(key)
+        check_ttl(ttl)
+        now = self._clock()
+
+        def work(conn: sa.Connection) -> None:
+            index = _live_index(conn, key, now)
+            index[member] = now + ttl
+            _write(conn, key, json.dumps(index).encode(), max(index.values()))
+
+        await self._locked(key, work)
+
+    async def index_members(self, key: str) -> list[str]:
+        _check_key(key)
+        now = self._clock()
+        return sorted(await self._db.read(lambda conn: _live_index(conn, key, now)))
+
+    async def index_remove(self, key: str, *members: str) -> None:
+        _check_key(key)
+        now = self._clock()
+
+        def work(conn: sa.Connection) -> None:
+            index = _live_index(conn, key, now)
+            for member in members:
+                index.pop(member, None)
+            if index:
+                _write(conn, key, json.dumps(index).encode(), max(index.values()))
+            else:
+                conn.execute(sa.delete(memory).where(memory.c.key == key))
+
+        await self._locked(key, work)
+
     async def token_bucket(
         self, key: str, rate: float, burst: int, cost: int = 1
     ) -> tuple[bool, float]:
@@ -214,6 +248,12 @@ def _read(conn: sa.Connection, key: str, now: float) -> bytes | None:
         sa.select(memory.c.value).where(memory.c.key == key, _LIVE), {"now": now}
     ).scalar_one_or_none()
     return None if value is None else bytes(value)
+
+
+def _live_index(conn: sa.Connection, key: str, now: float) -> dict[str, float]:
+    raw = _read(conn, key, now)
+    index: dict[str, float] = {} if raw is None else json.loads(raw)
+    return {member: until for member, until in index.items() if until > now}
 
 
 def _write(conn: sa.Connection, key: str, value: bytes, expires_at: float | None) -> None:

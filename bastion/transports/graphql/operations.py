@@ -92,4 +92,7 @@ def _operations(runtime: Runtime) -> dict[str, ServiceOperation]:
         "webauthn_rename_credential": passkeys.webauthn_rename_credential,
         "_webauthn_credentials": passkeys.admin_webauthn_credentials,
         "_webauthn_delete_credential": passkeys.admin_webauthn_delete_credential,
+        # a user's sessions
+        "sessions": auth.sessions_of_caller,
+        "revoke_session": auth.revoke_session,
     }

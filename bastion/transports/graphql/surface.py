@@ -31,6 +31,7 @@ class GraphQLContext:
 UNWRAPPED = {
     "webauthn_credentials": "webauthn_credentials",
     "_webauthn_credentials": "webauthn_credentials",
+    "sessions": "sessions",
 }
 
 

@@ -151,6 +151,12 @@ _RPCS: dict[str, dict[str, _Rpc]] = {
             lambda r: bind(r.passkeys.webauthn_rename_credential),
             authorizer_pb2.WebauthnRenameCredentialResponse,
         ),
+        "Sessions": _Rpc(
+            lambda r: bind(r.auth.sessions_of_caller), authorizer_pb2.SessionsResponse
+        ),
+        "RevokeSession": _Rpc(
+            lambda r: bind(r.auth.revoke_session), authorizer_pb2.RevokeSessionResponse
+        ),
         "SkipMfaSetup": _Rpc(
             lambda r: grpc_shaped(bind(r.auth.skip_mfa_setup)), types_pb2.AuthResponse
         ),

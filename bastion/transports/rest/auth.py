@@ -53,6 +53,23 @@ _AUTH_RESPONSE = {
 }
 
 
+_SESSION = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "string"},
+        "created_at": {"type": "integer"},
+        "last_used_at": {"type": "integer"},
+        "ip": {"type": "string"},
+        "user_agent": {"type": "string"},
+        "current": {"type": "boolean"},
+    },
+}
+_SESSIONS = {
+    "type": "object",
+    "properties": {"sessions": {"type": "array", "items": _SESSION}},
+}
+
+
 def auth_routes(auth: AuthService) -> list[Route]:
     def post(
         path: str, operation: ServiceOperation, summary: str, response: dict[str, Any]
@@ -127,6 +144,21 @@ def auth_routes(auth: AuthService) -> list[Route]:
             summary="The caller's profile",
             tag="auth",
             extra_statuses=(401,),
+        ),
+        Route(
+            method="GET",
+            path="/v1/sessions",
+            operation=bind(auth.sessions_of_caller),
+            summary="The caller's sessions, the current one marked (bastion)",
+            tag="auth",
+            response_schema=_SESSIONS,
+            extra_statuses=(401,),
+        ),
+        post(
+            "/v1/revoke_session",
+            auth.revoke_session,
+            "Sign one of the caller's sessions out, on every instance (bastion)",
+            _MESSAGE,
         ),
         post(
             "/v1/update_profile",

@@ -198,6 +198,16 @@ class AuthorizerServiceStub:
                 request_serializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.TotpMfaSetupRequest.SerializeToString,
                 response_deserializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_types__pb2.AuthResponse.FromString,
                 _registered_method=True)
+        self.Sessions = channel.unary_unary(
+                '/authorizer.v1.AuthorizerService/Sessions',
+                request_serializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.SessionsRequest.SerializeToString,
+                response_deserializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.SessionsResponse.FromString,
+                _registered_method=True)
+        self.RevokeSession = channel.unary_unary(
+                '/authorizer.v1.AuthorizerService/RevokeSession',
+                request_serializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.RevokeSessionRequest.SerializeToString,
+                response_deserializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.RevokeSessionResponse.FromString,
+                _registered_method=True)
 
 
 class AuthorizerServiceServicer:
@@ -433,6 +443,21 @@ class AuthorizerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Sessions(self, request, context):
+        """A user's sessions (issue 22), bastion's own.
+        GET /v1/sessions
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RevokeSession(self, request, context):
+        """POST /v1/revoke_session
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AuthorizerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -595,6 +620,16 @@ def add_AuthorizerServiceServicer_to_server(servicer, server):
                     servicer.TotpMfaSetup,
                     request_deserializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.TotpMfaSetupRequest.FromString,
                     response_serializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_types__pb2.AuthResponse.SerializeToString,
+            ),
+            'Sessions': grpc.unary_unary_rpc_method_handler(
+                    servicer.Sessions,
+                    request_deserializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.SessionsRequest.FromString,
+                    response_serializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.SessionsResponse.SerializeToString,
+            ),
+            'RevokeSession': grpc.unary_unary_rpc_method_handler(
+                    servicer.RevokeSession,
+                    request_deserializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.RevokeSessionRequest.FromString,
+                    response_serializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.RevokeSessionResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1464,6 +1499,60 @@ class AuthorizerService:
             '/authorizer.v1.AuthorizerService/TotpMfaSetup',
             bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.TotpMfaSetupRequest.SerializeToString,
             bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_types__pb2.AuthResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Sessions(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/authorizer.v1.AuthorizerService/Sessions',
+            bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.SessionsRequest.SerializeToString,
+            bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.SessionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RevokeSession(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/authorizer.v1.AuthorizerService/RevokeSession',
+            bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.RevokeSessionRequest.SerializeToString,
+            bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_authorizer__pb2.RevokeSessionResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -34,7 +34,6 @@ from bastion.transports.grpc.server import GrpcListener
 from bastion.transports.grpc.services import registrations
 from bastion.transports.http.app import MAX_BODY_BYTES
 from bastion.transports.http.server import HttpServer, ServerLimits, open_listeners
-from bastion.transports.http.shield import shield_server_send
 from bastion.web import build_http_app
 from bastion.workers import worker_slot
 
@@ -84,7 +83,7 @@ async def _http_listener(
             config, sockets = _hypercorn_config(host, port, settings)
         except OSError as exc:
             raise _cannot_listen(host, port, flag, exc) from None
-        wrapped = wrap_app(shield_server_send(app), MAX_BODY_BYTES, "asgi")
+        wrapped = wrap_app(app, MAX_BODY_BYTES, "asgi")
 
         async def serve_hypercorn(
             stop: trio.Event, *, task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED

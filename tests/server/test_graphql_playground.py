@@ -18,10 +18,11 @@ from pathlib import Path
 
 import httpx
 import pytest
-from quart_trio import QuartTrio
 
+from bastion.core import errors
 from bastion.transports.graphql import playground
 from tests.server.harness import ServerProcess, base_flags, running
+from tests.transports.asgi import call_view
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -158,13 +159,12 @@ async def test_without_the_bundles_the_page_says_how_to_build_them(
 ) -> None:
     missing = playground.Asset(tmp_path / "graphiql.min.js", "text/javascript; charset=utf-8")
     monkeypatch.setitem(playground.ASSETS, "graphiql.min.js", missing)
-    app = QuartTrio("playground-test")
-    playground.register_playground(app)
-    client = app.test_client()
-    response = await client.get("/playground")
+    views = playground.playground_views()
+    response = await call_view(views, "/playground")
     assert response.status_code == 503
-    assert response.content_type == "text/html; charset=utf-8"
-    text = await response.get_data(as_text=True)
+    assert response.headers["content-type"] == "text/html; charset=utf-8"
+    text = bytes(response.body).decode()
     assert "scripts/build_playground" in text
     assert _parse(text).scripts == []
-    assert (await client.get("/playground/assets/graphiql.min.js")).status_code == 404
+    with pytest.raises(errors.NotFound):
+        await call_view(views, "/playground/assets/graphiql.min.js")

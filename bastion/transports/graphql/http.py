@@ -7,17 +7,18 @@ import contextlib
 import hmac
 from typing import Any
 
-from quart import Response, request
-from werkzeug.exceptions import RequestEntityTooLarge
+from starlette.requests import Request
+from starlette.responses import Response
 
+from bastion.core import errors
 from bastion.core.settings import Settings
 from bastion.service.context import CallerContext, Reply
 from bastion.service.runtime import Runtime
 from bastion.transports.graphql.limits import QueryLimits, check_body_size
 from bastion.transports.graphql.operations import root_operations
 from bastion.transports.graphql.surface import GraphQLSurface
-from bastion.transports.http.app import json_response
 from bastion.transports.http.routes import Route
+from bastion.transports.http.wire import json_response
 
 __all__ = ["graphql_limits", "graphql_route"]
 
@@ -33,7 +34,7 @@ def graphql_limits(settings: Settings) -> QueryLimits:
     )
 
 
-async def _refusal(settings: Settings) -> Response | None:
+async def _refusal(request: Request, settings: Settings) -> Response | None:
     """What ``/graphql`` refuses before running anything, in Authorizer's shapes: a client
     id header naming another application (reference §2), a declared body over the limit."""
     # Empty counts as absent (Authorizer reads it with Go's Header.Get): authorizer-js
@@ -43,14 +44,16 @@ async def _refusal(settings: Settings) -> Response | None:
         return json_response(
             {"error": "invalid_client_id", "error_description": "The client id is invalid"}, 400
         )
-    size = request.content_length
+    declared = request.headers.get("content-length", "")
+    size = int(declared) if declared.isdigit() else None
     too_big = None if size is None else check_body_size(size, graphql_limits(settings))
     if too_big is None:
         return None
-    # Drain what the client is sending (at most the app's ceiling; beyond it the server
-    # discards), or it may block writing and never read the answer.
-    with contextlib.suppress(RequestEntityTooLarge):
-        await request.get_data(cache=False)
+    # Drain what the client is sending (at most the app's ceiling; beyond it the
+    # connection closes), or it may block writing and never read the answer.
+    with contextlib.suppress(errors.PayloadTooLarge):
+        async for _ in request.stream():
+            pass
     return json_response({"data": None, "errors": [too_big.formatted]}, 413)
 
 
@@ -61,8 +64,8 @@ def graphql_route(runtime: Runtime) -> Route:
     async def graphql(body: dict[str, Any], caller: CallerContext) -> Reply:
         return await surface.execute(body, caller)
 
-    async def refusal() -> Response | None:
-        return await _refusal(settings)
+    async def refusal(request: Request) -> Response | None:
+        return await _refusal(request, settings)
 
     return Route(
         method="POST",

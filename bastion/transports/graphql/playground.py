@@ -15,11 +15,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from quart import Response
-from quart_trio import QuartTrio
-from werkzeug.exceptions import NotFound
+from starlette.requests import Request
+from starlette.responses import Response
 
-__all__ = ["ASSETS", "PAGE_PATH", "assets_built", "register_playground"]
+from bastion.core import errors
+from bastion.transports.http.dispatch import View
+
+__all__ = ["ASSETS", "PAGE_PATH", "assets_built", "playground_views"]
 
 PAGE_PATH = "/playground"
 _ROOT = Path(__file__).with_name("playground")
@@ -51,34 +53,32 @@ def assets_built() -> bool:
     return all(asset.path.is_file() for asset in ASSETS.values())
 
 
-def register_playground(app: QuartTrio) -> None:
-    """Mount the page and its assets (call only with ``--enable-playground``)."""
+def playground_views() -> list[View]:
+    """The page and its assets (mounted only with ``--enable-playground``)."""
 
-    async def page() -> Response:
+    async def page(_: Request) -> Response:
         if not assets_built():
             body = (_STATIC / "not-built.html").read_bytes()
-            return Response(body, status=503, content_type=_HTML)
+            return Response(body, status_code=503, media_type=_HTML)
         body = (_STATIC / "index.html").read_bytes()
-        return Response(body, content_type=_HTML, headers={"Cache-Control": "no-cache"})
+        return Response(body, media_type=_HTML, headers={"Cache-Control": "no-cache"})
 
     loaded: dict[str, bytes] = {}  # the files do not change while the server runs
 
-    async def asset(name: str) -> Response:
+    async def asset(request: Request) -> Response:
+        name = request.path_params["name"]
         found = ASSETS.get(name)
         if found is None or not found.path.is_file():
-            raise NotFound()
+            raise errors.NotFound("not found")
         if name not in loaded:
             loaded[name] = found.path.read_bytes()
         return Response(
             loaded[name],
-            content_type=found.content_type,
+            media_type=found.content_type,
             headers={"Cache-Control": "public, max-age=3600"},
         )
 
-    app.add_url_rule(PAGE_PATH, endpoint="GET /playground", view_func=page, methods=["GET"])
-    app.add_url_rule(
-        f"{PAGE_PATH}/assets/<name>",
-        endpoint="GET /playground/assets",
-        view_func=asset,
-        methods=["GET"],
-    )
+    return [
+        View(PAGE_PATH, ("GET",), page),
+        View(f"{PAGE_PATH}/assets/{{name}}", ("GET",), asset),
+    ]

@@ -11,9 +11,9 @@ from bastion.service.context import CallerContext, Reply
 
 JsonObject = dict[str, Any]
 Operation = Callable[[JsonObject, CallerContext], Awaitable[Reply]]
-#: Runs before the route reads its body, after the edge's checks: an answer (a framework
-#: response) refuses the request there and then; None lets it through.
-Guard = Callable[[], Awaitable[Any]]
+#: Runs before the route reads its body, after the edge's checks, given the request: an
+#: answer (a response) refuses the request there and then; None lets it through.
+Guard = Callable[[Any], Awaitable[Any]]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -86,22 +86,23 @@ def openapi_document(
     }
 
 
-_CONVERTER = re.compile(r"<(?:[a-z_]+:)?([A-Za-z_]\w*)>")
+_PARAMETER = re.compile(r"\{([A-Za-z_]\w*)(?::\w+)?\}")
 
 
 def view_paths(
     rules: Iterable[tuple[str, Collection[str]]], documented: Collection[str]
 ) -> dict[str, dict[str, Any]]:
     """OpenAPI path items for the views that are not JSON routes (OAuth/OIDC, pages, social
-    sign-in, the emailed-link landings): ``rules`` are (rule, methods) as served. Their
+    sign-in, the emailed-link landings): ``rules`` are (path, methods) as served, in
+    Starlette's path syntax. Their
     answers are pages, redirects or JSON, so any status is documented; a form or JSON body
     is accepted where a POST reads one."""
     paths: dict[str, dict[str, Any]] = {}
     for rule, methods in rules:
-        path = _CONVERTER.sub(r"{\1}", rule)
+        path = _PARAMETER.sub(r"{\1}", rule)
         if path in documented:
             continue
-        names = _CONVERTER.findall(rule)
+        names = _PARAMETER.findall(rule)
         for method in sorted(set(methods) - {"HEAD", "OPTIONS"}):
             operation: dict[str, Any] = {
                 "summary": f"{method} {path}",

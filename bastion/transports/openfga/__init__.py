@@ -8,16 +8,17 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from quart import Response, request
-from quart_trio import QuartTrio
+from starlette.requests import Request
+from starlette.responses import Response
 
 from bastion.core import errors
-from bastion.service.context import CallerContext
 from bastion.service.fga.openfga import OpenFgaError, OpenFgaService
 from bastion.service.fga.openfga_input import as_openfga_error
-from bastion.transports.http.app import json_response, read_json_object
+from bastion.transports.http.app import CallerOf
+from bastion.transports.http.dispatch import View
+from bastion.transports.http.wire import json_response, query_values, read_json_object
 
-__all__ = ["register_openfga"]
+__all__ = ["openfga_views"]
 
 Handler = Callable[..., Awaitable[Response]]
 
@@ -30,89 +31,88 @@ def _answer(body: Any, status: int = 200) -> Response:
     return json_response(body, status)
 
 
-def register_openfga(
-    app: QuartTrio, fga: OpenFgaService, caller: Callable[[], CallerContext]
-) -> None:
-    """Mount the routes; each one checks the pre-shared key before anything else."""
+def openfga_views(fga: OpenFgaService, caller_of: CallerOf) -> list[View]:
+    """The routes; each one checks the pre-shared key before anything else. A handler
+    gets the request and the path's parameters by name."""
+    views: list[View] = []
 
-    def view(rule: str, method: str, name: str, body: Handler) -> None:
-        async def serve(**path: str) -> Response:
+    def view(rule: str, method: str, body: Handler) -> None:
+        async def serve(request: Request) -> Response:
             try:
                 fga.authenticate(request.headers.get("authorization", ""))
-                return await body(**path)
+                return await body(request, **request.path_params)
             except OpenFgaError as exc:
                 return _error(exc)
             except errors.InvalidArgument as exc:
                 return _error(as_openfga_error(exc))
 
-        app.add_url_rule(rule, endpoint=f"openfga {name}", view_func=serve, methods=[method])
-
-    def query() -> dict[str, Any]:
-        return dict(request.args.items())
+        views.append(View(rule, (method,), serve))
 
     def posted(
         operation: Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]],
     ) -> Handler:
-        async def run(store_id: str) -> Response:
-            return _answer(await operation(store_id, await read_json_object()))
+        async def run(request: Request, store_id: str) -> Response:
+            return _answer(await operation(store_id, await read_json_object(request)))
 
         return run
 
-    async def create_store() -> Response:
-        return _answer(await fga.create_store(await read_json_object(), caller()), 201)
+    async def create_store(request: Request) -> Response:
+        body = await read_json_object(request)
+        return _answer(await fga.create_store(body, caller_of(request)), 201)
 
-    async def list_stores() -> Response:
-        return _answer(await fga.list_stores(query()))
+    async def list_stores(request: Request) -> Response:
+        return _answer(await fga.list_stores(query_values(request)))
 
-    async def get_store(store_id: str) -> Response:
+    async def get_store(_: Request, store_id: str) -> Response:
         return _answer(await fga.get_store(store_id))
 
-    async def delete_store(store_id: str) -> Response:
-        await fga.delete_store(store_id, caller())
-        return Response("", status=204)
+    async def delete_store(request: Request, store_id: str) -> Response:
+        await fga.delete_store(store_id, caller_of(request))
+        return Response(status_code=204)
 
-    async def write_model(store_id: str) -> Response:
-        body = await read_json_object()
-        return _answer(await fga.write_model(store_id, body, caller()), 201)
+    async def write_model(request: Request, store_id: str) -> Response:
+        body = await read_json_object(request)
+        return _answer(await fga.write_model(store_id, body, caller_of(request)), 201)
 
-    async def read_models(store_id: str) -> Response:
-        return _answer(await fga.read_models(store_id, query()))
+    async def read_models(request: Request, store_id: str) -> Response:
+        return _answer(await fga.read_models(store_id, query_values(request)))
 
-    async def read_model(store_id: str, model_id: str) -> Response:
+    async def read_model(_: Request, store_id: str, model_id: str) -> Response:
         return _answer(await fga.read_model(store_id, model_id))
 
-    async def read_changes(store_id: str) -> Response:
-        return _answer(await fga.read_changes(store_id, query()))
+    async def read_changes(request: Request, store_id: str) -> Response:
+        return _answer(await fga.read_changes(store_id, query_values(request)))
 
-    async def write_assertions(store_id: str, model_id: str) -> Response:
-        body = await read_json_object()
-        return _answer(await fga.write_assertions(store_id, model_id, body, caller()))
+    async def write_assertions(request: Request, store_id: str, model_id: str) -> Response:
+        body = await read_json_object(request)
+        return _answer(await fga.write_assertions(store_id, model_id, body, caller_of(request)))
 
-    async def read_assertions(store_id: str, model_id: str) -> Response:
+    async def read_assertions(_: Request, store_id: str, model_id: str) -> Response:
         return _answer(await fga.read_assertions(store_id, model_id))
 
-    async def write(store_id: str) -> Response:
-        return _answer(await fga.write(store_id, await read_json_object(), caller()))
+    async def write(request: Request, store_id: str) -> Response:
+        body = await read_json_object(request)
+        return _answer(await fga.write(store_id, body, caller_of(request)))
 
-    async def streamed_list_objects(store_id: str) -> Response:
-        messages = await fga.streamed_list_objects(store_id, await read_json_object())
+    async def streamed_list_objects(request: Request, store_id: str) -> Response:
+        messages = await fga.streamed_list_objects(store_id, await read_json_object(request))
         lines = "".join(json.dumps(m, separators=(",", ":")) + "\n" for m in messages)
-        return Response(lines, status=200, content_type="application/json")
+        return Response(lines, media_type="application/json")
 
-    store = "/stores/<store_id>"
-    view("/stores", "POST", "create_store", create_store)
-    view("/stores", "GET", "list_stores", list_stores)
-    view(store, "GET", "get_store", get_store)
-    view(store, "DELETE", "delete_store", delete_store)
-    view(f"{store}/authorization-models", "POST", "write_model", write_model)
-    view(f"{store}/authorization-models", "GET", "read_models", read_models)
-    view(f"{store}/authorization-models/<model_id>", "GET", "read_model", read_model)
-    view(f"{store}/changes", "GET", "read_changes", read_changes)
-    view(f"{store}/assertions/<model_id>", "PUT", "write_assertions", write_assertions)
-    view(f"{store}/assertions/<model_id>", "GET", "read_assertions", read_assertions)
-    view(f"{store}/streamed-list-objects", "POST", "streamed", streamed_list_objects)
+    store = "/stores/{store_id}"
+    view("/stores", "POST", create_store)
+    view("/stores", "GET", list_stores)
+    view(store, "GET", get_store)
+    view(store, "DELETE", delete_store)
+    view(f"{store}/authorization-models", "POST", write_model)
+    view(f"{store}/authorization-models", "GET", read_models)
+    view(f"{store}/authorization-models/{{model_id}}", "GET", read_model)
+    view(f"{store}/changes", "GET", read_changes)
+    view(f"{store}/assertions/{{model_id}}", "PUT", write_assertions)
+    view(f"{store}/assertions/{{model_id}}", "GET", read_assertions)
+    view(f"{store}/streamed-list-objects", "POST", streamed_list_objects)
 
-    view(f"{store}/write", "POST", "write", write)
+    view(f"{store}/write", "POST", write)
     for path, operation in (
         ("read", fga.read),
         ("check", fga.check),
@@ -121,4 +121,5 @@ def register_openfga(
         ("list-objects", fga.list_objects),
         ("list-users", fga.list_users),
     ):
-        view(f"{store}/{path}", "POST", path, posted(operation))
+        view(f"{store}/{path}", "POST", posted(operation))
+    return views

@@ -2,6 +2,6 @@
 forms over the one service layer. See :mod:`transports.pages.views`. Imports
 ``service``, ``core`` and ``transports.http``; no other transport."""
 
-from bastion.transports.pages.views import register_login_pages
+from bastion.transports.pages.views import login_page_views
 
-__all__ = ["register_login_pages"]
+__all__ = ["login_page_views"]

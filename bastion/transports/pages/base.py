@@ -8,7 +8,8 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from quart import Response, request
+from starlette.requests import Request
+from starlette.responses import Response
 
 from bastion.core import errors
 from bastion.core.settings import Settings
@@ -18,6 +19,7 @@ from bastion.service.context import CallerContext, Cookie, Reply
 from bastion.service.requests import EmptyRequest
 from bastion.transports.http.cookies import with_cookies
 from bastion.transports.http.errors import http_status
+from bastion.transports.http.wire import form_values
 from bastion.transports.pages.csrf import FormGuard
 from bastion.transports.pages.query import HIDDEN_PREFIX, PageQuery
 from bastion.transports.pages.render import (
@@ -34,7 +36,7 @@ __all__ = ["LINK_FAILED", "PAGES_CSS", "CallerFactory", "PageBase"]
 
 log = logging.getLogger("bastion.pages")
 
-CallerFactory = Callable[[], CallerContext]
+CallerFactory = Callable[[Request], CallerContext]
 
 _HTML = "text/html; charset=utf-8"
 PAGES_CSS = Path(__file__).with_name("static") / "pages.css"
@@ -79,10 +81,10 @@ class PageBase:
     # -- plumbing -----------------------------------------------------------------------------
 
     async def _context(
-        self, query: PageQuery, error: FormError | None = None, notice: str = ""
+        self, request: Request, query: PageQuery, error: FormError | None = None, notice: str = ""
     ) -> tuple[PageContext, list[Cookie]]:
         token, cookie = self.guard.issue(request.cookies)
-        meta = (await self._meta(EmptyRequest(), self.caller())).body
+        meta = (await self._meta(EmptyRequest(), self.caller(request))).body
         page = PageContext(
             branding=self.branding,
             query=query,
@@ -95,6 +97,7 @@ class PageBase:
 
     async def _show(
         self,
+        request: Request,
         template: str,
         query: PageQuery,
         *,
@@ -103,26 +106,26 @@ class PageBase:
         cookies: Iterable[Cookie] = (),
         **values: Any,
     ) -> Response:
-        page, own = await self._context(query, error, notice)
+        page, own = await self._context(request, query, error, notice)
         status = 200 if error is None else error.status
         headers = {"Cache-Control": "no-store"}
         if error is not None and error.retry_after:
             headers["Retry-After"] = str(error.retry_after)
         body = render(template, page, **values)
-        response = Response(body, status=status, content_type=_HTML, headers=headers)
+        response = Response(body, status_code=status, media_type=_HTML, headers=headers)
         return with_cookies(response, [*cookies, *own])
 
-    async def _posted(self) -> tuple[dict[str, str], PageQuery]:
-        form = {k: v for k, v in (await request.form).items() if isinstance(v, str)}
+    async def _posted(self, request: Request) -> tuple[dict[str, str], PageQuery]:
+        form = {k: v for k, v in (await form_values(request)).items() if isinstance(v, str)}
         sources = {name: request.headers.get(name, "") for name in ("origin", "referer")}
         refusal = self.guard.refusal(sources, request.cookies, form)
         if refusal is not None:
             raise _FormRefused(refusal)
         return form, PageQuery.parse(form, HIDDEN_PREFIX)
 
-    async def _signed_in(self) -> Mapping[str, Any] | None:
+    async def _signed_in(self, request: Request) -> Mapping[str, Any] | None:
         try:
-            return (await self.auth.profile(ProfileRequest(), self.caller())).body
+            return (await self.auth.profile(ProfileRequest(), self.caller(request))).body
         except errors.Unauthenticated:
             return None
 
@@ -130,8 +133,9 @@ class PageBase:
         target = query.after_login(self.issuer, self.auth.redirect_allowed)
         return redirect(target or "/app/profile")
 
-    async def _refused_redirect(self) -> Response:
+    async def _refused_redirect(self, request: Request) -> Response:
         return await self._show(
+            request,
             "refused.html",
             PageQuery(),
             error=FormError("This sign-in link names a return address that is not allowed."),
@@ -141,9 +145,10 @@ class PageBase:
         )
 
     async def _message(
-        self, query: PageQuery, message: str, cookies: Iterable[Cookie] = ()
+        self, request: Request, query: PageQuery, message: str, cookies: Iterable[Cookie] = ()
     ) -> Response:
         return await self._show(
+            request,
             "message.html",
             query,
             cookies=cookies,
@@ -156,13 +161,14 @@ class PageBase:
     # -- login --------------------------------------------------------------------------------
 
     def _guarded(
-        self, view: Callable[[], Awaitable[Response]]
-    ) -> Callable[[], Awaitable[Response]]:
-        async def guarded() -> Response:
+        self, view: Callable[[Request], Awaitable[Response]]
+    ) -> Callable[[Request], Awaitable[Response]]:
+        async def guarded(request: Request) -> Response:
             try:
-                return await view()
+                return await view(request)
             except _FormRefused as refused:
                 return await self._show(
+                    request,
                     "refused.html",
                     PageQuery(),
                     error=FormError(refused.reason, status=403),
@@ -174,6 +180,7 @@ class PageBase:
             except errors.ServerError as error:
                 log.exception("login page failed", extra={"error_code": error.code})
                 return await self._show(
+                    request,
                     "refused.html",
                     PageQuery(),
                     error=FormError("Something went wrong on our side.", status=http_status(error)),

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from quart import Response
+from starlette.responses import Response
 
 from bastion.core import errors
 from bastion.core.auth.passwords import MAX_LENGTH, MIN_LENGTH
@@ -90,7 +90,7 @@ def password_hint(meta: Mapping[str, Any]) -> str:
 
 
 def redirect(location: str, cookies: Iterable[Cookie] = ()) -> Response:
-    return with_cookies(Response("", status=303, headers={"Location": location}), cookies)
+    return with_cookies(Response(status_code=303, headers={"Location": location}), cookies)
 
 
 def enrolment_of(body: Mapping[str, Any]) -> dict[str, Any] | None:

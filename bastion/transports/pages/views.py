@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
-from quart import Response, request
-from quart_trio import QuartTrio
+from starlette.requests import Request
+from starlette.responses import Response
 
 from bastion.core import errors
 from bastion.core.settings import Settings
@@ -36,6 +36,8 @@ from bastion.service.auth.requests import (
 from bastion.service.auth.service import AuthService
 from bastion.service.context import Cookie, Reply
 from bastion.service.requests import EmptyRequest, decode
+from bastion.transports.http.dispatch import View
+from bastion.transports.http.wire import query_values
 from bastion.transports.pages.base import LINK_FAILED, PAGES_CSS, CallerFactory, PageBase
 from bastion.transports.pages.query import PageQuery
 from bastion.transports.pages.render import (
@@ -52,12 +54,13 @@ from bastion.transports.pages.results import (
     redirect,
 )
 
-__all__ = ["LoginPages", "register_login_pages"]
+__all__ = ["LoginPages", "login_page_views"]
 
 
 class LoginPages(PageBase):
     async def _show_login(
         self,
+        request: Request,
         query: PageQuery,
         *,
         error: FormError | None = None,
@@ -65,7 +68,7 @@ class LoginPages(PageBase):
         identifier: str = "",
         cookies: Iterable[Cookie] = (),
     ) -> Response:
-        meta = (await self._meta(EmptyRequest(), self.caller())).body
+        meta = (await self._meta(EmptyRequest(), self.caller(request))).body
         email = bool(meta.get("is_basic_authentication_enabled"))
         phone = bool(meta.get("is_mobile_basic_authentication_enabled"))
         label = (
@@ -74,6 +77,7 @@ class LoginPages(PageBase):
             else ("Phone number" if phone else "Email address")
         )
         return await self._show(
+            request,
             "login.html",
             query,
             error=error,
@@ -86,40 +90,49 @@ class LoginPages(PageBase):
             social=social_links(self.issuer, query, meta),
         )
 
-    async def login_page(self) -> Response:
-        query = PageQuery.parse(request.args)
+    async def login_page(self, request: Request) -> Response:
+        query = PageQuery.parse(query_values(request))
         if query.refused_redirect(self.auth.redirect_allowed):
-            return await self._refused_redirect()
-        who = await self.auth.authenticate(self.caller())
+            return await self._refused_redirect(request)
+        who = await self.auth.authenticate(self.caller(request))
         if who is not None and not query.asks_login(who.auth_time):
             return self._forward(query)
         # An emailed link that failed lands here with ``error=<why>``. The text is never
         # echoed (anyone can write a query): one fixed message says what to do.
-        failed = FormError(LINK_FAILED, status=200) if request.args.get("error") else None
-        return await self._show_login(query, error=failed)
+        failed = FormError(LINK_FAILED, status=200) if query_values(request).get("error") else None
+        return await self._show_login(request, query, error=failed)
 
-    async def login_submit(self) -> Response:
-        form, query = await self._posted()
+    async def login_submit(self, request: Request) -> Response:
+        form, query = await self._posted(request)
         identifier = form.get("identifier", "").strip()
         body = {**identifier_field(identifier), "password": form.get("password", "")}
         try:
-            reply = await self.auth.login(decode(LoginRequest, body), self.caller())
+            reply = await self.auth.login(decode(LoginRequest, body), self.caller(request))
         except errors.ClientError as error:
             return await self._show_login(
-                query, error=form_error(error, ("identifier", "password")), identifier=identifier
+                request,
+                query,
+                error=form_error(error, ("identifier", "password")),
+                identifier=identifier,
             )
-        return await self._finish(reply, query, identifier)
+        return await self._finish(request, reply, query, identifier)
 
     # -- signup -------------------------------------------------------------------------------
 
     _SIGNUP_FIELDS = ("email", "given_name", "family_name", "password", "confirm_password")
 
     async def _show_signup(
-        self, query: PageQuery, *, error: FormError | None = None, values: Mapping[str, str]
+        self,
+        request: Request,
+        query: PageQuery,
+        *,
+        error: FormError | None = None,
+        values: Mapping[str, str],
     ) -> Response:
-        meta = (await self._meta(EmptyRequest(), self.caller())).body
+        meta = (await self._meta(EmptyRequest(), self.caller(request))).body
         kept = {name: values.get(name, "") for name in ("email", "given_name", "family_name")}
         return await self._show(
+            request,
             "signup.html",
             query,
             error=error,
@@ -129,12 +142,12 @@ class LoginPages(PageBase):
             social=social_links(self.issuer, query, meta),
         )
 
-    async def signup_page(self) -> Response:
-        query = PageQuery.parse(request.args)
-        return await self._show_signup(query, values={"email": query.get("login_hint")})
+    async def signup_page(self, request: Request) -> Response:
+        query = PageQuery.parse(query_values(request))
+        return await self._show_signup(request, query, values={"email": query.get("login_hint")})
 
-    async def signup_submit(self) -> Response:
-        form, query = await self._posted()
+    async def signup_submit(self, request: Request) -> Response:
+        form, query = await self._posted(request)
         body = {name: form[name] for name in self._SIGNUP_FIELDS if form.get(name)}
         body.setdefault("email", "")
         body.setdefault("password", "")
@@ -143,22 +156,25 @@ class LoginPages(PageBase):
             # With --enable-email-verification the mailed link returns here, query kept.
             body["redirect_uri"] = f"{self.issuer}{query.url('/app')}"
         try:
-            reply = await self.auth.signup(decode(SignupRequest, body), self.caller())
+            reply = await self.auth.signup(decode(SignupRequest, body), self.caller(request))
         except errors.ClientError as error:
             return await self._show_signup(
-                query, error=form_error(error, self._SIGNUP_FIELDS), values=form
+                request, query, error=form_error(error, self._SIGNUP_FIELDS), values=form
             )
-        return await self._finish(reply, query, body["email"])
+        return await self._finish(request, reply, query, body["email"])
 
     # -- the second factor --------------------------------------------------------------------
 
-    async def _finish(self, reply: Reply, query: PageQuery, identifier: str) -> Response:
+    async def _finish(
+        self, request: Request, reply: Reply, query: PageQuery, identifier: str
+    ) -> Response:
         """Render what a login, signup or MFA operation answered; ``identifier`` is the
         email or phone number the user gave, which a second-factor challenge names."""
         body = reply.body
         method = challenge_method(body)
         if method is not None:
             return await self._show_mfa(
+                request,
                 query,
                 method,
                 identifier,
@@ -170,12 +186,18 @@ class LoginPages(PageBase):
             if target is None:
                 return redirect("/app/profile", reply.cookies)
             return await self._show(
-                "continue.html", query, cookies=reply.cookies, title="Signed in", target=target
+                request,
+                "continue.html",
+                query,
+                cookies=reply.cookies,
+                title="Signed in",
+                target=target,
             )
-        return await self._message(query, body.get("message", ""), reply.cookies)
+        return await self._message(request, query, body.get("message", ""), reply.cookies)
 
     async def _show_mfa(
         self,
+        request: Request,
         query: PageQuery,
         method: str,
         identifier: str,
@@ -187,6 +209,7 @@ class LoginPages(PageBase):
     ) -> Response:
         text = MFA_TEXT[method]
         return await self._show(
+            request,
             "mfa.html",
             query,
             error=error,
@@ -206,13 +229,13 @@ class LoginPages(PageBase):
         method = source.get("method", "")
         return method if method in MFA_TEXT else "email"
 
-    async def mfa_page(self) -> Response:
+    async def mfa_page(self, request: Request) -> Response:
         """The code page exists only as the answer to a login; opened on its own (a
         bookmark, an expired tab) it sends the browser back to sign in."""
-        return redirect(PageQuery.parse(request.args).url("/app"))
+        return redirect(PageQuery.parse(query_values(request)).url("/app"))
 
-    async def mfa_submit(self) -> Response:
-        form, query = await self._posted()
+    async def mfa_submit(self, request: Request) -> Response:
+        form, query = await self._posted(request)
         method = self._mfa_method(form)
         identifier = form.get("identifier", "")
         body = {
@@ -221,24 +244,27 @@ class LoginPages(PageBase):
             "is_totp": method == "totp",
         }
         try:
-            reply = await self.auth.verify_otp(decode(VerifyOtpRequest, body), self.caller())
+            reply = await self.auth.verify_otp(decode(VerifyOtpRequest, body), self.caller(request))
         except errors.ClientError as error:
             return await self._show_mfa(
-                query, method, identifier, error=form_error(error, ("otp",))
+                request, query, method, identifier, error=form_error(error, ("otp",))
             )
-        return await self._finish(reply, query, identifier)
+        return await self._finish(request, reply, query, identifier)
 
-    async def mfa_resend(self) -> Response:
-        form, query = await self._posted()
+    async def mfa_resend(self, request: Request) -> Response:
+        form, query = await self._posted(request)
         method = self._mfa_method(form)
         identifier = form.get("identifier", "")
         try:
             reply = await self.auth.resend_otp(
-                decode(ResendOtpRequest, identifier_field(identifier)), self.caller()
+                decode(ResendOtpRequest, identifier_field(identifier)), self.caller(request)
             )
         except errors.ClientError as error:
-            return await self._show_mfa(query, method, identifier, error=form_error(error, ()))
+            return await self._show_mfa(
+                request, query, method, identifier, error=form_error(error, ())
+            )
         return await self._show_mfa(
+            request,
             query,
             method,
             identifier,
@@ -248,39 +274,44 @@ class LoginPages(PageBase):
 
     # -- links by email -----------------------------------------------------------------------
 
-    async def magic_link_page(self) -> Response:
-        query = PageQuery.parse(request.args)
+    async def magic_link_page(self, request: Request) -> Response:
+        query = PageQuery.parse(query_values(request))
         return await self._show(
-            "magic_link.html", query, title="Sign in by email", email=query.get("login_hint")
+            request,
+            "magic_link.html",
+            query,
+            title="Sign in by email",
+            email=query.get("login_hint"),
         )
 
-    async def magic_link_submit(self) -> Response:
-        form, query = await self._posted()
+    async def magic_link_submit(self, request: Request) -> Response:
+        form, query = await self._posted(request)
         email = form.get("email", "").strip()
         # The link's landing returns here (signed in), and the page forwards as after login.
         body = {"email": email, "redirect_uri": f"{self.issuer}{query.url('/app')}"}
         try:
             reply = await self.auth.magic_link_login(
-                decode(MagicLinkLoginRequest, body), self.caller()
+                decode(MagicLinkLoginRequest, body), self.caller(request)
             )
         except errors.ClientError as error:
             return await self._show(
+                request,
                 "magic_link.html",
                 query,
                 error=form_error(error, ("email",)),
                 title="Sign in by email",
                 email=email,
             )
-        return await self._message(query, reply.body.get("message", ""), reply.cookies)
+        return await self._message(request, query, reply.body.get("message", ""), reply.cookies)
 
-    async def forgot_password_page(self) -> Response:
-        query = PageQuery.parse(request.args)
+    async def forgot_password_page(self, request: Request) -> Response:
+        query = PageQuery.parse(query_values(request))
         return await self._show(
-            "forgot_password.html", query, title="Reset your password", email=""
+            request, "forgot_password.html", query, title="Reset your password", email=""
         )
 
-    async def forgot_password_submit(self) -> Response:
-        form, query = await self._posted()
+    async def forgot_password_submit(self, request: Request) -> Response:
+        form, query = await self._posted(request)
         email = form.get("email", "").strip()
         body: dict[str, Any] = {"email": email}
         if query.params:
@@ -289,28 +320,31 @@ class LoginPages(PageBase):
             body["redirect_uri"] = f"{self.issuer}{query.url('/app/reset-password')}"
         try:
             reply = await self.auth.forgot_password(
-                decode(ForgotPasswordRequest, body), self.caller()
+                decode(ForgotPasswordRequest, body), self.caller(request)
             )
         except errors.ClientError as error:
             return await self._show(
+                request,
                 "forgot_password.html",
                 query,
                 error=form_error(error, ("email",)),
                 title="Reset your password",
                 email=email,
             )
-        return await self._message(query, reply.body.get("message", ""), reply.cookies)
+        return await self._message(request, query, reply.body.get("message", ""), reply.cookies)
 
     async def _show_set_password(
         self,
+        request: Request,
         kind: str,
         query: PageQuery,
         token: str,
         error: FormError | None = None,
     ) -> Response:
-        meta = (await self._meta(EmptyRequest(), self.caller())).body
+        meta = (await self._meta(EmptyRequest(), self.caller(request))).body
         setup = kind == "setup"
         return await self._show(
+            request,
             "set_password.html",
             query,
             error=error,
@@ -321,18 +355,20 @@ class LoginPages(PageBase):
             password_hint=password_hint(meta),
         )
 
-    def _set_password_page(self, kind: str) -> Callable[[], Awaitable[Response]]:
-        async def page() -> Response:
-            query = PageQuery.parse(request.args)
+    def _set_password_page(self, kind: str) -> Callable[[Request], Awaitable[Response]]:
+        async def page(request: Request) -> Response:
+            query = PageQuery.parse(query_values(request))
             if query.refused_redirect(self.auth.redirect_allowed):
-                return await self._refused_redirect()
-            return await self._show_set_password(kind, query, request.args.get("token", ""))
+                return await self._refused_redirect(request)
+            return await self._show_set_password(
+                request, kind, query, query_values(request).get("token", "")
+            )
 
         return page
 
-    def _set_password_submit(self, kind: str) -> Callable[[], Awaitable[Response]]:
-        async def submit() -> Response:
-            form, query = await self._posted()
+    def _set_password_submit(self, kind: str) -> Callable[[Request], Awaitable[Response]]:
+        async def submit(request: Request) -> Response:
+            form, query = await self._posted(request)
             token = form.get("token", "")
             body = {
                 "token": token,
@@ -341,12 +377,15 @@ class LoginPages(PageBase):
             }
             try:
                 reply = await self.auth.reset_password(
-                    decode(ResetPasswordRequest, body), self.caller()
+                    decode(ResetPasswordRequest, body), self.caller(request)
                 )
             except errors.ClientError as error:
                 fields = ("password", "confirm_password")
-                return await self._show_set_password(kind, query, token, form_error(error, fields))
+                return await self._show_set_password(
+                    request, kind, query, token, form_error(error, fields)
+                )
             return await self._show(
+                request,
                 "message.html",
                 query,
                 cookies=reply.cookies,
@@ -360,9 +399,9 @@ class LoginPages(PageBase):
 
     # -- the signed-in page -------------------------------------------------------------------
 
-    async def profile_page(self) -> Response:
-        query = PageQuery.parse(request.args)
-        user = await self._signed_in()
+    async def profile_page(self, request: Request) -> Response:
+        query = PageQuery.parse(query_values(request))
+        user = await self._signed_in(request)
         if user is None:
             return redirect(query.url("/app"))
         name = " ".join(p for p in (user.get("given_name"), user.get("family_name")) if p)
@@ -374,6 +413,7 @@ class LoginPages(PageBase):
             ("Roles", ", ".join(user.get("roles") or ())),
         ]
         return await self._show(
+            request,
             "profile.html",
             query,
             title="Your account",
@@ -381,24 +421,26 @@ class LoginPages(PageBase):
             details=[(label, value) for label, value in details if value],
         )
 
-    async def logout_submit(self) -> Response:
-        _, query = await self._posted()
-        reply = await self.auth.logout(LogoutRequest(), self.caller())
-        return await self._show_login(query, notice="You have signed out.", cookies=reply.cookies)
+    async def logout_submit(self, request: Request) -> Response:
+        _, query = await self._posted(request)
+        reply = await self.auth.logout(LogoutRequest(), self.caller(request))
+        return await self._show_login(
+            request, query, notice="You have signed out.", cookies=reply.cookies
+        )
 
     # -- registration -------------------------------------------------------------------------
 
-    def register(self, app: QuartTrio) -> None:
+    def views(self) -> list[View]:
         css = PAGES_CSS.read_bytes()
 
-        async def stylesheet() -> Response:
+        async def stylesheet(_: Request) -> Response:
             return Response(
                 css,
-                content_type="text/css; charset=utf-8",
+                media_type="text/css; charset=utf-8",
                 headers={"Cache-Control": "public, max-age=3600"},
             )
 
-        views: list[tuple[str, str, Callable[[], Awaitable[Response]]]] = [
+        views: list[tuple[str, str, Callable[[Request], Awaitable[Response]]]] = [
             ("GET", "/app", self.login_page),
             ("POST", "/app", self.login_submit),
             ("GET", "/app/signup", self.signup_page),
@@ -418,18 +460,14 @@ class LoginPages(PageBase):
             ("POST", "/app/logout", self.logout_submit),
             ("GET", "/app/assets/pages.css", stylesheet),
         ]
-        for method, path, view in views:
-            app.add_url_rule(
-                path, endpoint=f"{method} {path}", view_func=self._guarded(view), methods=[method]
-            )
+        return [View(path, (method,), self._guarded(view)) for method, path, view in views]
 
 
-def register_login_pages(
-    app: QuartTrio,
+def login_page_views(
     settings: Settings,
     auth: AuthService,
     meta: Callable[..., Awaitable[Reply]],
     caller: CallerFactory,
-) -> None:
-    """Mount the pages (call only with ``--enable-login-page``)."""
-    LoginPages(settings, auth, meta, caller).register(app)
+) -> list[View]:
+    """The pages (mounted only with ``--enable-login-page``)."""
+    return LoginPages(settings, auth, meta, caller).views()

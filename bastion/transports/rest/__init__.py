@@ -15,11 +15,11 @@ from bastion.service.runtime import Runtime
 from bastion.transports.http.app import ViewRegistrar
 from bastion.transports.http.routes import Route
 from bastion.transports.rest.admin import admin_routes
-from bastion.transports.rest.auth import auth_routes, register_oauth_views
+from bastion.transports.rest.auth import auth_routes, oauth_views
 from bastion.transports.rest.fga import fga_routes
-from bastion.transports.rest.oauth import register_provider_views
+from bastion.transports.rest.oauth import provider_views
 from bastion.transports.rest.passkeys import passkey_routes
-from bastion.transports.rest.social import register_social_views
+from bastion.transports.rest.social import social_views
 
 __all__ = ["api_routes", "health_routes", "views"]
 
@@ -134,7 +134,7 @@ def api_routes(runtime: Runtime) -> list[Route]:
 def views(runtime: Runtime) -> list[ViewRegistrar]:
     """The email-link landing, social login and the OAuth 2.0 / OpenID Connect provider."""
     return [
-        lambda app, caller: register_oauth_views(app, runtime.auth, caller),
-        lambda app, caller: register_social_views(app, runtime.social, caller),
-        lambda app, caller: register_provider_views(app, runtime.oauth, caller),
+        lambda caller: oauth_views(runtime.auth, caller),
+        lambda caller: social_views(runtime.social, caller),
+        lambda caller: provider_views(runtime.oauth, caller),
     ]

@@ -1,7 +1,7 @@
 """The HTTP side of the authentication flows.
 
 ``auth_routes``: the JSON operations under ``/v1`` (bodies are the service's, bare).
-``register_oauth_views``: what is not JSON-in/JSON-out: ``GET /verify_email`` (the
+``oauth_views``: what is not JSON-in/JSON-out: ``GET /verify_email`` (the
 emailed link's landing, a redirect) and ``POST /oauth/revoke`` (form or JSON bodies,
 OAuth error objects). The rest of the provider is :mod:`transports.rest.oauth`.
 """
@@ -13,19 +13,22 @@ import json
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from quart import Response, request
-from quart_trio import QuartTrio
+from starlette.requests import Request
+from starlette.responses import Response
 
 from bastion.core import errors
 from bastion.core.auth.links import add_query
 from bastion.service.auth.email_undo import UNDO_PATH
 from bastion.service.auth.service import AuthService
 from bastion.service.requests import ServiceOperation, bind, request_schema
+from bastion.transports.http.app import CallerOf
 from bastion.transports.http.cookies import with_cookies
+from bastion.transports.http.dispatch import View
 from bastion.transports.http.errors import http_status
 from bastion.transports.http.routes import Route
+from bastion.transports.http.wire import json_response, query_values
 
-__all__ = ["auth_routes", "register_oauth_views"]
+__all__ = ["auth_routes", "oauth_views"]
 
 _MESSAGE = {"type": "object", "properties": {"message": {"type": "string"}}}
 _PROFILE_UPDATED = {
@@ -189,17 +192,8 @@ def auth_routes(auth: AuthService) -> list[Route]:
     ]
 
 
-def _json(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
-    return Response(
-        json.dumps(body, separators=(",", ":")),
-        status=status,
-        headers=headers,
-        content_type="application/json",
-    )
-
-
 def _oauth_error(error: str, description: str, status: int = 400) -> Response:
-    return _json({"error": error, "error_description": description}, status)
+    return json_response({"error": error, "error_description": description}, status)
 
 
 def _page(title: str, body: str, status: int = 200) -> Response:
@@ -209,23 +203,22 @@ def _page(title: str, body: str, status: int = 200) -> Response:
         f"<title>{html.escape(title)}</title></head>"
         f"<body><h1>{html.escape(title)}</h1>{body}</body></html>"
     )
-    return Response(page, status=status, content_type="text/html; charset=utf-8")
+    return Response(page, status_code=status, media_type="text/html; charset=utf-8")
 
 
-async def _form() -> dict[str, Any]:
+async def _form(request: Request) -> dict[str, Any]:
     """``application/x-www-form-urlencoded`` (RFC 6749) or a JSON object."""
-    raw = await request.get_data(cache=False)
+    raw = await request.body()
     if "json" in request.headers.get("content-type", "").lower():
         try:
             body = json.loads(raw or b"{}")
         except ValueError:
             return {}
         return body if isinstance(body, dict) else {}
-    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
-    return dict(parse_qsl(text))
+    return dict(parse_qsl(raw.decode("utf-8", "replace")))
 
 
-def register_oauth_views(app: QuartTrio, auth: AuthService, caller_context: Any) -> None:
+def oauth_views(auth: AuthService, caller_context: CallerOf) -> list[View]:
     settings = auth.settings
     issuer = auth.policy.issuer
     verify_email = bind(auth.verify_email)
@@ -234,8 +227,8 @@ def register_oauth_views(app: QuartTrio, auth: AuthService, caller_context: Any)
     def client_ok(form: dict[str, Any]) -> bool:
         return form.get("client_id") == settings.client_id
 
-    async def revoke() -> Response:
-        form = await _form()
+    async def revoke(request: Request) -> Response:
+        form = await _form(request)
         if not client_ok(form):
             return _oauth_error("invalid_client", "The client_id is invalid", 401)
         hint = form.get("token_type_hint")
@@ -244,11 +237,11 @@ def register_oauth_views(app: QuartTrio, auth: AuthService, caller_context: Any)
         value = form.get("token") or form.get("refresh_token")
         if isinstance(value, str) and value:
             # RFC 7009 2.2: an invalid or unknown token is not an error.
-            await auth.revoke_token(value, caller_context())
-        return _json({})
+            await auth.revoke_token(value, caller_context(request))
+        return json_response({})
 
-    async def verify_email_landing() -> Response:
-        args = request.args
+    async def verify_email_landing(request: Request) -> Response:
+        args = query_values(request)
         wanted = args.get("redirect_uri", "")
         target = wanted if wanted and auth.redirect_allowed(wanted) else issuer
         # magic_link_login carries state, roles and scope in the link's redirect_uri
@@ -264,10 +257,10 @@ def register_oauth_views(app: QuartTrio, auth: AuthService, caller_context: Any)
             "scope": [s for s in arg("scope").replace(",", " ").split() if s],
         }
         try:
-            reply = await verify_email(body, caller_context())
+            reply = await verify_email(body, caller_context(request))
         except errors.ClientError as error:
             location = add_query(target, [("error", error.message)])
-            return Response("", status=307, headers={"Location": location})
+            return Response(status_code=307, headers={"Location": location})
         result = reply.body
         params = [
             ("access_token", result.get("access_token") or ""),
@@ -277,13 +270,13 @@ def register_oauth_views(app: QuartTrio, auth: AuthService, caller_context: Any)
             ("refresh_token", result.get("refresh_token") or ""),
             ("state", args.get("state", "")),
         ]
-        response = Response("", status=307, headers={"Location": add_query(target, params)})
+        response = Response(status_code=307, headers={"Location": add_query(target, params)})
         return with_cookies(response, reply.cookies)
 
-    async def undo_email_change_page() -> Response:
+    async def undo_email_change_page(request: Request) -> Response:
         """The link's landing: one button, so a mail scanner fetching the link undoes
         nothing the owner did."""
-        token = html.escape(request.args.get("token", ""))
+        token = html.escape(query_values(request).get("token", ""))
         form = (
             f'<form method="post" action="{UNDO_PATH}">'
             f'<input type="hidden" name="token" value="{token}">'
@@ -292,21 +285,19 @@ def register_oauth_views(app: QuartTrio, auth: AuthService, caller_context: Any)
         )
         return _page("Undo the email change", form)
 
-    async def undo_email_change_submit() -> Response:
-        token = (await _form()).get("token")
+    async def undo_email_change_submit(request: Request) -> Response:
+        token = (await _form(request)).get("token")
         wire = {"token": token if isinstance(token, str) else ""}
         try:
-            reply = await undo_email_change(wire, caller_context())
+            reply = await undo_email_change(wire, caller_context(request))
         except errors.ClientError as error:
             body = f"<p>{html.escape(error.message)}</p>"
             return _page("The change was not undone", body, http_status(error))
         return _page("Email change undone", f"<p>{html.escape(reply.body['message'])}</p>")
 
-    views = (
-        ("/oauth/revoke", "POST", revoke),
-        ("/verify_email", "GET", verify_email_landing),
-        (UNDO_PATH, "GET", undo_email_change_page),
-        (UNDO_PATH, "POST", undo_email_change_submit),
-    )
-    for path, method, view in views:
-        app.add_url_rule(path, endpoint=f"{method} {path}", view_func=view, methods=[method])
+    return [
+        View("/oauth/revoke", ("POST",), revoke),
+        View("/verify_email", ("GET",), verify_email_landing),
+        View(UNDO_PATH, ("GET",), undo_email_change_page),
+        View(UNDO_PATH, ("POST",), undo_email_change_submit),
+    ]

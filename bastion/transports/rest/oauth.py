@@ -12,8 +12,8 @@ from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 from authlib.oauth2.rfc6749.util import extract_basic_authorization
-from quart import Response, request
-from quart_trio import QuartTrio
+from starlette.requests import Request
+from starlette.responses import Response
 
 from bastion.core import errors
 from bastion.core.auth.claims import DEFAULT_SCOPE
@@ -27,12 +27,15 @@ from bastion.core.oauth.errors import (
 from bastion.core.oauth.rfc6749_authorize import RESPONSE_TYPES, ResponseMode
 from bastion.core.state_machines.oauth_authorize import Deliver
 from bastion.service.oauth.service import OAuthService
+from bastion.transports.http.app import CallerOf
 from bastion.transports.http.cookies import with_cookies
+from bastion.transports.http.dispatch import View
 from bastion.transports.http.edge import request_origin
-from bastion.transports.rest.auth import _form, _json, _oauth_error
+from bastion.transports.http.wire import form_values, json_response, query_values
+from bastion.transports.rest.auth import _form, _oauth_error
 from bastion.transports.rest.oauth_responses import redirect, render_answer
 
-__all__ = ["discovery_document", "register_provider_views"]
+__all__ = ["discovery_document", "provider_views"]
 
 _CLAIMS = (
     "aud",
@@ -110,7 +113,7 @@ def discovery_document(oauth: OAuthService) -> dict[str, Any]:
     }
 
 
-def _error(error: OAuthError) -> Response:
+def _error(request: Request, error: OAuthError) -> Response:
     """RFC 6749 §5.2: ``invalid_client`` is 401 (with a challenge) when the client tried
     HTTP Basic, else 400 as reference §5.5 has it."""
     status = error.status
@@ -124,7 +127,7 @@ def _error(error: OAuthError) -> Response:
     return response
 
 
-def _client_credentials(form: dict[str, Any]) -> tuple[str, str | None]:
+def _client_credentials(request: Request, form: dict[str, Any]) -> tuple[str, str | None]:
     """client_secret_basic, else client_secret_post, else a public client (id only)."""
     basic_id, basic_secret = extract_basic_authorization(request.headers)
     if basic_id is not None:
@@ -136,10 +139,6 @@ def _client_credentials(form: dict[str, Any]) -> tuple[str, str | None]:
     )
 
 
-def _first_values(pairs: Any) -> dict[str, str]:
-    return {k: str(v) for k, v in pairs.items()}
-
-
 def _logout_page(title: str, form: str = "") -> Response:
     body = (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
@@ -147,57 +146,58 @@ def _logout_page(title: str, form: str = "") -> Response:
         f"{form}</main></body></html>"
     )
     return Response(
-        body,
-        status=200,
-        content_type="text/html; charset=utf-8",
-        headers={"Cache-Control": "no-store"},
+        body, media_type="text/html; charset=utf-8", headers={"Cache-Control": "no-store"}
     )
 
 
-def register_provider_views(app: QuartTrio, oauth: OAuthService, caller_context: Any) -> None:
+def provider_views(oauth: OAuthService, caller_context: CallerOf) -> list[View]:
     auth = oauth.auth
     issuer = auth.policy.issuer
 
-    async def openid_configuration() -> Response:
-        return _json(discovery_document(oauth), headers={"Cache-Control": "max-age=300"})
+    async def openid_configuration(_: Request) -> Response:
+        return json_response(discovery_document(oauth), headers={"Cache-Control": "max-age=300"})
 
-    async def jwks() -> Response:
-        return _json(auth.signer.jwks(), headers={"Cache-Control": "max-age=300"})
+    async def jwks(_: Request) -> Response:
+        return json_response(auth.signer.jwks(), headers={"Cache-Control": "max-age=300"})
 
-    async def authorize() -> Response:
+    async def authorize(request: Request) -> Response:
         if request.method == "POST":
-            params = _first_values(await request.form)
+            params = await form_values(request)
         else:
-            params = _first_values(request.args)
+            params = query_values(request)
         try:
-            answer = await oauth.authorize(params, caller_context())
+            answer = await oauth.authorize(params, caller_context(request))
         except OAuthError as error:
-            return _error(error)
+            return _error(request, error)
         if isinstance(answer, Deliver):
             return render_answer(answer.redirect_uri, answer.mode, answer.params)
         page = "/app/signup" if answer.signup else "/app"
         return redirect(f"{issuer}{page}?{urlencode(answer.params)}")
 
-    async def token() -> Response:
-        form = await _form()
+    async def token(request: Request) -> Response:
+        form = await _form(request)
         grant = form.get("grant_type") or "authorization_code"
         try:
             if grant == "refresh_token":
-                return await refresh(form)
+                return await refresh(request, form)
             if grant != "authorization_code":
                 raise UnsupportedGrantType(f"grant_type {grant} is not supported")
-            client_id, secret = _client_credentials(form)
+            client_id, secret = _client_credentials(request, form)
             if not client_id:
                 raise InvalidRequest("client_id is required")
             reply = await oauth.redeem(
-                form, caller_context(), client_authenticated=oauth.check_client(client_id, secret)
+                form,
+                caller_context(request),
+                client_authenticated=oauth.check_client(client_id, secret),
             )
         except OAuthError as error:
-            return _error(error)
-        return _json(reply.body, headers={"Cache-Control": "no-store", "Pragma": "no-cache"})
+            return _error(request, error)
+        return json_response(
+            reply.body, headers={"Cache-Control": "no-store", "Pragma": "no-cache"}
+        )
 
-    async def refresh(form: dict[str, Any]) -> Response:
-        client_id, secret = _client_credentials(form)
+    async def refresh(request: Request, form: dict[str, Any]) -> Response:
+        client_id, secret = _client_credentials(request, form)
         if not client_id:
             raise InvalidRequest("client_id is required")
         if oauth.check_client(client_id, secret) is False:
@@ -206,33 +206,36 @@ def register_provider_views(app: QuartTrio, oauth: OAuthService, caller_context:
         if not isinstance(refresh_token, str) or not refresh_token:
             raise InvalidRequest("refresh_token is required")
         try:
-            reply = await auth.refresh(refresh_token, caller_context())
+            reply = await auth.refresh(refresh_token, caller_context(request))
         except errors.Unauthenticated:
             return _oauth_error("invalid_grant", "Invalid refresh token")
-        response = _json(reply.body, headers={"Cache-Control": "no-store"})
+        response = json_response(reply.body, headers={"Cache-Control": "no-store"})
         return with_cookies(response, reply.cookies)
 
-    async def introspect() -> Response:
-        form = await _form()
-        client_id, secret = _client_credentials(form)
+    async def introspect(request: Request) -> Response:
+        form = await _form(request)
+        client_id, secret = _client_credentials(request, form)
         if secret is None or not oauth.client_secret_ok(client_id, secret):
-            return _error(InvalidClient("client authentication is required"))
+            return _error(request, InvalidClient("client authentication is required"))
         token = form.get("token")
         if not isinstance(token, str) or not token:
-            return _error(InvalidRequest("token is required"))
-        return _json(await oauth.introspect(token), headers={"Cache-Control": "no-store"})
+            return _error(request, InvalidRequest("token is required"))
+        return json_response(await oauth.introspect(token), headers={"Cache-Control": "no-store"})
 
-    async def userinfo() -> Response:
+    async def userinfo(request: Request) -> Response:
         try:
-            claims = await oauth.userinfo(caller_context())
+            claims = await oauth.userinfo(caller_context(request))
         except OAuthError as error:
-            response = _error(error)
+            response = _error(request, error)
             response.headers["WWW-Authenticate"] = f'Bearer error="{error.error}"'
             return response
-        return _json(claims, headers={"Cache-Control": "no-store"})
+        return json_response(claims, headers={"Cache-Control": "no-store"})
 
-    async def logout() -> Response:
-        params = _first_values(await request.form if request.method == "POST" else request.args)
+    async def logout(request: Request) -> Response:
+        if request.method == "POST":
+            params = await form_values(request)
+        else:
+            params = query_values(request)
         hint = oauth.id_token_subject(params.get("id_token_hint", ""))
         target = params.get("post_logout_redirect_uri", "")
         state = params.get("state", "")
@@ -243,27 +246,25 @@ def register_provider_views(app: QuartTrio, oauth: OAuthService, caller_context:
                 return _logout_page("Log out?", _confirm_form(target, state))
         try:
             done = await oauth.end_session(
-                caller_context(),
+                caller_context(request),
                 post_logout_redirect_uri=target,
                 state=state,
                 hinted_subject=hint,
             )
         except OAuthError as error:
-            return _error(error)
+            return _error(request, error)
         response = redirect(done.redirect) if done.redirect else _logout_page("You are logged out")
         return with_cookies(response, done.cookies)
 
-    views = (
-        ("/.well-known/openid-configuration", ("GET",), openid_configuration),
-        ("/.well-known/jwks.json", ("GET",), jwks),
-        ("/authorize", ("GET", "POST"), authorize),
-        ("/oauth/token", ("POST",), token),
-        ("/oauth/introspect", ("POST",), introspect),
-        ("/userinfo", ("GET", "POST"), userinfo),
-        ("/logout", ("GET", "POST"), logout),
-    )
-    for path, methods, view in views:
-        app.add_url_rule(path, endpoint=f"oauth {path}", view_func=view, methods=list(methods))
+    return [
+        View("/.well-known/openid-configuration", ("GET",), openid_configuration),
+        View("/.well-known/jwks.json", ("GET",), jwks),
+        View("/authorize", ("GET", "POST"), authorize),
+        View("/oauth/token", ("POST",), token),
+        View("/oauth/introspect", ("POST",), introspect),
+        View("/userinfo", ("GET", "POST"), userinfo),
+        View("/logout", ("GET", "POST"), logout),
+    ]
 
 
 def _own_origin(issuer: str) -> str:

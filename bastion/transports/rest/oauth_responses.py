@@ -16,7 +16,7 @@ import secrets
 from collections.abc import Sequence
 from urllib.parse import urlencode, urlsplit
 
-from quart import Response
+from starlette.responses import Response
 
 from bastion.core.auth.links import add_query
 from bastion.core.oauth.rfc6749_authorize import ResponseMode
@@ -27,7 +27,7 @@ _NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
 
 
 def redirect(location: str) -> Response:
-    return Response("", status=302, headers={"Location": location, **_NO_STORE})
+    return Response(status_code=302, headers={"Location": location, **_NO_STORE})
 
 
 def _origin(uri: str) -> str:
@@ -45,7 +45,7 @@ def _page(body: str, nonce: str, extra_csp: str) -> Response:
         "<title>Signing you in</title></head><body>" + body + "</body></html>"
     )
     headers = {**_NO_STORE, "Content-Security-Policy": csp}
-    return Response(document, status=200, headers=headers, content_type="text/html; charset=utf-8")
+    return Response(document, headers=headers, media_type="text/html; charset=utf-8")
 
 
 def _script_json(value: object) -> str:

@@ -6,6 +6,7 @@ the HTTP edge and the service layer decide alike and each rule is tested exhaust
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -22,6 +23,9 @@ class _Origin:
     port: int | None
 
 
+# Every browser request parses its origin two or three times (CSRF, CORS): the parses of
+# the origins seen most recently are kept (a bounded number: the client chooses it).
+@functools.lru_cache(maxsize=1024)
 def _parse_origin(value: str) -> _Origin | None:
     """``scheme://host[:port]`` -> host and explicit non-default port; None if unparsable."""
     try:

@@ -109,9 +109,13 @@ class HttpApp:
         self.dispatcher = dispatcher
         self.request_timeout = request_timeout
         settings = runtime.settings
-        self.security = edge.security_headers(
-            csp=not settings.disable_csp, hsts=settings.enable_hsts
-        )
+        self.security = [
+            (name.lower().encode(), value.encode())
+            for name, value in edge.security_headers(
+                csp=not settings.disable_csp, hsts=settings.enable_hsts
+            ).items()
+        ]
+        self._samples: dict[tuple[str, str, int], _Sample] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -185,25 +189,26 @@ class HttpApp:
         endpoint: Endpoint | None,
         started: float,
     ) -> None:
-        headers = response.headers
-        for name, value in self.security.items():
-            # a page with its own policy (the authorize form_post / web_message) keeps it
-            if name not in headers:
-                headers[name] = value
-        if response.status_code in (408, 413) or not await body.finish(BODY_SECONDS):
+        # Written on the raw header list: one pass, no case-insensitive lookups.
+        raw = response.raw_headers
+        present = {name for name, _ in raw}
+        # a page with its own policy (the authorize form_post / web_message) keeps it
+        raw.extend(header for header in self.security if header[0] not in present)
+        if response.status_code in (408, 413) or not (
+            body.complete or await body.finish(BODY_SECONDS)
+        ):
             # The refused body may still be arriving: the connection cannot be reused.
-            headers["Connection"] = "close"
-        headers.append("Vary", "Origin")
-        for name, value in edge.cors_headers(
-            request.headers.get("origin"), self.runtime.origins
-        ).items():
-            headers[name] = value
-        rule = endpoint.rule if endpoint is not None else "unmatched"
+            raw.append((b"connection", b"close"))
+        raw.append((b"vary", b"Origin"))
+        origin = request.headers.get("origin")
+        if origin:
+            for name, value in edge.cors_headers(origin, self.runtime.origins).items():
+                raw.append((name.lower().encode(), value.encode("latin-1")))
+        raw.append((b"x-request-id", state.request_id.encode()))
         method = request.scope["method"]
-        metrics = self.runtime.metrics
-        metrics.http_requests.labels(method, rule, str(response.status_code)).inc()
+        rule = endpoint.rule if endpoint is not None else "unmatched"
         elapsed = time.perf_counter() - started
-        metrics.http_latency.labels(method, rule).observe(elapsed)
+        self._sample(method, rule, response.status_code).observe(elapsed)
         if access_log.isEnabledFor(logging.INFO):
             access_log.info(
                 "request",
@@ -216,7 +221,30 @@ class HttpApp:
                     "request_id": state.request_id,
                 },
             )
-        headers["X-Request-Id"] = state.request_id
+
+    def _sample(self, method: str, rule: str, status: int) -> _Sample:
+        """The metric children of one (method, route, status): looked up once, then kept
+        (their number is bounded by the route table)."""
+        key = (method, rule, status)
+        sample = self._samples.get(key)
+        if sample is None:
+            metrics = self.runtime.metrics
+            sample = _Sample(
+                metrics.http_requests.labels(method, rule, str(status)),
+                metrics.http_latency.labels(method, rule),
+            )
+            self._samples[key] = sample
+        return sample
+
+
+@dataclass(frozen=True, slots=True)
+class _Sample:
+    requests: Any
+    latency: Any
+
+    def observe(self, seconds: float) -> None:
+        self.requests.inc()
+        self.latency.observe(seconds)
 
 
 def _failure(exc: Exception, path: str) -> Response:

@@ -171,8 +171,8 @@ class FgaBase:
         await self.service.require_admin(caller)
         return self._enabled()
 
-    async def _model(self, engine: EngineState) -> ActiveModel:
-        await engine.fresh()
+    async def _model(self, engine: EngineState, *, consistent: bool = False) -> ActiveModel:
+        await engine.fresh(consistent=consistent)
         if engine.model is None:
             raise FailedPrecondition("no authorization model written yet")
         return engine.model

@@ -37,8 +37,8 @@ from bastion.core.fga.tuples import TupleKey
 from bastion.storage.errors import StorageUnavailable
 from bastion.storage.fga import (
     Change,
+    FgaStore,
     Snapshot,
-    SqlFgaStore,
     StoredModel,
     TupleFilter,
     TuplePage,
@@ -109,7 +109,7 @@ class ReplicaReads:
 class ReplicatedFgaStore:
     """One store's view: the engine's follow reads on the replica, all else on the primary."""
 
-    def __init__(self, primary: SqlFgaStore, replica: SqlFgaStore, reads: ReplicaReads) -> None:
+    def __init__(self, primary: FgaStore, replica: FgaStore, reads: ReplicaReads) -> None:
         self.primary = primary
         self.replica = replica
         self.reads = reads
@@ -123,7 +123,7 @@ class ReplicatedFgaStore:
 
     async def _from_replica(
         self,
-        read: Callable[[SqlFgaStore], Awaitable[T]],
+        read: Callable[[FgaStore], Awaitable[T]],
         reached: Callable[[T], bool],
     ) -> T:
         """``read`` on the replica if it is up and its answer reaches the floor, else on

@@ -167,7 +167,14 @@ async def serve(
         open_storage(storage_config(settings, worker=slot is not None)) as storage,
         open_fga_store(settings, storage) as fga_stores,
     ):
-        metrics.watch_storage(storage.statistics)
+        replica = None if fga_stores is None else fga_stores.replica
+        if replica is None:
+            metrics.watch_storage(storage.statistics)
+        else:
+            metrics.watch_storage(
+                lambda: {**storage.statistics(), "replica": replica.db.statistics()}
+            )
+            metrics.watch_replica(replica.statistics)
         runtime = Runtime.build(settings, storage, metrics, fga_stores=fga_stores)
         metrics.watch_outbox(runtime.outbox)
         token = trio.lowlevel.current_trio_token()

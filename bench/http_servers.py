@@ -91,8 +91,21 @@ def _wrk(pid: int, url: str, seconds: int, script: Path | None) -> dict[str, flo
     }
 
 
-def measure(spec: str, seconds: int, tmp: Path) -> dict[str, dict[str, float]]:
-    """``spec``: ``h11``, ``hypercorn`` or ``h11:N`` (N ``--workers``)."""
+JWKS = "GET /.well-known/jwks.json"
+VALIDATE = "POST /v1/validate_jwt_token"
+CHECK = "POST /v1/check_permissions (1 check)"
+
+
+def measure(
+    spec: str,
+    seconds: int,
+    tmp: Path,
+    *,
+    memory_store_url: str | None = None,
+    endpoints: tuple[str, ...] = (JWKS, VALIDATE, CHECK),
+) -> dict[str, dict[str, float]]:
+    """``spec``: ``h11``, ``hypercorn`` or ``h11:N`` (N ``--workers``); the memory store is
+    a fresh Redis database unless ``memory_store_url`` names one (Sentinel, Cluster)."""
     server_kind, _, workers = spec.partition(":")
     kept = ("--log-level", "--rate-limit")
     flags = [
@@ -101,7 +114,7 @@ def measure(spec: str, seconds: int, tmp: Path) -> dict[str, dict[str, float]]:
             for f in base_flags("postgres", fresh_postgres_url("bench-http"))
             if not f.startswith(kept)
         ),
-        f"--memory-store-url={fresh_redis_url()}",
+        f"--memory-store-url={memory_store_url or fresh_redis_url()}",
         "--log-level=error",
         "--rate-limit-rps=0",
         f"--http-server={server_kind}",
@@ -135,16 +148,14 @@ def measure(spec: str, seconds: int, tmp: Path) -> dict[str, dict[str, float]]:
             )
             scripts[name] = path
         pid = server.process.pid
+        targets = {
+            JWKS: ("/.well-known/jwks.json", None),
+            VALIDATE: ("/v1/validate_jwt_token", scripts["validate"]),
+            CHECK: ("/v1/check_permissions", scripts["check"]),
+        }
         return {
-            "GET /.well-known/jwks.json": _wrk(
-                pid, server.url + "/.well-known/jwks.json", seconds, None
-            ),
-            "POST /v1/validate_jwt_token": _wrk(
-                pid, server.url + "/v1/validate_jwt_token", seconds, scripts["validate"]
-            ),
-            "POST /v1/check_permissions (1 check)": _wrk(
-                pid, server.url + "/v1/check_permissions", seconds, scripts["check"]
-            ),
+            name: _wrk(pid, server.url + targets[name][0], seconds, targets[name][1])
+            for name in endpoints
         }
 
 

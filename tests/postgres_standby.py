@@ -68,6 +68,15 @@ class StandbyPair:
             self.bindir / "pg_ctl", "-D", self.primary.data, "-m", "immediate", "stop", check=False
         )
 
+    def stop_standby(self) -> None:
+        _as_postgres(
+            self.bindir / "pg_ctl", "-D", self.standby.data, "-m", "immediate", "stop", check=False
+        )
+
+    def start_standby(self) -> None:
+        _start(self.bindir, self.standby)
+        _wait_ready(self.standby)
+
     def promote(self) -> None:
         _as_postgres(self.bindir / "pg_ctl", "-D", self.standby.data, "-w", "promote")
 
@@ -96,7 +105,9 @@ def _wait_ready(server: Server, timeout: float = 60) -> None:
 
 
 @contextlib.contextmanager
-def standby_pair() -> Iterator[StandbyPair]:
+def standby_pair(*, synchronous: bool = True) -> Iterator[StandbyPair]:
+    """``synchronous``: a commit waits for the standby (failover loses nothing); without
+    it the primary commits alone, so the standby may be paused or stopped."""
     bindir = _bindir()
     # pytest's own temporary directories are root-only: the server needs its own.
     root = Path(tempfile.mkdtemp(prefix="bastion-pg-"))
@@ -112,10 +123,9 @@ def standby_pair() -> Iterator[StandbyPair]:
         with (primary.data / "postgresql.conf").open("a") as conf:
             # Synchronous: a commit is acknowledged once the standby has it, so a
             # promotion loses nothing that was answered.
-            conf.write(
-                "wal_level = replica\nmax_wal_senders = 5\nfsync = off\n"
-                "synchronous_standby_names = '*'\nsynchronous_commit = remote_write\n"
-            )
+            conf.write("wal_level = replica\nmax_wal_senders = 5\nfsync = off\n")
+            if synchronous:
+                conf.write("synchronous_standby_names = '*'\nsynchronous_commit = remote_write\n")
         with (primary.data / "pg_hba.conf").open("a") as hba:
             hba.write("host replication all 127.0.0.1/32 trust\n")
         _start(bindir, primary)

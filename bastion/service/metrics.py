@@ -129,6 +129,11 @@ class Metrics:
         calls that found a store unreachable, and Sentinel failovers seen."""
         self.registry.register(_StoreCollector(statistics))
 
+    def watch_replica(self, statistics: Callable[[], Mapping[str, int]]) -> None:
+        """Report the read replica's counters (``--database-replica-url``): where the
+        authorization engine's reads went, and whether the replica is up."""
+        self.registry.register(_ReplicaCollector(statistics))
+
     def asgi_app(self) -> Callable[[Scope, Receive, Send], Awaitable[None]]:
         """``/metrics`` as an ASGI app that also answers hypercorn's lifespan protocol.
 
@@ -223,3 +228,27 @@ class _StoreCollector(Collector):
                 if name in families:
                     families[name].add_metric([store], value)
         yield from families.values()
+
+
+class _ReplicaCollector(Collector):
+    def __init__(self, statistics: Callable[[], Mapping[str, int]]) -> None:
+        self._statistics = statistics
+
+    def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
+        stats = self._statistics()
+        reads = CounterMetricFamily(
+            "bastion_fga_replica_reads",
+            "The authorization engine's store reads with a read replica, by outcome: "
+            "replica (answered there), behind (the replica had not reached this process's "
+            "writes or a HIGHER_CONSISTENCY request: the primary answered), unavailable "
+            "(the replica failed or rests after a failure: the primary answered).",
+            labels=["outcome"],
+        )
+        for outcome in ("replica", "behind", "unavailable"):
+            reads.add_metric([outcome], stats.get(outcome, 0))
+        yield reads
+        yield GaugeMetricFamily(
+            "bastion_fga_replica_up",
+            "1 while the read replica answers; 0 from a failure until it answers again.",
+            value=stats.get("up", 0),
+        )

@@ -58,13 +58,19 @@ class Runtime:
     passkeys: PasskeyService
 
     async def check_ready(self) -> None:
-        """Storage answers AND the migrated schema is there (raises StorageUnavailable)."""
+        """Storage answers AND the migrated schema is there (raises StorageUnavailable);
+        a read replica is probed, and reported down, without failing readiness."""
         await self.storage.ping()
         try:
             with trio.fail_after(self.storage.timeout):
                 await self.storage.db.run(_probe_schema)
         except trio.TooSlowError:
             raise StorageUnavailable("schema probe did not answer in time") from None
+        replica = None if self.openfga.stores is None else self.openfga.stores.replica
+        if replica is not None:
+            # Never "not ready": the primary serves the engine's reads meanwhile. The
+            # probe's failure is logged and shows in bastion_fga_replica_up.
+            await replica.probe()
 
     @classmethod
     def build(

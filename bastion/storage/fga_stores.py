@@ -27,6 +27,7 @@ from bastion.storage.fga import (
     decode_token,
     encode_token,
 )
+from bastion.storage.fga_replica import ReplicaReads, ReplicatedFgaStore
 from bastion.storage.sql.database import Database
 from bastion.storage.sql.schema import (
     DEFAULT_FGA_STORE,
@@ -79,6 +80,9 @@ def _offset(token: str) -> int:
 
 class FgaStores(Protocol):
     """Every store; methods taking a ``store_id`` expect one that exists (``get``)."""
+
+    #: The read replica the stores' views follow (``--database-replica-url``), if any.
+    replica: ReplicaReads | None
 
     def store(self, store_id: str) -> FgaStore: ...
 
@@ -145,12 +149,25 @@ def _write_assertions(store_id: str, model_id: str, text: str, conn: sa.Connecti
 
 
 class SqlFgaStores:
-    def __init__(self, db: Database, clock: Callable[[], float] = time.time) -> None:
+    """``replica``: each store's view follows it there (:mod:`storage.fga_replica`)."""
+
+    def __init__(
+        self,
+        db: Database,
+        clock: Callable[[], float] = time.time,
+        *,
+        replica: ReplicaReads | None = None,
+    ) -> None:
         self.db = db
+        self.replica = replica
         self._clock = clock
 
     def store(self, store_id: str) -> FgaStore:
-        return SqlFgaStore(self.db, self._clock, store_id=store_id)
+        primary = SqlFgaStore(self.db, self._clock, store_id=store_id)
+        if self.replica is None:
+            return primary
+        follower = SqlFgaStore(self.replica.db, self._clock, store_id=store_id)
+        return ReplicatedFgaStore(primary, follower, self.replica)
 
     async def create(self, store_id: str, name: str) -> StoreInfo:
         now = int(self._clock())
@@ -227,6 +244,8 @@ class SqlFgaStores:
 
 class MemoryFgaStores:
     """The same contract in this process's memory; the default store exists from the start."""
+
+    replica: ReplicaReads | None = None
 
     def __init__(self) -> None:
         now = int(time.time())

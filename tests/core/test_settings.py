@@ -58,7 +58,7 @@ IMPLEMENTED = {
     "env", "host", "http-port", "http-server", "workers", "metrics-host", "metrics-port",
     "enable-grpc", "recent-sign-in-seconds", "request-timeout",
     "grpc-port",
-    "migrate",
+    "migrate", "database-replica-url",
     "enable-grpc-reflection", "grpc-tls-cert", "grpc-tls-key", "log-level", "url",
     "tls-cert-file", "tls-key-file", "log-format", "access-log",
     "database-type", "database-url", "database-host", "database-port", "database-name",
@@ -1102,3 +1102,14 @@ def test_openfga_api_key_needs_the_engine() -> None:
     assert parse("--openfga-api-key=k").openfga_api_key == "k"
     assert parse().openfga_api_key == ""
     assert "needs the engine on" in refusal(*BASE, "--openfga-api-key=k", "--fga-store=none")
+
+
+def test_a_read_replica_needs_a_server_database_holding_the_engines_store() -> None:
+    pg = [*without("--database-"), "--database-type=postgres", "--database-url=postgresql://h/b"]
+    replica = "--database-replica-url=postgresql://standby/b"
+    assert parse(replica, base=pg).database_replica_url == "postgresql://standby/b"
+    assert "PostgreSQL or MySQL" in refusal(*BASE, replica)
+    for engine_elsewhere in ("--fga-store=memory", "--fga-store=none"):
+        assert "engine's store there" in refusal(*pg, replica, engine_elsewhere)
+    elsewhere = ("--fga-store=postgres", "--fga-store-url=postgresql://other/fga")
+    assert "engine's store there" in refusal(*pg, replica, *elsewhere)

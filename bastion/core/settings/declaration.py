@@ -122,6 +122,14 @@ class Settings:
     database_cert: str = flag_field("", _D, "Client TLS certificate for the database.")
     database_ca_cert: str = flag_field("", _D, "CA certificate for the database's TLS.")
     database_cert_key: str = flag_field("", _D, "Client TLS key for the database.")
+    database_replica_url: str = flag_field(
+        "",
+        _D,
+        "A read replica of the main database (a PostgreSQL or MySQL/MariaDB streaming "
+        "standby): the authorization engine reads its snapshot and changelog there; writes "
+        "and reads that must see a write stay on the primary. Unreachable: read the primary.",
+        shown_default=NONE_SHOWN,
+    )
     migrate: str = flag_field(
         "auto",
         _D,

@@ -364,6 +364,18 @@ def _check_fga_store(s: Settings) -> None:
         )
 
 
+def _check_database_replica(s: Settings) -> None:
+    if not s.database_replica_url:
+        return
+    if s.database_type in DATABASE_TYPES and DATABASE_TYPES[s.database_type] == "sqlite":
+        raise ConfigError("--database-replica-url needs a PostgreSQL or MySQL/MariaDB database")
+    if s.fga_store_url or s.fga_store in ("memory", "none"):
+        raise ConfigError(
+            "--database-replica-url serves the authorization engine's reads of the main "
+            "database: it needs the engine's store there (no --fga-store-url, memory or none)"
+        )
+
+
 def _check_openfga_api(s: Settings) -> None:
     if s.openfga_api_key and s.fga_store == "none":
         raise ConfigError(
@@ -414,6 +426,7 @@ _RULES = (
     _check_recent_sign_in,
     _check_request_timeout,
     _check_fga_store,
+    _check_database_replica,
     _check_openfga_api,
     _check_graphql_limits,
     _check_security,

@@ -80,7 +80,8 @@ class FgaAdministration(FgaBase):
         with self._counted("write_tuples"):
             store, engine = await self._admin(caller)
             keys = parse_tuples(request.tuples)
-            model = await self._model(engine)
+            # Validated against the primary's model, never a lagging replica's.
+            model = await self._model(engine, consistent=True)
             for key in keys:
                 problem = _write_problem(model, key)
                 if problem is not None:

@@ -2,7 +2,8 @@
 index of it, the caller's identity and admin rights, metrics and the audit trail.
 
 Consistency: a tuple or model written through any server process is used by the next
-request on every process sharing the store (see :mod:`service.fga.engine`). Messages and
+request on every process sharing the store; with a read replica, once the replica has
+replayed it (see :mod:`service.fga.engine`). Messages and
 limits follow Authorizer's (reference §8).
 """
 
@@ -171,8 +172,8 @@ class FgaBase:
         await self.service.require_admin(caller)
         return self._enabled()
 
-    async def _model(self, engine: EngineState) -> ActiveModel:
-        await engine.fresh()
+    async def _model(self, engine: EngineState, *, consistent: bool = False) -> ActiveModel:
+        await engine.fresh(consistent=consistent)
         if engine.model is None:
             raise FailedPrecondition("no authorization model written yet")
         return engine.model

@@ -8,6 +8,12 @@ into the index (or, after a reset or far behind, a snapshot is reloaded). So a t
 model written through any instance is used by the next request on every other instance
 that shares the store; there is no time-based staleness.
 
+With a read replica (``--database-replica-url``) the revision, changelog and snapshot are
+read there (:mod:`storage.fga_replica`): a write through another process is then seen
+once the replica has replayed it (its replication lag is the staleness bound); this
+process's own writes, and any request asking for ``consistent`` (OpenFGA's
+``HIGHER_CONSISTENCY``), are seen at once, read from the primary if the replica lags.
+
 Requests arriving together share one revision query (single flight), but a request is
 only ever answered from a refresh that *started* after it arrived, so the guarantee above
 holds for it. Check results are cached per (model id, revision): a write makes older
@@ -26,6 +32,7 @@ from bastion.core.fga.graph import ReverseGraph
 from bastion.core.fga.tuples import MemoryTupleReader, TupleKey
 from bastion.core.fga.typesystem import TypeSystem
 from bastion.storage.fga import Change, FgaStore, StoredModel
+from bastion.storage.fga_replica import ReplicatedFgaStore
 
 __all__ = ["ActiveModel", "EngineState"]
 
@@ -65,8 +72,15 @@ class EngineState:
     def cache_scope(self) -> tuple[str, int]:
         return ("" if self.model is None else self.model.id, self.revision)
 
-    async def fresh(self) -> None:
-        """Return once the index reflects the store as of (at least) this call."""
+    async def fresh(self, *, consistent: bool = False) -> None:
+        """Return once the index reflects the store as of (at least) this call.
+
+        With a read replica, "the store" is the replica, never behind this process's own
+        writes; ``consistent`` (OpenFGA's ``HIGHER_CONSISTENCY``) makes it the primary.
+        """
+        if consistent and isinstance(self.store, ReplicatedFgaStore):
+            # Before the ticket: the refresh that covers this call starts after it.
+            await self.store.reach_primary()
         ticket = self._arrivals
         self._arrivals += 1
         while self._covered <= ticket:

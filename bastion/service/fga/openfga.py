@@ -192,7 +192,9 @@ class OpenFgaService(OpenFgaQueries):
                     f"'{key.relation}', object: '{key.object}'",
                 )
             seen.add(plain)
-        model = await self._model(store_id, engine, str(body.get("authorization_model_id") or ""))
+        # A write is validated against the primary's model, never a lagging replica's.
+        model_id = str(body.get("authorization_model_id") or "")
+        model = await self._model(store_id, engine, model_id, consistent=True)
         for key in writes:
             problem = _write_problem(model, key)
             if problem is not None:

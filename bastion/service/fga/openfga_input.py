@@ -51,6 +51,20 @@ def as_openfga_error(exc: InvalidArgument) -> OpenFgaError:
     return validation(exc.message)
 
 
+#: OpenFGA's ``ConsistencyPreference``; only the last one asks for more than the default.
+CONSISTENCY = ("UNSPECIFIED", "MINIMIZE_LATENCY", "HIGHER_CONSISTENCY")
+
+
+def higher_consistency(raw: Any) -> bool:
+    """A query's ``consistency``: with a read replica, ``HIGHER_CONSISTENCY`` reads as of
+    the primary; the others accept the replica's lag (``service.fga.engine``)."""
+    if raw is None or raw == "":
+        return False
+    if raw not in CONSISTENCY:
+        raise validation(f"invalid consistency: must be one of {', '.join(CONSISTENCY)}")
+    return bool(raw == "HIGHER_CONSISTENCY")
+
+
 def rfc3339(seconds: int) -> str:
     return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 

@@ -23,6 +23,7 @@ from bastion.service.fga.openfga_input import (
     OpenFgaError,
     as_openfga_error,
     context_of,
+    higher_consistency,
     tuple_key,
     tuple_keys,
     user_json,
@@ -88,9 +89,12 @@ class OpenFgaQueries:
             engine = self._engines[store_id] = EngineState(stores.store(store_id))
         return engine.store, engine
 
-    async def _model(self, store_id: str, engine: EngineState, model_id: str) -> ActiveModel:
-        """The model a request names (``authorization_model_id``), else the store's latest."""
-        await engine.fresh()
+    async def _model(
+        self, store_id: str, engine: EngineState, model_id: str, *, consistent: bool = False
+    ) -> ActiveModel:
+        """The model a request names (``authorization_model_id``), else the store's latest;
+        ``consistent``: the engine as of the primary (see :meth:`EngineState.fresh`)."""
+        await engine.fresh(consistent=consistent)
         current = engine.model
         if not model_id:
             if current is None:
@@ -125,7 +129,8 @@ class OpenFgaQueries:
         model_id = body.get("authorization_model_id") or ""
         if not isinstance(model_id, str):
             raise validation("authorization_model_id must be a string")
-        return engine, await self._model(store_id, engine, model_id)
+        consistent = higher_consistency(body.get("consistency"))
+        return engine, await self._model(store_id, engine, model_id, consistent=consistent)
 
     @staticmethod
     def _options(raw: Mapping[str, Any], contextual: Any) -> RequestOptions:

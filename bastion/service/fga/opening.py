@@ -4,6 +4,9 @@ Default (no ``--fga-store``): the main SQL database, whose migrations already cr
 tables. ``none`` switches the engine off; ``memory`` keeps everything in this process
 (one instance only). ``sqlite``, ``postgres`` or ``mysql`` with ``--fga-store-url`` open
 (and migrate) a database of its own; without a URL they name the main database.
+``--database-replica-url`` names a read replica of the main database for the engine's
+reads (:mod:`storage.fga_replica`); it is opened lazily, so a replica down at start is
+only a replica down.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from contextlib import asynccontextmanager
 
 from bastion.core.settings import Settings
 from bastion.storage import Storage, StorageConfig
+from bastion.storage.fga_replica import ReplicaReads
 from bastion.storage.fga_stores import FgaStores, MemoryFgaStores, SqlFgaStores
 from bastion.storage.sql import migrate, open_database
 
@@ -26,6 +30,9 @@ async def open_fga_store(settings: Settings, storage: Storage) -> AsyncIterator[
         yield None
     elif kind == "memory":
         yield MemoryFgaStores()
+    elif not settings.fga_store_url and settings.database_replica_url:
+        async with open_database(_replica_config(settings, storage)) as replica:
+            yield SqlFgaStores(storage.db, replica=ReplicaReads(replica))
     elif not settings.fga_store_url:
         yield SqlFgaStores(storage.db)
     else:
@@ -35,3 +42,17 @@ async def open_fga_store(settings: Settings, storage: Storage) -> AsyncIterator[
         async with open_database(config) as db:
             await migrate(db)
             yield SqlFgaStores(db)
+
+
+def _replica_config(settings: Settings, storage: Storage) -> StorageConfig:
+    """The main database's type and TLS files; half the timeout, so that a replica too
+    slow to answer leaves the request time to ask the primary."""
+    return StorageConfig(
+        database_type=settings.database_type,
+        database_url=settings.database_replica_url,
+        database_cert=settings.database_cert,
+        database_ca_cert=settings.database_ca_cert,
+        database_cert_key=settings.database_cert_key,
+        run_migrations=False,
+        timeout=storage.timeout / 2,
+    )

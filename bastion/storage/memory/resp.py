@@ -191,6 +191,7 @@ class Pool:
         self._locate = locate
         self._forget = forget
         self._options = options
+        self._timeout = options.timeout
         self._slots = trio.Semaphore(size)
         self._idle: list[Connection] = []
         self._generation = 0
@@ -229,15 +230,16 @@ class Pool:
             if connection is None:
                 connection = await self._open()
             try:
-                with trio.fail_after(self._options.timeout):
+                # A bare scope, not fail_after: the hot path's cheapest deadline.
+                replies: list[Any] = []
+                with trio.CancelScope(deadline=trio.current_time() + self._timeout) as scope:
                     replies = await connection.request(commands)
+                if scope.cancelled_caught:
+                    raise StorageUnavailable("the redis memory store did not answer in time")
                 for reply in replies:
                     if isinstance(reply, ReplyError) and str(reply).startswith(_NOT_NOW):
                         connection.close()
                         raise _Retry(f"redis memory store: {reply}")
-            except trio.TooSlowError:
-                connection.close()
-                raise StorageUnavailable("the redis memory store did not answer in time") from None
             except ConnectionLost as lost:
                 if reused and not lost.answered:
                     raise _Retry(str(lost)) from lost

@@ -245,9 +245,9 @@ class Pool:
                     raise _Retry(str(lost)) from lost
                 raise StorageUnavailable(f"redis memory store: {lost}") from lost
             finally:
-                if connection.usable and connection.generation == self._generation:
-                    if not self._closed:
-                        self._idle.append(connection)
+                current = connection.generation == self._generation
+                if connection.usable and current and not self._closed:
+                    self._idle.append(connection)
                 else:
                     connection.close()
         return replies

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import redis
 import trio
+from trio.testing import assert_checkpoints
 
 from bastion.storage.errors import StorageUnavailable
 from bastion.storage.memory import RedisMemoryStore
@@ -251,3 +252,17 @@ async def test_closing_closes_the_idle_connections(server: RedisProcess) -> None
     assert await eventually(closed)
     with pytest.raises(StorageUnavailable):
         await client.execute("PING")
+
+
+async def test_every_call_is_a_checkpoint(server: RedisProcess) -> None:
+    store = RedisMemoryStore(url(server), pool_size=2, timeout=5)
+    try:
+        await store.set("warm", b"1")  # a pooled connection: nothing left to wait for
+        with assert_checkpoints():
+            await store.get("warm")
+        with assert_checkpoints():
+            await store.set_many([("a", b"1", None), ("b", b"2", 60.0)])
+        with assert_checkpoints():
+            await store.token_bucket("bucket", 10.0, 5)
+    finally:
+        await store.aclose()

@@ -21,6 +21,7 @@ Rules:
 
 from __future__ import annotations
 
+import socket
 import ssl
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -98,12 +99,60 @@ class ConnectOptions:
     tls: ssl.SSLContext | None = None
 
 
-class Connection:
-    """One stream and its reply parser; unusable once a request was interrupted."""
+class _Socket:
+    """Plain TCP, driven by hand: a send or receive that can go at once goes at once, and
+    only waiting for the reply yields to trio's scheduler. (A ``trio.SocketStream`` yields
+    on every call, whether it must wait or not; that was most of a request's CPU.)"""
 
-    def __init__(self, stream: trio.abc.Stream, socket_stream: trio.SocketStream) -> None:
+    def __init__(self, sock: socket.socket) -> None:
+        sock.setblocking(False)
+        self._sock = sock
+        self.waited = False
+
+    async def send_all(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            try:
+                view = view[self._sock.send(view) :]
+            except BlockingIOError:
+                self.waited = True
+                await trio.lowlevel.wait_writable(self._sock)
+
+    async def receive_some(self, size: int) -> bytes:
+        while True:
+            try:
+                return self._sock.recv(size)
+            except BlockingIOError:
+                self.waited = True
+                await trio.lowlevel.wait_readable(self._sock)
+
+    def close(self) -> None:
+        trio.lowlevel.notify_closing(self._sock)
+        self._sock.close()
+
+
+class _Tls:
+    """TLS through ``trio.SSLStream`` (every call a checkpoint)."""
+
+    def __init__(self, stream: trio.SSLStream[trio.SocketStream]) -> None:
         self._stream = stream
-        self._socket = socket_stream
+        self.waited = True
+
+    async def send_all(self, data: bytes) -> None:
+        await self._stream.send_all(data)
+
+    async def receive_some(self, size: int) -> bytes:
+        return bytes(await self._stream.receive_some(size))
+
+    def close(self) -> None:
+        self._stream.transport_stream.socket.close()
+
+
+class Connection:
+    """One socket and its reply parser; unusable once a request was interrupted."""
+
+    def __init__(self, channel: _Socket | _Tls) -> None:
+        self._channel = channel
         self._reader = hiredis.Reader(replyError=ReplyError)
         self._answered = False
         self.usable = True
@@ -111,13 +160,16 @@ class Connection:
 
     async def request(self, commands: Sequence[Command]) -> list[Any]:
         """Send ``commands`` in one write and read one reply for each (an error reply is
-        returned as a :class:`ReplyError`, not raised)."""
+        returned as a :class:`ReplyError`, not raised). A checkpoint, as every trio call."""
+        await trio.lowlevel.checkpoint_if_cancelled()
         if not self.usable:
             raise ConnectionLost("connection closed", answered=False)
-        self._answered = False
+        self._answered = self._channel.waited = False
         try:
-            await self._stream.send_all(encode(commands))
+            await self._channel.send_all(encode(commands))
             replies = [await self._reply() for _ in commands]
+            if not self._channel.waited:
+                await trio.lowlevel.cancel_shielded_checkpoint()
         except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
             self.close()
             raise ConnectionLost(f"connection lost: {exc!r}", answered=self._answered) from exc
@@ -133,7 +185,7 @@ class Connection:
     async def _reply(self) -> Any:
         reply = self._reader.gets()
         while reply is False:
-            data = await self._stream.receive_some(_READ_SIZE)
+            data = await self._channel.receive_some(_READ_SIZE)
             if not data:
                 raise ConnectionLost("the server closed the connection", answered=self._answered)
             self._answered = True
@@ -143,8 +195,9 @@ class Connection:
 
     def close(self) -> None:
         """Close at once, without a goodbye (synchronous, so it is safe while cancelled)."""
-        self.usable = False
-        self._socket.socket.close()
+        if self.usable:
+            self.usable = False
+            self._channel.close()
 
 
 async def connect(address: Address, options: ConnectOptions) -> Connection:
@@ -152,14 +205,17 @@ async def connect(address: Address, options: ConnectOptions) -> Connection:
     TooSlowError after ``options.timeout``) if it cannot be made ready."""
     host, port = address
     with trio.fail_after(options.timeout):
-        socket_stream = await trio.open_tcp_stream(host, port)
-        stream: trio.abc.Stream = socket_stream
+        stream = await trio.open_tcp_stream(host, port)
         try:
             if options.tls is not None:
-                tls = trio.SSLStream(socket_stream, options.tls, server_hostname=host)
+                tls = trio.SSLStream(stream, options.tls, server_hostname=host)
                 await tls.do_handshake()
-                stream = tls
-            connection = Connection(stream, socket_stream)
+                connection = Connection(_Tls(tls))
+            else:
+                family, kind = stream.socket.family, stream.socket.type
+                connection = Connection(
+                    _Socket(socket.socket(family, kind, 0, stream.socket.detach()))
+                )
             hello: list[Command] = []
             if options.password is not None:
                 user = [options.username] if options.username else []
@@ -168,7 +224,7 @@ async def connect(address: Address, options: ConnectOptions) -> Connection:
                 hello.append(["SELECT", options.db])
             replies = await connection.request(hello) if hello else []
         except BaseException:
-            socket_stream.socket.close()
+            stream.socket.close()
             raise
     for reply in replies:
         if isinstance(reply, ReplyError):
@@ -224,32 +280,41 @@ class Pool:
         await trio.lowlevel.checkpoint()
 
     async def _attempt(self, commands: Sequence[Command]) -> list[Any]:
-        async with self._slots:
-            connection = self._idle.pop() if self._idle else None
-            reused = connection is not None
-            if connection is None:
-                connection = await self._open()
-            try:
-                # A bare scope, not fail_after: the hot path's cheapest deadline.
-                replies: list[Any] = []
-                with trio.CancelScope(deadline=trio.current_time() + self._timeout) as scope:
-                    replies = await connection.request(commands)
-                if scope.cancelled_caught:
-                    raise StorageUnavailable("the redis memory store did not answer in time")
-                for reply in replies:
-                    if isinstance(reply, ReplyError) and str(reply).startswith(_NOT_NOW):
-                        connection.close()
-                        raise _Retry(f"redis memory store: {reply}")
-            except ConnectionLost as lost:
-                if reused and not lost.answered:
-                    raise _Retry(str(lost)) from lost
-                raise StorageUnavailable(f"redis memory store: {lost}") from lost
-            finally:
-                current = connection.generation == self._generation
-                if connection.usable and current and not self._closed:
-                    self._idle.append(connection)
-                else:
+        try:
+            self._slots.acquire_nowait()  # no yield when a slot is free: requests checkpoint
+        except trio.WouldBlock:
+            await self._slots.acquire()
+        try:
+            return await self._on_a_connection(commands)
+        finally:
+            self._slots.release()
+
+    async def _on_a_connection(self, commands: Sequence[Command]) -> list[Any]:
+        connection = self._idle.pop() if self._idle else None
+        reused = connection is not None
+        if connection is None:
+            connection = await self._open()
+        try:
+            # A bare scope, not fail_after: the hot path's cheapest deadline.
+            replies: list[Any] = []
+            with trio.CancelScope(deadline=trio.current_time() + self._timeout) as scope:
+                replies = await connection.request(commands)
+            if scope.cancelled_caught:
+                raise StorageUnavailable("the redis memory store did not answer in time")
+            for reply in replies:
+                if isinstance(reply, ReplyError) and str(reply).startswith(_NOT_NOW):
                     connection.close()
+                    raise _Retry(f"redis memory store: {reply}")
+        except ConnectionLost as lost:
+            if reused and not lost.answered:
+                raise _Retry(str(lost)) from lost
+            raise StorageUnavailable(f"redis memory store: {lost}") from lost
+        finally:
+            current = connection.generation == self._generation
+            if connection.usable and current and not self._closed:
+                self._idle.append(connection)
+            else:
+                connection.close()
         return replies
 
     async def _open(self) -> Connection:

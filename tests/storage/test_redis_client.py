@@ -266,3 +266,16 @@ async def test_every_call_is_a_checkpoint(server: RedisProcess) -> None:
             await store.token_bucket("bucket", 10.0, 5)
     finally:
         await store.aclose()
+
+
+async def test_a_pipeline_ending_in_a_script_the_server_forgot(server: RedisProcess) -> None:
+    store = RedisMemoryStore(url(server), pool_size=1, timeout=5)
+    try:
+        await store.set_many([("a", b"1", 60)], index=("idx", "x", 60))
+        server.client().script_flush()
+        await store.set_many([("b", b"2", 60)], index=("idx", "y", 60))
+        assert await store.get_many("a", "b") == [b"1", b"2"]
+        assert await store.index_members("idx") == ["x", "y"]
+        assert store.statistics()["connections_opened"] == 1
+    finally:
+        await store.aclose()

@@ -104,13 +104,22 @@ class RedisMemoryStore:
         check_ttl(ttl)
         await self._client.execute(*_set(key, value, ttl))
 
-    async def set_many(self, entries: Sequence[Entry]) -> None:
+    async def set_many(
+        self, entries: Sequence[Entry], *, index: tuple[str, str, float] | None = None
+    ) -> None:
         for _, _, ttl in entries:
             check_ttl(ttl)
-        if not entries:
+        if index is not None:
+            check_ttl(index[2])
+        if not entries and index is None:
             await trio.lowlevel.checkpoint()
             return
-        await self._client.pipeline([_set(key, value, ttl) for key, value, ttl in entries])
+        sets = [_set(key, value, ttl) for key, value, ttl in entries]
+        if index is None:
+            await self._client.pipeline(sets)
+            return
+        key, member, ttl = index
+        await self._client.pipeline(sets, (_INDEX_ADD, [key], [member, _ms(ttl) or 1]))
 
     async def set_if_absent(self, key: str, value: bytes, ttl: float | None = None) -> bool:
         check_ttl(ttl)
@@ -137,8 +146,7 @@ class RedisMemoryStore:
 
     async def index_add(self, key: str, member: str, ttl: float) -> None:
         check_ttl(ttl)
-        ms = max(1, math.ceil(ttl * 1000))
-        await self._client.script(_INDEX_ADD, [key], [member, ms])
+        await self._client.script(_INDEX_ADD, [key], [member, _ms(ttl) or 1])
 
     async def index_members(self, key: str) -> list[str]:
         found = await self._client.script(_INDEX_MEMBERS, [key], [])

@@ -66,7 +66,11 @@ class ThreadedRedis:
         # A thread stuck on a dead server is left behind when the caller gives up.
         await self._call(self._client.ping, abandon=True)
 
-    async def pipeline(self, commands: Sequence[Command]) -> list[Any]:
+    async def pipeline(
+        self,
+        commands: Sequence[Command],
+        script: tuple[str, Sequence[str], Sequence[Arg]] | None = None,
+    ) -> list[Any]:
         def work() -> list[Any]:
             # One round trip (per node, on a cluster); no MULTI: each command stands alone.
             pipe = self._client.pipeline(transaction=False)
@@ -75,7 +79,10 @@ class ThreadedRedis:
             replies: list[Any] = pipe.execute()
             return replies
 
-        replies: list[Any] = await self._call(work)
+        replies: list[Any] = await self._call(work) if commands else []
+        if script is not None:
+            # A second round trip: redis-py's cluster pipeline takes no scripts.
+            replies.append(await self.script(*script))
         return replies
 
     async def script(self, body: str, keys: Sequence[str], args: Sequence[Arg]) -> Any:

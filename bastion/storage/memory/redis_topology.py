@@ -39,7 +39,10 @@ from bastion.storage.memory.resp import (
     connect,
 )
 
-__all__ = ["RedisClient", "SentinelLocator", "TrioRedis", "redis_client"]
+__all__ = ["RedisClient", "ScriptCall", "SentinelLocator", "TrioRedis", "redis_client"]
+
+#: A Lua script's body, keys and arguments.
+ScriptCall = tuple[str, Sequence[str], Sequence[Arg]]
 
 _SCAN_BATCH = 500
 
@@ -53,8 +56,12 @@ class RedisClient(Protocol):
         """One command on the key it names."""
         ...
 
-    async def pipeline(self, commands: Sequence[Command]) -> list[Any]:
-        """Several commands in one round trip (each on its own: no MULTI)."""
+    async def pipeline(
+        self, commands: Sequence[Command], script: ScriptCall | None = None
+    ) -> list[Any]:
+        """Several commands in one round trip (each on its own: no MULTI), then ``script``
+        (body, keys, args), whose reply comes last: in the same round trip where the
+        client can."""
         ...
 
     async def script(self, body: str, keys: Sequence[str], args: Sequence[Arg]) -> Any:
@@ -109,20 +116,29 @@ class TrioRedis:
         (reply,) = await self._pool.request([args])
         return _raised(reply)
 
-    async def pipeline(self, commands: Sequence[Command]) -> list[Any]:
-        return [_raised(reply) for reply in await self._pool.request(commands)]
+    async def pipeline(
+        self, commands: Sequence[Command], script: ScriptCall | None = None
+    ) -> list[Any]:
+        if script is None:
+            return [_raised(reply) for reply in await self._pool.request(commands)]
+        *replies, last = await self._pool.request([*commands, self._evalsha(*script)])
+        if _unknown(last):
+            last = await self.script(*script)
+        return [_raised(reply) for reply in (*replies, last)]
 
     async def script(self, body: str, keys: Sequence[str], args: Sequence[Arg]) -> Any:
-        digest = self._digests.get(body)
-        if digest is None:
-            digest = self._digests[body] = hashlib.sha1(
-                body.encode(), usedforsecurity=False
-            ).hexdigest()
-        (reply,) = await self._pool.request([["EVALSHA", digest, len(keys), *keys, *args]])
-        if isinstance(reply, ReplyError) and str(reply).startswith("NOSCRIPT"):
+        (reply,) = await self._pool.request([self._evalsha(body, keys, args)])
+        if _unknown(reply):
             # The server has not seen it (or flushed its scripts): EVAL caches it again.
             (reply,) = await self._pool.request([["EVAL", body, len(keys), *keys, *args]])
         return _raised(reply)
+
+    def _evalsha(self, body: str, keys: Sequence[str], args: Sequence[Arg]) -> Command:
+        digest = self._digests.get(body)
+        if digest is None:
+            digest = hashlib.sha1(body.encode(), usedforsecurity=False).hexdigest()
+            self._digests[body] = digest
+        return ["EVALSHA", digest, len(keys), *keys, *args]
 
     async def get_many(self, keys: Sequence[str]) -> list[bytes | None]:
         values: list[bytes | None] = await self.execute("MGET", *keys)
@@ -229,6 +245,10 @@ def _fixed(address: Address) -> Callable[[], Awaitable[Address]]:
         return address
 
     return locate
+
+
+def _unknown(reply: Any) -> bool:
+    return isinstance(reply, ReplyError) and str(reply).startswith("NOSCRIPT")
 
 
 def _raised(reply: Any) -> Any:

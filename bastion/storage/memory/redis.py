@@ -8,7 +8,8 @@ so they are atomic on every topology; the token bucket uses the Redis server's c
 shared by every instance. The only multi-key commands are reads and deletes of keys that
 need not be read or deleted together (``get_many``, ``delete``, ``set_many``): on a
 Cluster, redis-py splits them by slot (``mget_nonatomic``, per-slot ``DEL``), so no key
-needs a hash tag.
+needs a hash tag. ``set_many`` (with its optional index entry) is one pipeline: one round
+trip on the trio client.
 """
 
 from __future__ import annotations

@@ -13,8 +13,10 @@ Rules:
 - Socket errors, timeouts and replies meaning "not now" (``READONLY`` from a demoted
   master, ``LOADING``, ``MASTERDOWN``) become :class:`StorageUnavailable`. A request is
   tried again (twice, with a short backoff, as redis-py's ``Retry`` did) only where it
-  cannot have run: the connection could not be opened, an idle connection turned out to
-  be dead before it answered anything, or the server refused it with one of those replies.
+  did not run, or almost surely not: the connection could not be opened, the server
+  refused it with one of those replies, or an idle connection turned out to be dead
+  before it answered anything (a server restarted since; redis-py retried every command
+  on any connection error).
 - Any such failure also makes the pool forget where the server is (the next connection
   asks its locator again: a Sentinel's master moves) and close its idle connections.
 """

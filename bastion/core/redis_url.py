@@ -6,7 +6,7 @@ storage layer to build its client."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 __all__ = ["MEMORY_STORE_SCHEMES", "RedisTopology", "parse_redis_url"]
 
@@ -29,6 +29,8 @@ class RedisTopology:
     db: int = 0
     username: str | None = None
     password: str | None = None
+    #: the query's ``name=value`` pairs (TLS settings: ``ssl_cert_reqs``, ``ssl_ca_certs``...)
+    options: tuple[tuple[str, str], ...] = ()
 
 
 def parse_redis_url(url: str) -> RedisTopology:
@@ -38,15 +40,31 @@ def parse_redis_url(url: str) -> RedisTopology:
     if scheme not in MEMORY_STORE_SCHEMES:
         raise ValueError(f"not a Redis URL scheme: {scheme or '(none)'}")
     tls = scheme.startswith("rediss")
-    if "+" not in scheme:
-        return RedisTopology("single", tls, ())
-    kind = scheme.partition("+")[2]
+    kind = scheme.partition("+")[2] or "single"
     userinfo, _, hostlist = parts.netloc.rpartition("@")
     username, _, password = userinfo.partition(":") if userinfo else ("", "", "")
+    options = tuple(parse_qsl(parts.query))
+    path = [p for p in parts.path.split("/") if p]
+    if kind == "single":
+        # redis-py's defaults: localhost, port 6379, database 0.
+        if len(path) > 1 or (path and not path[0].isdigit()):
+            raise ValueError(f"the database number must be an integer, not {parts.path!r}")
+        host = _host_port(
+            hostlist if hostlist.rpartition("]")[2].count(":") else f"{hostlist}:6379",
+            empty_host=True,
+        )
+        return RedisTopology(
+            kind,
+            tls,
+            ((host[0] or "localhost", host[1]),),
+            db=int(path[0]) if path else 0,
+            username=unquote(username) or None,
+            password=unquote(password) or None,
+            options=options,
+        )
     hosts = tuple(_host_port(h) for h in hostlist.split(",") if h)
     if not hosts:
         raise ValueError(f"{scheme}:// names no host")
-    path = [p for p in parts.path.split("/") if p]
     service, db = "", 0
     if kind == "sentinel":
         if not path or len(path) > 2:
@@ -66,11 +84,12 @@ def parse_redis_url(url: str) -> RedisTopology:
         db,
         unquote(username) or None,
         unquote(password) or None,
+        options,
     )
 
 
-def _host_port(text: str) -> tuple[str, int]:
+def _host_port(text: str, *, empty_host: bool = False) -> tuple[str, int]:
     host, sep, port = text.rpartition(":")
-    if not sep or not port.isdigit() or not host:
+    if not sep or not port.isdigit() or not (host or empty_host):
         raise ValueError(f"expected host:port, got {text!r}")
     return host.strip("[]"), int(port)

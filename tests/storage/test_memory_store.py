@@ -234,3 +234,21 @@ async def test_index_members_expire_one_by_one(memory_store: MemoryStore) -> Non
         return await memory_store.index_members(key) == []
 
     assert await eventually(empty)
+
+
+async def test_set_many_with_an_index_entry(memory_store: MemoryStore) -> None:
+    key, index = new_key(), new_key("index")
+    await memory_store.index_add(index, "older", 60)
+    await memory_store.set_many([(key, b"v", 60)], index=(index, "sid", SHORT_TTL))
+    assert await memory_store.get(key) == b"v"
+    assert await memory_store.index_members(index) == ["older", "sid"]
+
+    async def only_older() -> bool:
+        return await memory_store.index_members(index) == ["older"]
+
+    assert await eventually(only_older)
+    await memory_store.set_many([], index=(index, "alone", 60))
+    assert await memory_store.index_members(index) == ["alone", "older"]
+    with pytest.raises(ValueError, match="ttl must be positive"):
+        await memory_store.set_many([(new_key(), b"1", 10)], index=(index, "bad", 0))
+    assert await memory_store.index_members(index) == ["alone", "older"]

@@ -14,7 +14,7 @@ import trio
 
 from bastion.storage.errors import StorageUnavailable
 from bastion.storage.memory import RedisMemoryStore
-from tests.redis_topologies import SentinelSet, sentinel_set
+from tests.redis_topologies import SERVICE, SentinelSet, sentinel_set
 
 
 @pytest.fixture
@@ -50,5 +50,43 @@ async def test_a_sentinel_failover_keeps_the_store_serving(sentinels: SentinelSe
         assert values == list(written.values())
         # Only the documented failure during the switch.
         assert all(isinstance(f, StorageUnavailable) for f in failures)
+        assert store.statistics()["failovers"] == 1
+    finally:
+        await store.aclose()
+
+
+async def test_a_demoted_master_sends_the_store_to_the_promoted_one(
+    sentinels: SentinelSet,
+) -> None:
+    """A manual failover: the old master lives on as a replica (it answers writes with
+    READONLY, or drops its clients); the store asks the sentinels again and writes to the
+    new master, with the connections it keeps to the old one dropped."""
+    store = RedisMemoryStore(sentinels.url(), pool_size=4, timeout=2)
+    try:
+        await store.set("before", b"1", ttl=600)
+        old_port = sentinels.current_master_port()
+        sentinels.sentinels[0].client().execute_command("SENTINEL", "FAILOVER", SERVICE)
+
+        def demoted() -> bool:
+            # Until the old master has turned replica, writes may still land on it.
+            role = sentinels.master.client().info("replication")["role"]
+            return sentinels.current_master_port() != old_port and role == "slave"
+
+        for _ in range(600):  # a minute at most
+            if demoted():
+                break
+            await trio.sleep(0.1)
+        assert demoted(), "the sentinels never demoted the old master"
+        with trio.fail_after(60):
+            while True:
+                try:
+                    await store.set("after", b"2", ttl=600)
+                    break
+                except StorageUnavailable:
+                    await trio.sleep(0.2)
+        new_master = sentinels.replica.client()
+        assert new_master.get("after") == b"2"
+        assert await store.get("before") == b"1"
+        assert store.statistics()["failovers"] == 1
     finally:
         await store.aclose()

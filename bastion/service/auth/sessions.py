@@ -142,8 +142,8 @@ class SessionStore:
             refresh = tokens.refresh_token.encode()
             entries.append((k(user_id, sid, tokens.nonce, REFRESH), refresh, life.refresh))
         entries.append((meta_key, json.dumps(meta).encode(), self._longest))
-        await self.memory.set_many(entries)
-        await self.memory.index_add(self.index_key(user_id), sid, self._longest)
+        index = (self.index_key(user_id), sid, self._longest)
+        await self.memory.set_many(entries, index=index)
 
     async def listing(self, user_id: str) -> list[SessionInfo]:
         """The user's live session families, oldest first; dead ones leave the index."""

@@ -39,9 +39,12 @@ class MemoryStore(Protocol):
         """Store ``value``; ``ttl`` seconds to live, ``None`` = until deleted."""
         ...
 
-    async def set_many(self, entries: Sequence[Entry]) -> None:
-        """``set`` each entry; one round trip where the backend allows (not atomic as a
-        whole: each key is written as ``set`` writes it)."""
+    async def set_many(
+        self, entries: Sequence[Entry], *, index: tuple[str, str, float] | None = None
+    ) -> None:
+        """``set`` each entry, then ``index_add(*index)`` if given; one round trip where
+        the backend allows (not atomic as a whole: each key is written as ``set`` and
+        ``index_add`` write it)."""
         ...
 
     async def set_if_absent(self, key: str, value: bytes, ttl: float | None = None) -> bool:

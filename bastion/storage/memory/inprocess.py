@@ -46,12 +46,18 @@ class InProcessMemoryStore:
         check_ttl(ttl)
         self._put(key, value, ttl)
 
-    async def set_many(self, entries: Sequence[Entry]) -> None:
+    async def set_many(
+        self, entries: Sequence[Entry], *, index: tuple[str, str, float] | None = None
+    ) -> None:
         await trio.lowlevel.checkpoint()
         for _, _, ttl in entries:
             check_ttl(ttl)
+        if index is not None:
+            check_ttl(index[2])
         for key, value, ttl in entries:
             self._put(key, value, ttl)
+        if index is not None:
+            await self.index_add(*index)
 
     async def set_if_absent(self, key: str, value: bytes, ttl: float | None = None) -> bool:
         await trio.lowlevel.checkpoint()

@@ -1,31 +1,28 @@
 """The memory store in Redis: one server, a Sentinel-watched master, or a Cluster
-(``--memory-store-url``; see :mod:`storage.memory.redis_topology` for the URL forms).
+(``--memory-store-url``; see :mod:`storage.memory.redis_topology` for the URL forms and
+the client each one gets: bastion's trio client, or redis-py's in threads for a Cluster).
 
-redis-py's sync client, called from worker threads behind a ``trio.CapacityLimiter`` as
-large as its connection pool. Operations that read and write run as one command
+Operations that read and write run as one command
 (``GETDEL``, ``SET NX PX``) or one Lua script (counter with TTL, token bucket) on ONE key,
 so they are atomic on every topology; the token bucket uses the Redis server's clock,
 shared by every instance. The only multi-key commands are reads and deletes of keys that
 need not be read or deleted together (``get_many``, ``delete``, ``set_many``): on a
 Cluster, redis-py splits them by slot (``mget_nonatomic``, per-slot ``DEL``), so no key
-needs a hash tag.
+needs a hash tag. ``set_many`` (with its optional index entry) is one pipeline: one round
+trip on the trio client.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
 
-import redis
 import trio
-from redis.backoff import ExponentialBackoff
-from redis.retry import Retry
 
-from bastion.core.redis_url import parse_redis_url
 from bastion.storage.errors import StorageUnavailable
 from bastion.storage.memory.base import BUCKET_GRACE, Entry, check_bucket_args, check_ttl
-from bastion.storage.memory.redis_topology import redis_client
+from bastion.storage.memory.redis_topology import RedisClient, redis_client
+from bastion.storage.memory.resp import Arg
 
 __all__ = ["RedisMemoryStore"]
 
@@ -78,145 +75,117 @@ redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 return redis.call('ZRANGE', KEYS[1], 0, -1)
 """
 
-_SCAN_BATCH = 500
 _GRACE_MS = math.ceil(BUCKET_GRACE * 1000)
 
 
 class RedisMemoryStore:
-    def __init__(self, url: str, *, pool_size: int = 10, timeout: float = 10.0) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        pool_size: int = 10,
+        timeout: float = 10.0,
+        client: RedisClient | None = None,
+    ) -> None:
+        """``client`` replaces the one ``url`` names (the benchmark compares two)."""
         self._timeout = timeout
-        self._cluster = parse_redis_url(url).kind == "cluster"
-        self._client, self._failovers = redis_client(
-            url,
-            pool_size=pool_size,
-            timeout=timeout,
-            retry=Retry(ExponentialBackoff(cap=0.5, base=0.05), 2),
-        )
-        self._limiter = trio.CapacityLimiter(pool_size)
-        self._unavailable = 0
-        self._incr = self._client.register_script(_INCR)
-        self._bucket = self._client.register_script(_TOKEN_BUCKET)
-        self._index_add = self._client.register_script(_INDEX_ADD)
-        self._index_members = self._client.register_script(_INDEX_MEMBERS)
+        self._client = client or redis_client(url, pool_size=pool_size, timeout=timeout)
 
     async def get(self, key: str) -> bytes | None:
-        value: bytes | None = await self._call(lambda: self._client.get(key))
+        value: bytes | None = await self._client.execute("GET", key)
         return value
 
     async def get_many(self, *keys: str) -> list[bytes | None]:
         if not keys:
             await trio.lowlevel.checkpoint()
             return []
-        # A cluster reads slot by slot: these keys never need one atomic read.
-        read = self._client.mget_nonatomic if self._cluster else self._client.mget  # type: ignore[attr-defined]
-        values: list[bytes | None] = await self._call(lambda: read(keys))
-        return values
+        return await self._client.get_many(keys)
 
     async def set(self, key: str, value: bytes, ttl: float | None = None) -> None:
         check_ttl(ttl)
-        await self._call(lambda: self._client.set(key, value, px=_ms(ttl)))
+        await self._client.execute(*_set(key, value, ttl))
 
-    async def set_many(self, entries: Sequence[Entry]) -> None:
+    async def set_many(
+        self, entries: Sequence[Entry], *, index: tuple[str, str, float] | None = None
+    ) -> None:
         for _, _, ttl in entries:
             check_ttl(ttl)
-        if not entries:
+        if index is not None:
+            check_ttl(index[2])
+        if not entries and index is None:
             await trio.lowlevel.checkpoint()
             return
-
-        def work() -> None:
-            # One round trip; no MULTI: each SET stands alone, as ``set`` would.
-            pipe = self._client.pipeline(transaction=False)
-            for key, value, ttl in entries:
-                pipe.set(key, value, px=_ms(ttl))
-            pipe.execute()
-
-        await self._call(work)
+        sets = [_set(key, value, ttl) for key, value, ttl in entries]
+        if index is None:
+            await self._client.pipeline(sets)
+            return
+        key, member, ttl = index
+        await self._client.pipeline(sets, (_INDEX_ADD, [key], [member, _ms(ttl) or 1]))
 
     async def set_if_absent(self, key: str, value: bytes, ttl: float | None = None) -> bool:
         check_ttl(ttl)
-        stored = await self._call(lambda: self._client.set(key, value, nx=True, px=_ms(ttl)))
+        stored = await self._client.execute(*_set(key, value, ttl), "NX")
         return bool(stored)
 
     async def delete(self, *keys: str) -> int:
         if not keys:
             await trio.lowlevel.checkpoint()
             return 0
-        deleted: int = await self._call(lambda: self._client.delete(*keys))
-        return deleted
+        return await self._client.delete(keys)
 
     async def take(self, key: str) -> bytes | None:
-        value: bytes | None = await self._call(lambda: self._client.getdel(key))
+        value: bytes | None = await self._client.execute("GETDEL", key)
         return value
 
     async def incr(self, key: str, amount: int = 1, ttl: float | None = None) -> int:
         check_ttl(ttl)
-        value = await self._call(lambda: self._incr(keys=[key], args=[amount, _ms(ttl) or 0]))
+        value = await self._client.script(_INCR, [key], [amount, _ms(ttl) or 0])
         return int(value)
 
     async def delete_prefix(self, prefix: str) -> int:
-        def work() -> int:
-            deleted = 0
-            batch: list[bytes] = []
-            pattern = _glob_escape(prefix) + "*"
-            for key in self._client.scan_iter(match=pattern, count=_SCAN_BATCH):
-                batch.append(key)
-                if len(batch) >= _SCAN_BATCH:
-                    deleted += self._client.unlink(*batch)
-                    batch = []
-            if batch:
-                deleted += self._client.unlink(*batch)
-            return deleted
-
-        deleted: int = await self._call(work)
-        return deleted
+        return await self._client.delete_matching(_glob_escape(prefix) + "*")
 
     async def index_add(self, key: str, member: str, ttl: float) -> None:
         check_ttl(ttl)
-        ms = max(1, math.ceil(ttl * 1000))
-        await self._call(lambda: self._index_add(keys=[key], args=[member, ms]))
+        await self._client.script(_INDEX_ADD, [key], [member, _ms(ttl) or 1])
 
     async def index_members(self, key: str) -> list[str]:
-        found = await self._call(lambda: self._index_members(keys=[key]))
+        found = await self._client.script(_INDEX_MEMBERS, [key], [])
         return sorted(member.decode() for member in found)
 
     async def index_remove(self, key: str, *members: str) -> None:
         if not members:
             await trio.lowlevel.checkpoint()
             return
-        await self._call(lambda: self._client.zrem(key, *members))
+        await self._client.execute("ZREM", key, *members)
 
     async def token_bucket(
         self, key: str, rate: float, burst: int, cost: int = 1
     ) -> tuple[bool, float]:
         check_bucket_args(rate, burst, cost)
-        allowed, wait = await self._call(
-            lambda: self._bucket(keys=[key], args=[repr(float(rate)), burst, cost, _GRACE_MS])
+        allowed, wait = await self._client.script(
+            _TOKEN_BUCKET, [key], [repr(float(rate)), burst, cost, _GRACE_MS]
         )
         return allowed == 1, float(wait)
 
     def statistics(self) -> dict[str, int]:
-        """Counters since start: calls that found Redis unreachable, and master changes
-        seen through Sentinel (failovers)."""
-        return {"unavailable": self._unavailable, "failovers": self._failovers()}
+        """Counters since start: calls that found Redis unreachable, master changes seen
+        through Sentinel (failovers), and connections opened (not on a Cluster)."""
+        return self._client.statistics()
 
     async def ping(self) -> None:
         try:
             with trio.fail_after(self._timeout):
-                await self._call(self._client.ping, abandon=True)
+                await self._client.ping()
         except trio.TooSlowError:
             raise StorageUnavailable("the redis memory store did not answer") from None
 
     async def aclose(self) -> None:
-        await trio.to_thread.run_sync(self._client.close)
+        await self._client.aclose()
 
-    async def _call(self, fn: Callable[[], Any], abandon: bool = False) -> Any:
-        try:
-            return await trio.to_thread.run_sync(
-                fn, limiter=self._limiter, abandon_on_cancel=abandon
-            )
-        except (redis.ConnectionError, redis.TimeoutError) as e:
-            self._unavailable += 1
-            raise StorageUnavailable("cannot reach the redis memory store") from e
+
+def _set(key: str, value: bytes, ttl: float | None) -> list[Arg]:
+    return ["SET", key, value] if ttl is None else ["SET", key, value, "PX", _ms(ttl) or 1]
 
 
 def _ms(ttl: float | None) -> int | None:

@@ -1,84 +1,257 @@
-"""One redis-py client for each topology a ``--memory-store-url`` can name.
+"""One client for each topology a ``--memory-store-url`` can name, all behind
+:class:`RedisClient`.
 
-- ``redis://`` / ``rediss://``: one server (redis-py's own URL form, ``/db`` included).
+- ``redis://`` / ``rediss://``: one server (``[user:password@]host[:port][/db]``, TLS
+  settings in the query as redis-py names them: ``ssl_cert_reqs``, ``ssl_ca_certs``,
+  ``ssl_certfile``, ``ssl_keyfile``, ``ssl_check_hostname``). The trio client of
+  :mod:`storage.memory.resp`.
 - ``redis+sentinel://[user:password@]host:port[,host:port...]/service[/db]`` (and
-  ``rediss+sentinel://``): the sentinels are asked for the master of ``service``; after
-  a failover the pool's next connection goes to the promoted one. The password (if any)
-  is the master's; the sentinels themselves are reached without one.
+  ``rediss+sentinel://``): the trio client too. The sentinels are asked for the master of
+  ``service`` (``SENTINEL get-master-addr-by-name``); after a connection error or a
+  ``READONLY`` reply the pool asks again, so the next connection goes to the promoted
+  master. The password (if any) is the master's; the sentinels themselves are reached
+  without one, and without TLS.
 - ``redis+cluster://[user:password@]host:port[,host:port...]`` (and
-  ``rediss+cluster://``): Redis Cluster through the startup nodes; redis-py follows the
-  slot map and its MOVED/ASK redirections.
-
-All of it is redis-py's own Sentinel and Cluster support; nothing here routes a key.
+  ``rediss+cluster://``): redis-py's RedisCluster in worker threads
+  (:mod:`storage.memory.redis_threads`); it follows the slot map and its MOVED/ASK
+  redirections. Nothing here routes a key.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+import hashlib
+import ssl
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Protocol
 
-import redis
-from redis.cluster import ClusterNode, RedisCluster
-from redis.sentinel import Sentinel
+import trio
 
 from bastion.core.redis_url import parse_redis_url
+from bastion.storage.memory.redis_threads import ThreadedRedis, cluster_client
+from bastion.storage.memory.resp import (
+    Address,
+    Arg,
+    Command,
+    ConnectionLost,
+    ConnectOptions,
+    Pool,
+    ReplyError,
+    connect,
+)
 
-__all__ = ["redis_client"]
+__all__ = ["RedisClient", "ScriptCall", "SentinelLocator", "TrioRedis", "redis_client"]
+
+#: A Lua script's body, keys and arguments.
+ScriptCall = tuple[str, Sequence[str], Sequence[Arg]]
+
+_SCAN_BATCH = 500
 
 
-class CountingSentinel(Sentinel):
-    """redis-py's Sentinel manager, counting how often the master it discovers changed:
-    the failovers this process has seen."""
+class RedisClient(Protocol):
+    """The commands the memory store sends. Error replies are raised as
+    :class:`ReplyError` (redis-py's own on a cluster); an unreachable server as
+    ``StorageUnavailable``."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    async def execute(self, *args: Arg) -> Any:
+        """One command on the key it names."""
+        ...
+
+    async def pipeline(
+        self, commands: Sequence[Command], script: ScriptCall | None = None
+    ) -> list[Any]:
+        """Several commands in one round trip (each on its own: no MULTI), then ``script``
+        (body, keys, args), whose reply comes last: in the same round trip where the
+        client can."""
+        ...
+
+    async def script(self, body: str, keys: Sequence[str], args: Sequence[Arg]) -> Any:
+        """A Lua script, by its digest once the server has it."""
+        ...
+
+    async def get_many(self, keys: Sequence[str]) -> list[bytes | None]: ...
+
+    async def delete(self, keys: Sequence[str]) -> int: ...
+
+    async def delete_matching(self, pattern: str) -> int:
+        """Unlink every key matching the glob ``pattern``; how many there were."""
+        ...
+
+    async def ping(self) -> None: ...
+
+    def statistics(self) -> dict[str, int]: ...
+
+    async def aclose(self) -> None: ...
+
+
+def redis_client(url: str, *, pool_size: int, timeout: float) -> RedisClient:
+    """The client for ``url``'s topology."""
+    topology = parse_redis_url(url)
+    if topology.kind == "cluster":
+        cluster = cluster_client(topology, pool_size=pool_size, timeout=timeout)
+        return ThreadedRedis(cluster, pool_size=pool_size)
+    options = ConnectOptions(
+        timeout=timeout,
+        username=topology.username,
+        password=topology.password,
+        db=topology.db,
+        tls=tls_context(dict(topology.options)) if topology.tls else None,
+    )
+    if topology.kind == "sentinel":
+        locator = SentinelLocator(topology.hosts, topology.service, timeout=timeout)
+        pool = Pool(locator.locate, options, size=pool_size, forget=locator.forget)
+        return TrioRedis(pool, locator)
+    (address,) = topology.hosts
+    return TrioRedis(Pool(_fixed(address), options, size=pool_size))
+
+
+class TrioRedis:
+    """:class:`RedisClient` on one server (or a Sentinel's master) through a trio pool."""
+
+    def __init__(self, pool: Pool, locator: SentinelLocator | None = None) -> None:
+        self._pool = pool
+        self._locator = locator
+        self._digests: dict[str, str] = {}
+
+    async def execute(self, *args: Arg) -> Any:
+        (reply,) = await self._pool.request([args])
+        return _raised(reply)
+
+    async def pipeline(
+        self, commands: Sequence[Command], script: ScriptCall | None = None
+    ) -> list[Any]:
+        if script is None:
+            return [_raised(reply) for reply in await self._pool.request(commands)]
+        *replies, last = await self._pool.request([*commands, self._evalsha(*script)])
+        if _unknown(last):
+            last = await self.script(*script)
+        return [_raised(reply) for reply in (*replies, last)]
+
+    async def script(self, body: str, keys: Sequence[str], args: Sequence[Arg]) -> Any:
+        (reply,) = await self._pool.request([self._evalsha(body, keys, args)])
+        if _unknown(reply):
+            # The server has not seen it (or flushed its scripts): EVAL caches it again.
+            (reply,) = await self._pool.request([["EVAL", body, len(keys), *keys, *args]])
+        return _raised(reply)
+
+    def _evalsha(self, body: str, keys: Sequence[str], args: Sequence[Arg]) -> Command:
+        digest = self._digests.get(body)
+        if digest is None:
+            digest = hashlib.sha1(body.encode(), usedforsecurity=False).hexdigest()
+            self._digests[body] = digest
+        return ["EVALSHA", digest, len(keys), *keys, *args]
+
+    async def get_many(self, keys: Sequence[str]) -> list[bytes | None]:
+        values: list[bytes | None] = await self.execute("MGET", *keys)
+        return values
+
+    async def delete(self, keys: Sequence[str]) -> int:
+        deleted: int = await self.execute("DEL", *keys)
+        return deleted
+
+    async def delete_matching(self, pattern: str) -> int:
+        deleted, cursor = 0, b"0"
+        while True:
+            cursor, keys = await self.execute(
+                "SCAN", cursor, "MATCH", pattern, "COUNT", _SCAN_BATCH
+            )
+            if keys:
+                deleted += await self.execute("UNLINK", *keys)
+            if cursor == b"0":
+                return deleted
+
+    async def ping(self) -> None:
+        await self.execute("PING")
+
+    def statistics(self) -> dict[str, int]:
+        return {
+            "unavailable": self._pool.unavailable,
+            "failovers": self._locator.master_changes if self._locator else 0,
+            "connections_opened": self._pool.opened,
+        }
+
+    async def aclose(self) -> None:
+        await self._pool.aclose()
+
+
+class SentinelLocator:
+    """Where the sentinels say the master of ``service`` is, asked once and kept until
+    :meth:`forget`; counts how often the answer changed (the failovers seen)."""
+
+    def __init__(self, sentinels: Sequence[Address], service: str, *, timeout: float) -> None:
+        self._sentinels = list(sentinels)
+        self._service = service
+        self._options = ConnectOptions(timeout=timeout)
+        self._lock = trio.Lock()
+        self._master: Address | None = None
+        self._last: Address | None = None
         self.master_changes = 0
-        self._last: dict[str, Any] = {}
 
-    def discover_master(self, service_name: str) -> Any:
-        address = super().discover_master(service_name)
-        last = self._last.get(service_name)
-        if last is not None and address != last:
-            self.master_changes += 1
-        self._last[service_name] = address
+    async def locate(self) -> Address:
+        async with self._lock:  # one question at a time; the others take its answer
+            if self._master is None:
+                self._master = await self._ask()
+                if self._last is not None and self._master != self._last:
+                    self.master_changes += 1
+                self._last = self._master
+            return self._master
+
+    def forget(self) -> None:
+        self._master = None
+
+    async def _ask(self) -> Address:
+        errors: list[str] = []
+        for sentinel in list(self._sentinels):
+            try:
+                connection = await connect(sentinel, self._options)
+                try:
+                    with trio.fail_after(self._options.timeout):
+                        (reply,) = await connection.request(
+                            [["SENTINEL", "get-master-addr-by-name", self._service]]
+                        )
+                finally:
+                    connection.close()
+            except (OSError, ConnectionLost, trio.TooSlowError, trio.BrokenResourceError) as exc:
+                errors.append(f"{sentinel}: {exc!r}")
+                continue
+            if isinstance(reply, list) and len(reply) == 2:
+                # The sentinel that answered is asked first next time.
+                self._sentinels.remove(sentinel)
+                self._sentinels.insert(0, sentinel)
+                return reply[0].decode(), int(reply[1])
+            errors.append(f"{sentinel}: no master named {self._service!r}")
+        raise OSError("no sentinel named the master: " + "; ".join(errors))
+
+
+def tls_context(options: dict[str, str]) -> ssl.SSLContext:
+    """A client context from redis-py's URL options: verify the server (and its name)
+    unless told otherwise."""
+    context = ssl.create_default_context(cafile=options.get("ssl_ca_certs"))
+    requirement = options.get("ssl_cert_reqs", "required").lower()
+    check = options.get("ssl_check_hostname", "true").lower() not in ("false", "0", "no")
+    if requirement in ("none", "cert_none"):
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    else:
+        context.check_hostname = check
+        if requirement in ("optional", "cert_optional"):
+            context.verify_mode = ssl.CERT_OPTIONAL
+    if "ssl_certfile" in options:
+        context.load_cert_chain(options["ssl_certfile"], options.get("ssl_keyfile"))
+    return context
+
+
+def _fixed(address: Address) -> Callable[[], Awaitable[Address]]:
+    async def locate() -> Address:
         return address
 
-
-def redis_client(
-    url: str, *, pool_size: int, timeout: float, retry: Any
-) -> tuple[redis.Redis, Callable[[], int]]:
-    """A client for ``url``'s topology (a RedisCluster is a ``redis.Redis`` in duck type:
-    every command the memory store uses has the same signature), and a count of the
-    failovers it has followed (always 0 but through Sentinel)."""
-    topology = parse_redis_url(url)
-    common: dict[str, Any] = {
-        "socket_timeout": timeout,
-        "socket_connect_timeout": timeout,
-        "retry": retry,
-    }
-    if topology.kind == "single":
-        return redis.Redis.from_url(url, max_connections=pool_size, **common), _none
-    auth = {"username": topology.username, "password": topology.password}
-    if topology.kind == "sentinel":
-        sentinel = CountingSentinel(
-            list(topology.hosts),
-            sentinel_kwargs={"socket_timeout": timeout, "socket_connect_timeout": timeout},
-            ssl=topology.tls,
-            **common,
-        )
-        client = sentinel.master_for(
-            topology.service, db=topology.db, max_connections=pool_size, **auth
-        )
-        return client, lambda: sentinel.master_changes
-    cluster: Any = RedisCluster(
-        startup_nodes=[ClusterNode(host, port) for host, port in topology.hosts],
-        ssl=topology.tls,
-        max_connections=pool_size,
-        **auth,
-        **common,
-    )
-    return cluster, _none
+    return locate
 
 
-def _none() -> int:
-    return 0
+def _unknown(reply: Any) -> bool:
+    return isinstance(reply, ReplyError) and str(reply).startswith("NOSCRIPT")
+
+
+def _raised(reply: Any) -> Any:
+    if isinstance(reply, ReplyError):
+        raise reply
+    return reply

@@ -72,15 +72,22 @@ class SqlMemoryStore:
         now = self._clock()
         await self._locked(key, lambda conn: _write(conn, key, value, _expiry(now, ttl)))
 
-    async def set_many(self, entries: Sequence[Entry]) -> None:
+    async def set_many(
+        self, entries: Sequence[Entry], *, index: tuple[str, str, float] | None = None
+    ) -> None:
         """One locked write per key, as ``set``: the database's locks are one key each."""
         for key, _, ttl in entries:
             _check_key(key)
             check_ttl(ttl)
-        if not entries:
+        if index is not None:
+            _check_key(index[0])
+            check_ttl(index[2])
+        if not entries and index is None:
             await trio.lowlevel.checkpoint()
         for key, value, ttl in entries:
             await self.set(key, value, ttl)
+        if index is not None:
+            await self.index_add(*index)
 
     async def set_if_absent(self, key: str, value: bytes, ttl: float | None = None) -> bool:
         _check_key(key)

@@ -1,0 +1,344 @@
+"""A small Redis client on trio streams: RESP2 requests encoded here, replies parsed by
+hiredis's sans-IO ``Reader``, connections kept in a bounded pool.
+
+Why not redis-py's client: its sync client blocks, so every call paid a hand-off to a
+worker thread and back, which dominated the hot path (issue 18).
+
+Rules:
+
+- A connection carries one request (one command or a pipeline of several) at a time and
+  is given back to the pool only once every reply to it has been read. Anything that
+  interrupts a request midway (a cancellation, a timeout, a socket error, a malformed
+  reply) closes the connection, so no later request can read a reply that was not its own.
+- Socket errors, timeouts and replies meaning "not now" (``READONLY`` from a demoted
+  master, ``LOADING``, ``MASTERDOWN``) become :class:`StorageUnavailable`. A request is
+  tried again (twice, with a short backoff, as redis-py's ``Retry`` did) only where it
+  did not run, or almost surely not: the connection could not be opened, the server
+  refused it with one of those replies, or an idle connection turned out to be dead
+  before it answered anything (a server restarted since; redis-py retried every command
+  on any connection error).
+- Any such failure also makes the pool forget where the server is (the next connection
+  asks its locator again: a Sentinel's master moves) and close its idle connections.
+"""
+
+from __future__ import annotations
+
+import socket
+import ssl
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import hiredis
+import trio
+
+from bastion.storage.errors import StorageUnavailable
+
+__all__ = [
+    "Address",
+    "Arg",
+    "Command",
+    "ConnectOptions",
+    "Connection",
+    "ConnectionLost",
+    "Pool",
+    "ReplyError",
+    "connect",
+    "encode",
+]
+
+Arg = bytes | str | int | float
+Command = Sequence[Arg]
+Address = tuple[str, int]
+
+#: Error replies that say the server cannot take the command now; it did not run.
+_NOT_NOW = ("READONLY", "LOADING", "MASTERDOWN")
+_RETRIES = 2
+_READ_SIZE = 65536
+
+
+class ReplyError(Exception):
+    """An error reply (``-ERR ...``): the command reached the server and was refused."""
+
+
+class ConnectionLost(Exception):
+    """The connection broke; ``answered`` says whether any reply byte had arrived."""
+
+    def __init__(self, message: str, *, answered: bool) -> None:
+        super().__init__(message)
+        self.answered = answered
+
+
+def encode(commands: Sequence[Command]) -> bytes:
+    """The RESP arrays of bulk strings that send ``commands``, back to back."""
+    out: list[bytes] = []
+    for command in commands:
+        out.append(b"*%d\r\n" % len(command))
+        for arg in command:
+            if isinstance(arg, bytes):
+                data = arg
+            elif isinstance(arg, str):
+                data = arg.encode()
+            elif isinstance(arg, int):
+                data = b"%d" % arg
+            else:
+                data = repr(arg).encode()
+            out.append(b"$%d\r\n" % len(data))
+            out.append(data)
+            out.append(b"\r\n")
+    return b"".join(out)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConnectOptions:
+    """What every new connection does before its first command."""
+
+    timeout: float
+    username: str | None = None
+    password: str | None = None
+    db: int = 0
+    #: TLS when set (``rediss``)
+    tls: ssl.SSLContext | None = None
+
+
+class _Socket:
+    """Plain TCP, driven by hand: a send or receive that can go at once goes at once, and
+    only waiting for the reply yields to trio's scheduler. (A ``trio.SocketStream`` yields
+    on every call, whether it must wait or not; that was most of a request's CPU.)"""
+
+    def __init__(self, sock: socket.socket) -> None:
+        sock.setblocking(False)
+        self._sock = sock
+        self.waited = False
+
+    async def send_all(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            try:
+                view = view[self._sock.send(view) :]
+            except BlockingIOError:
+                self.waited = True
+                await trio.lowlevel.wait_writable(self._sock)
+
+    async def receive_some(self, size: int) -> bytes:
+        while True:
+            try:
+                return self._sock.recv(size)
+            except BlockingIOError:
+                self.waited = True
+                await trio.lowlevel.wait_readable(self._sock)
+
+    def close(self) -> None:
+        trio.lowlevel.notify_closing(self._sock)
+        self._sock.close()
+
+
+class _Tls:
+    """TLS through ``trio.SSLStream`` (every call a checkpoint)."""
+
+    def __init__(self, stream: trio.SSLStream[trio.SocketStream]) -> None:
+        self._stream = stream
+        self.waited = True
+
+    async def send_all(self, data: bytes) -> None:
+        await self._stream.send_all(data)
+
+    async def receive_some(self, size: int) -> bytes:
+        return bytes(await self._stream.receive_some(size))
+
+    def close(self) -> None:
+        self._stream.transport_stream.socket.close()
+
+
+class Connection:
+    """One socket and its reply parser; unusable once a request was interrupted."""
+
+    def __init__(self, channel: _Socket | _Tls) -> None:
+        self._channel = channel
+        self._reader = hiredis.Reader(replyError=ReplyError)
+        self._answered = False
+        self.usable = True
+        self.generation = 0
+
+    async def request(self, commands: Sequence[Command]) -> list[Any]:
+        """Send ``commands`` in one write and read one reply for each (an error reply is
+        returned as a :class:`ReplyError`, not raised). A checkpoint, as every trio call."""
+        await trio.lowlevel.checkpoint_if_cancelled()
+        if not self.usable:
+            raise ConnectionLost("connection closed", answered=False)
+        self._answered = self._channel.waited = False
+        try:
+            await self._channel.send_all(encode(commands))
+            replies = [await self._reply() for _ in commands]
+            if not self._channel.waited:
+                await trio.lowlevel.cancel_shielded_checkpoint()
+        except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+            self.close()
+            raise ConnectionLost(f"connection lost: {exc!r}", answered=self._answered) from exc
+        except hiredis.ProtocolError as exc:
+            self.close()
+            raise ConnectionLost(f"malformed reply: {exc}", answered=True) from exc
+        except BaseException:
+            # Cancelled (or anything else) midway: a reply may still be on its way.
+            self.close()
+            raise
+        return replies
+
+    async def _reply(self) -> Any:
+        reply = self._reader.gets()
+        while reply is False:
+            data = await self._channel.receive_some(_READ_SIZE)
+            if not data:
+                raise ConnectionLost("the server closed the connection", answered=self._answered)
+            self._answered = True
+            self._reader.feed(data)
+            reply = self._reader.gets()
+        return reply
+
+    def close(self) -> None:
+        """Close at once, without a goodbye (synchronous, so it is safe while cancelled)."""
+        if self.usable:
+            self.usable = False
+            self._channel.close()
+
+
+async def connect(address: Address, options: ConnectOptions) -> Connection:
+    """A connection to ``address``, authenticated and on ``options.db``; OSError (or
+    TooSlowError after ``options.timeout``) if it cannot be made ready."""
+    host, port = address
+    with trio.fail_after(options.timeout):
+        stream = await trio.open_tcp_stream(host, port)
+        try:
+            if options.tls is not None:
+                tls = trio.SSLStream(stream, options.tls, server_hostname=host)
+                await tls.do_handshake()
+                connection = Connection(_Tls(tls))
+            else:
+                family, kind = stream.socket.family, stream.socket.type
+                connection = Connection(
+                    _Socket(socket.socket(family, kind, 0, stream.socket.detach()))
+                )
+            hello: list[Command] = []
+            if options.password is not None:
+                user = [options.username] if options.username else []
+                hello.append(["AUTH", *user, options.password])
+            if options.db:
+                hello.append(["SELECT", options.db])
+            replies = await connection.request(hello) if hello else []
+        except BaseException:
+            stream.socket.close()
+            raise
+    for reply in replies:
+        if isinstance(reply, ReplyError):
+            connection.close()
+            raise OSError(f"redis refused the connection's set-up: {reply}")
+    return connection
+
+
+class Pool:
+    """At most ``size`` connections to wherever ``locate`` says the server is."""
+
+    def __init__(
+        self,
+        locate: Callable[[], Awaitable[Address]],
+        options: ConnectOptions,
+        *,
+        size: int,
+        forget: Callable[[], None] = lambda: None,
+    ) -> None:
+        self._locate = locate
+        self._forget = forget
+        self._options = options
+        self._timeout = options.timeout
+        self._slots = trio.Semaphore(size)
+        self._idle: list[Connection] = []
+        self._generation = 0
+        self._closed = False
+        self.opened = 0
+        self.unavailable = 0
+
+    async def request(self, commands: Sequence[Command]) -> list[Any]:
+        """The replies to ``commands``, sent as one pipeline on one connection."""
+        failures = 0
+        while True:
+            try:
+                return await self._attempt(commands)
+            except _Retry as retry:
+                self._lost()
+                failures += 1
+                if failures > _RETRIES:
+                    self.unavailable += 1
+                    raise StorageUnavailable(str(retry)) from retry.__cause__
+                await trio.sleep(min(0.5, 0.05 * 2**failures))
+            except StorageUnavailable:
+                self._lost()
+                self.unavailable += 1
+                raise
+
+    async def aclose(self) -> None:
+        """Close every idle connection; those in use close as they come back."""
+        self._closed = True
+        self._lost()
+        await trio.lowlevel.checkpoint()
+
+    async def _attempt(self, commands: Sequence[Command]) -> list[Any]:
+        try:
+            self._slots.acquire_nowait()  # no yield when a slot is free: requests checkpoint
+        except trio.WouldBlock:
+            await self._slots.acquire()
+        try:
+            return await self._on_a_connection(commands)
+        finally:
+            self._slots.release()
+
+    async def _on_a_connection(self, commands: Sequence[Command]) -> list[Any]:
+        connection = self._idle.pop() if self._idle else None
+        reused = connection is not None
+        if connection is None:
+            connection = await self._open()
+        try:
+            # A bare scope, not fail_after: the hot path's cheapest deadline.
+            replies: list[Any] = []
+            with trio.CancelScope(deadline=trio.current_time() + self._timeout) as scope:
+                replies = await connection.request(commands)
+            if scope.cancelled_caught:
+                raise StorageUnavailable("the redis memory store did not answer in time")
+            for reply in replies:
+                if isinstance(reply, ReplyError) and str(reply).startswith(_NOT_NOW):
+                    connection.close()
+                    raise _Retry(f"redis memory store: {reply}")
+        except ConnectionLost as lost:
+            if reused and not lost.answered:
+                raise _Retry(str(lost)) from lost
+            raise StorageUnavailable(f"redis memory store: {lost}") from lost
+        finally:
+            current = connection.generation == self._generation
+            if connection.usable and current and not self._closed:
+                self._idle.append(connection)
+            else:
+                connection.close()
+        return replies
+
+    async def _open(self) -> Connection:
+        if self._closed:
+            raise StorageUnavailable("the redis memory store is closed")
+        try:
+            address = await self._locate()
+            connection = await connect(address, self._options)
+        except (OSError, trio.TooSlowError, trio.BrokenResourceError) as exc:
+            raise _Retry(f"cannot reach the redis memory store: {exc!r}") from exc
+        connection.generation = self._generation
+        self.opened += 1
+        return connection
+
+    def _lost(self) -> None:
+        """Forget the server's address and every idle connection to it."""
+        self._forget()
+        self._generation += 1
+        idle, self._idle = self._idle, []
+        for connection in idle:
+            connection.close()
+
+
+class _Retry(Exception):
+    """The request did not run; it may be tried again."""

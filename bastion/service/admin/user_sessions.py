@@ -73,7 +73,7 @@ class UserSessionAdmin:
         is false)."""
         await self._service.require_admin(caller)
         user = await self._user(request.user_id)
-        found = await self._auth.session_listing(user.id)
+        found = await self._auth.sessions.listing(user.id)
         return Reply({"sessions": [s.to_api_dict(current=False) for s in found]})
 
     async def revoke_user_session(

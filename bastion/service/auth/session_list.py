@@ -18,7 +18,6 @@ from bastion.core.errors import InvalidArgument, NotFound
 from bastion.core.state_machines.effects import AuditAction
 from bastion.service.audit import record_admin_action
 from bastion.service.auth.account import AccountOperations
-from bastion.service.auth.sessions import SessionInfo
 from bastion.service.context import CallerContext, Reply
 from bastion.service.requests import EmptyRequest
 from bastion.storage import users as user_rows
@@ -64,9 +63,6 @@ class SessionListOperations(AccountOperations):
         return Reply({"message": REVOKED})
 
     # -- shared with the admin's operations --------------------------------------------------
-
-    async def session_listing(self, user_id: str) -> list[SessionInfo]:
-        return await self.sessions.listing(user_id)
 
     async def end_session(
         self, user_id: str, sid: str, caller: CallerContext, *, by_admin: bool

@@ -98,11 +98,8 @@ class MfaPolicy:
         """
         if channel is SignupMethod.MOBILE_BASIC_AUTH and self.phone_needs_verification(user):
             return Method.SMS_OTP  # the code proves the number and is the second factor too
-        if not self.enable_mfa or not (user.is_multi_factor_auth_enabled or self.enforce_mfa):
+        if not self.applies_to(user):
             return None
-        skipped = user.has_skipped_mfa_setup_at is not None and not user.enrolled_mfa_methods
-        if skipped and not self.enforce_mfa:
-            return None  # the user skipped the unenforced offer (skip_mfa_setup)
         known = {m.value: m for m in Method}
         for enrolled in user.enrolled_mfa_methods:  # a factor the user set up comes first
             method = known.get(enrolled)
@@ -129,6 +126,15 @@ class MfaPolicy:
         if self.passkey_usable(has_passkey):
             return Method.WEBAUTHN
         return None
+
+    def applies_to(self, user: User) -> bool:
+        """MFA is on for this user (a phone still to prove aside): worth asking whether the
+        user has a passkey."""
+        if not self.enable_mfa or not (user.is_multi_factor_auth_enabled or self.enforce_mfa):
+            return False
+        skipped = user.has_skipped_mfa_setup_at is not None and not user.enrolled_mfa_methods
+        # the user skipped the unenforced offer (skip_mfa_setup)
+        return not (skipped and not self.enforce_mfa)
 
     def passkey_usable(self, has_passkey: bool) -> bool:
         """A passkey can finish a parked login (``should_offer_webauthn_mfa_verify``)."""

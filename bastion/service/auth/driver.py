@@ -233,13 +233,15 @@ class FlowRun:
             return RelationsChecked(allowed=True)
         if isinstance(effect, DecideSecondFactor):
             mfa = self.auth.mfa_policy
-            has_passkey = mfa.enable_webauthn and await self._has_passkey(effect.user.id)
-            method = mfa.second_factor(effect.user, effect.channel, has_passkey=has_passkey)
+            user = effect.user
+            asks = mfa.enable_webauthn and mfa.applies_to(user)
+            has_passkey = asks and await self._has_passkey(user.id)
+            method = mfa.second_factor(user, effect.channel, has_passkey=has_passkey)
             if method is None:
                 return SecondFactorNotRequired()
             return SecondFactorRequired(
                 method=method,
-                offers=mfa.setup_offers(effect.user),
+                offers=mfa.setup_offers(user),
                 passkey=mfa.passkey_usable(has_passkey),
             )
         if isinstance(effect, CHALLENGE_EFFECTS):

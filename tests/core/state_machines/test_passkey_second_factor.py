@@ -98,6 +98,8 @@ def test_when_the_passkey_is_the_factor(
     policy: MfaPolicy, person: Any, expected: Method | None
 ) -> None:
     assert policy.second_factor(person, BY_EMAIL, has_passkey=True) is expected
+    # The driver asks the store for passkeys only where MFA applies to the user.
+    assert policy.applies_to(person) is (expected is not None)
     assert not _policy(enable_webauthn=False).passkey_usable(True)
     if expected is Method.WEBAUTHN:  # without the passkey: no second factor at all
         assert policy.second_factor(person, BY_EMAIL) is None
@@ -153,6 +155,14 @@ def test_an_authenticator_app_is_not_enrolled_for_a_user_with_a_passkey() -> Non
         AuthenticatorLoaded(authenticator=None),
     )
     assert enrol == [EnrolAuthenticator(user_id="user-1")]
+
+
+def test_a_skipped_unenforced_offer_is_no_mfa_even_with_a_passkey() -> None:
+    skipped = account(has_skipped_mfa_setup_at=NOW - 60)
+    unenforced = _policy(enforce_mfa=False)
+    assert not unenforced.applies_to(skipped)
+    assert unenforced.second_factor(skipped, BY_EMAIL, has_passkey=True) is None
+    assert ENFORCED.applies_to(skipped)
 
 
 def test_the_login_hands_the_passkey_offer_to_the_mfa_flow() -> None:

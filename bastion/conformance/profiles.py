@@ -86,8 +86,9 @@ PROFILES: tuple[Profile, ...] = (
     ),
     Profile(
         "passkeys",
-        "passkeys (WebAuthn): a software authenticator registers and signs in",
-        ("--enable-passkeys",),
+        "passkeys (WebAuthn): a software authenticator registers and signs in, alone and as "
+        "the second factor a login is parked for",
+        ("--enable-passkeys", "--enable-mfa", "--enforce-mfa=false", "--enable-totp-login"),
         (),
         ("passkeys.*",),
     ),

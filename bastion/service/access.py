@@ -83,6 +83,8 @@ class Service:
             is_multi_factor_auth_enabled=s.enable_mfa,
             is_mobile_basic_authentication_enabled=s.enable_mobile_basic_authentication,
             is_phone_verification_enabled=s.enable_phone_verification,
+            # Authorizer 2.4's name for passkeys (--enable-passkeys)
+            is_webauthn_enabled=s.enable_passkeys,
         )
         return result
 

@@ -16,6 +16,7 @@ __all__ = [
     "delete",
     "delete_for_user",
     "for_user",
+    "has_any",
     "insert",
     "record_use",
     "rename",
@@ -67,6 +68,12 @@ def insert(conn: sa.Connection, credential: PasskeyCredential) -> bool:
 def for_user(conn: sa.Connection, user_id: str) -> tuple[PasskeyCredential, ...]:
     query = sa.select(table).where(table.c.user_id == user_id).order_by(table.c.created_at)
     return tuple(_credential(row) for row in conn.execute(query).mappings())
+
+
+def has_any(conn: sa.Connection, user_id: str) -> bool:
+    """Does the user have a passkey (the login's second-factor decision asks)?"""
+    query = sa.select(table.c.id).where(table.c.user_id == user_id).limit(1)
+    return conn.execute(query).first() is not None
 
 
 def by_credential_id(conn: sa.Connection, credential_id: str) -> PasskeyCredential | None:

@@ -239,6 +239,9 @@ def test_passkey_rows_agree_across_the_surfaces(
         *base_flags("sqlite", fresh_sqlite_url(tmp_path, "passkeys")),
         *SUITE_FLAGS,
         "--enable-passkeys",
+        "--enable-mfa",
+        "--enforce-mfa=false",
+        "--enable-totp-login",
     ]
     with running(flags, tmp_path, name="passkeys") as server:
         code, output = run_suite(
@@ -249,6 +252,7 @@ def test_passkey_rows_agree_across_the_surfaces(
         "passkeys.register_list_rename_delete",
         "passkeys.passwordless_sign_in_and_refusals",
         "passkeys.admin_lists_and_deletes",
+        "passkeys.second_factor_parks_for_the_passkey",
     ):
         assert row(output, name) == ["pass", "pass", "pass"], output
     assert_covered(output, "passkeys")

@@ -78,6 +78,7 @@ QUERIES = {
     "webauthn_credentials": (None, "[WebauthnCredentialInfo!]!"),
     "_webauthn_credentials": ("AdminWebauthnCredentialsRequest!", "[WebauthnCredentialInfo!]!"),
     "sessions": (None, "[SessionInfo!]!"),
+    "_user_sessions": ("UserSessionsRequest!", "[SessionInfo!]!"),
 }
 
 MUTATIONS = {
@@ -134,6 +135,8 @@ MUTATIONS = {
     "webauthn_rename_credential": ("WebauthnRenameCredentialRequest!", "Response!"),
     "_webauthn_delete_credential": ("AdminWebauthnDeleteCredentialRequest!", "Response!"),
     "revoke_session": ("id: ID!", "Response!"),
+    "_revoke_user_session": ("RevokeUserSessionRequest!", "Response!"),
+    "_revoke_all_user_sessions": ("UserSessionsRequest!", "Response!"),
 }
 
 #: Authorizer 2.4's passkey fields take plain arguments, not one ``params`` object.
@@ -383,7 +386,7 @@ def test_every_list_of_objects_holds_non_null_objects(schema: GraphQLSchema) -> 
                 assert isinstance(field.type, GraphQLNonNull), f"{type_.name}.{name}"
                 assert isinstance(item, GraphQLNonNull), f"{type_.name}.{name}"
                 checked += 1
-    assert checked == 13  # with the passkey lists and the sessions
+    assert checked == 14  # with the passkey lists and the sessions (the user's, the admin's)
 
 
 def test_text_inputs_document_their_declared_limits(schema: GraphQLSchema) -> None:

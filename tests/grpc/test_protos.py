@@ -56,6 +56,9 @@ BASTION_RPCS = {
     "authorizer.v1.AuthorizerAdminService": (
         "AdminWebauthnCredentials",
         "AdminWebauthnDeleteCredential",
+        "AdminUserSessions",
+        "AdminRevokeUserSession",
+        "AdminRevokeAllUserSessions",
     ),
 }
 BASTION_MESSAGES = {
@@ -71,6 +74,13 @@ BASTION_MESSAGES = {
     "authorizer.v1.SessionsResponse",
     "authorizer.v1.RevokeSessionRequest",
     "authorizer.v1.RevokeSessionResponse",
+    "authorizer.v1.AdminSessionInfo",
+    "authorizer.v1.AdminUserSessionsRequest",
+    "authorizer.v1.AdminUserSessionsResponse",
+    "authorizer.v1.AdminRevokeUserSessionRequest",
+    "authorizer.v1.AdminRevokeUserSessionResponse",
+    "authorizer.v1.AdminRevokeAllUserSessionsRequest",
+    "authorizer.v1.AdminRevokeAllUserSessionsResponse",
 }
 #: bastion's own requests that carry nothing but the caller.
 EMPTY_REQUESTS = {"authorizer.v1.SessionsRequest"}
@@ -206,7 +216,7 @@ def test_rpc_paths_on_the_wire() -> None:
     assert "/authorizer.v1.AuthorizerAdminService/FgaReset" in stub_paths
     assert "/authorizer.v1.AuthorizerService/WebauthnLoginVerify" in stub_paths
     assert len(OUR_SERVICES["authorizer.v1.AuthorizerService"].methods) == 20 + 6 + 1 + 5 + 2
-    assert len(OUR_SERVICES["authorizer.v1.AuthorizerAdminService"].methods) == 32 + 2
+    assert len(OUR_SERVICES["authorizer.v1.AuthorizerAdminService"].methods) == 32 + 2 + 3
 
 
 def test_we_declare_exactly_the_messages_the_2_3_rpcs_reach() -> None:

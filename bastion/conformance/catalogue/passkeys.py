@@ -11,7 +11,9 @@ import json
 from typing import Any
 
 from bastion.conformance.authenticator import SoftAuthenticator
-from bastion.conformance.catalogue.auth import new_user, password_signup
+from bastion.conformance.catalogue.auth import PASSWORD, new_user, password_signup
+from bastion.conformance.catalogue.mfa import INVALID_OTP, MFA_COOKIE, with_mfa
+from bastion.conformance.discovery import Deployment
 from bastion.conformance.outcome import Credentials
 from bastion.conformance.scenario import Ctx, scenario
 
@@ -19,6 +21,7 @@ from bastion.conformance.scenario import Ctx, scenario
 OPTIONS = frozenset({"options", "last_used_at"})
 DISABLED = "passkeys are not enabled on this server"
 INVALID_PASSKEY = "invalid passkey"
+PARKED = "Proceed to mfa verification"
 
 
 def enabled(ctx: Ctx) -> None:
@@ -33,10 +36,10 @@ def device(ctx: Ctx, options: str) -> SoftAuthenticator:
     return SoftAuthenticator(origin=ctx.deployment.base_url.rstrip("/"), rp_id=rp_id)
 
 
-def registered(ctx: Ctx) -> tuple[str, Credentials, SoftAuthenticator]:
+def registered(ctx: Ctx, **signup: Any) -> tuple[str, Credentials, SoftAuthenticator]:
     """A new user (signed in just now) with one passkey: (email, bearer, authenticator)."""
     enabled(ctx)
-    email, body, _cookie = new_user(ctx)
+    email, body, _cookie = new_user(ctx, **signup)
     bearer = Credentials(bearer=str(body["access_token"]))
     options = ctx.expect_ok(ctx.call("webauthn_registration_options", {}, bearer))["options"]
     authenticator = device(ctx, options)
@@ -119,3 +122,40 @@ def admin_rows(ctx: Ctx) -> None:
     deleted = ctx.call("webauthn_delete_credential_of_user", row, ctx.admin)
     ctx.expect_ok(deleted, message="Passkey deleted successfully")
     ctx.expect_error(ctx.call("webauthn_delete_credential_of_user", row, ctx.admin), "not_found")
+
+
+def passkeys_and_mfa(deployment: Deployment) -> str | None:
+    return (
+        deployment.needs_flag("is_webauthn_enabled")
+        or deployment.needs_flag("is_multi_factor_auth_enabled")
+        or password_signup(deployment)
+    )
+
+
+@scenario(
+    "passkeys.second_factor_parks_for_the_passkey", requires=passkeys_and_mfa, volatile=OPTIONS
+)
+def parked_for_the_passkey(ctx: Ctx) -> None:
+    """With MFA on, a user whose only factor is a passkey is parked for it at login (no
+    new authenticator app to enrol; the answer offers the passkey); no code finishes that
+    login and there is nothing to resend; the passkey does, once."""
+    email, _bearer, authenticator = registered(ctx, is_multi_factor_auth_enabled=True)
+    login = ctx.call("login", {"email": email, "password": PASSWORD}, label="parked")
+    body = ctx.expect_ok(login)
+    if body.get("should_show_email_otp_screen"):
+        ctx.skip("this deployment emails a code first (the passkey is offered beside it)")
+    ctx.expect(body.get("message") == PARKED, f"not parked for the passkey: {body}")
+    ctx.expect(body.get("should_offer_webauthn_mfa_verify") is True, f"no passkey offer: {body}")
+    ctx.expect(not body.get("should_show_totp_screen"), f"an app to enrol: {body}")
+    ctx.expect(not body.get("access_token"), "a parked login returned tokens")
+    cookie = with_mfa(login.cookie(MFA_COOKIE))
+    code = {"email": email, "otp": "123456", "is_totp": True}
+    ctx.expect_error(ctx.call("verify_otp", code, cookie), "invalid_argument", INVALID_OTP)
+    ctx.expect_error(ctx.call("resend_otp", {"email": email}, cookie), "failed_precondition")
+    options = ctx.expect_ok(ctx.call("webauthn_login_options", {}, cookie))["options"]
+    credential = {"credential": authenticator.get(options)}
+    done = ctx.expect_ok(ctx.call("webauthn_login_verify", credential, cookie))
+    ctx.expect(bool(done.get("access_token")), f"no access token: {done}")
+    ctx.expect((done.get("user") or {}).get("email") == email, f"signed in as {done}")
+    again = ctx.call("webauthn_login_options", {}, cookie, label="again")
+    ctx.expect_error(again, "unauthenticated", "invalid session")

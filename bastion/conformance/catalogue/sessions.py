@@ -61,3 +61,46 @@ def list_and_revoke(ctx: Ctx) -> None:
     no_id = ctx.call("revoke_session", {"id": ""}, laptop, label="no id")
     ctx.expect_error(no_id, "invalid_argument")
     ctx.expect_error(ctx.call("sessions", label="anonymous"), "unauthenticated")
+
+
+@scenario(
+    "sessions.admin_lists_and_revokes_a_users_sessions", requires=password_signup, volatile=SEEN
+)
+def admin_lists_and_revokes(ctx: Ctx) -> None:
+    """The admin lists a user's two sessions (neither is the admin's own), signs one out
+    (refused at once on every instance), then every one: the account stays usable. Only
+    with the admin's secret; an unknown user or session is not found."""
+    email, body, _cookie = new_user(ctx)
+    laptop = Credentials(bearer=body["access_token"])
+    second = ctx.expect_ok(ctx.call("login", {"email": email, "password": PASSWORD}))
+    phone = Credentials(bearer=second["access_token"])
+    user = ctx.expect_ok(ctx.call("user", {"email": email}, ctx.admin))
+    wanted = {"user_id": user["id"]}
+    ctx.expect_error(ctx.call("user_sessions", wanted, label="no secret"), "unauthenticated")
+    listed = ctx.expect_ok(ctx.call("user_sessions", wanted, ctx.admin))["sessions"]
+    ctx.expect([s["current"] for s in listed] == [False, False], f"listed {listed}")
+    phones = ctx.expect_ok(ctx.call("sessions", {}, phone))["sessions"][0]["id"]
+    ctx.expect(phones in {s["id"] for s in listed}, f"{phones} not in {listed}")
+    row = {**wanted, "id": phones}
+    refused = ctx.call("revoke_user_session", row, label="no secret")
+    ctx.expect_error(refused, "unauthenticated")
+    done = ctx.call("revoke_user_session", row, ctx.admin)
+    ctx.expect_ok(done, message="session revoked successfully")
+    for i in range(len(ctx.instances())):
+        ctx.expect_error(
+            ctx.call("profile", credentials=phone, label=f"revoked {i}"), "unauthenticated"
+        )
+    again = ctx.call("revoke_user_session", row, ctx.admin, label="again")
+    ctx.expect_error(again, "not_found")
+    ctx.expect_ok(ctx.call("profile", credentials=laptop, label="laptop lives"))
+    everything = ctx.call("revoke_all_user_sessions", wanted, ctx.admin)
+    ctx.expect_ok(everything, message="user sessions revoked successfully")
+    for i in range(len(ctx.instances())):
+        ctx.expect_error(
+            ctx.call("profile", credentials=laptop, label=f"all revoked {i}"), "unauthenticated"
+        )
+    left = ctx.expect_ok(ctx.call("user_sessions", wanted, ctx.admin, label="after"))
+    ctx.expect(not left.get("sessions"), f"left {left}")  # gRPC leaves an empty list out
+    ctx.expect_ok(ctx.call("login", {"email": email, "password": PASSWORD}, label="again"))
+    unknown = {"user_id": "00000000-0000-0000-0000-000000000000"}
+    ctx.expect_error(ctx.call("user_sessions", unknown, ctx.admin, label="unknown"), "not_found")

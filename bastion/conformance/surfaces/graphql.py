@@ -50,6 +50,7 @@ LISTED_UNDER = {
     "webauthn_credentials": "webauthn_credentials",
     "_webauthn_credentials": "webauthn_credentials",
     "sessions": "sessions",
+    "_user_sessions": "sessions",
 }
 
 

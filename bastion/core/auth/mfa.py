@@ -36,7 +36,8 @@ class Method(enum.StrEnum):
     SMS_OTP = "sms_otp"
     #: a code from an authenticator app (or a recovery code)
     TOTP = "totp"
-    #: a passkey (WebAuthn assertion) instead of a code; never a challenge's own method
+    #: a passkey (WebAuthn assertion), through ``webauthn_login_*`` with the ``mfa`` cookie;
+    #: a challenge of this method has no code, and a passkey may answer any login challenge
     WEBAUTHN = "webauthn"
 
 
@@ -69,6 +70,8 @@ class MfaPolicy:
     email_enabled: bool = False
     #: every SMS provider flag is configured
     sms_enabled: bool = False
+    #: ``--enable-passkeys``: a user's passkey is a second factor
+    enable_webauthn: bool = False
 
     @property
     def any_method(self) -> bool:
@@ -79,21 +82,24 @@ class MfaPolicy:
             or self.enable_totp_login
         )
 
-    def second_factor(self, user: User, channel: SignupMethod) -> Method | None:
+    def second_factor(
+        self, user: User, channel: SignupMethod, *, has_passkey: bool = False
+    ) -> Method | None:
         """The method a password login by ``channel`` must pass, ``None`` for none.
 
         A phone login whose number still needs proving always gets an SMS code. Then,
-        first match wins: a code on the channel the user logged in with, then an
-        authenticator app, then a code on the user's other verified channel (so enforced
-        MFA never silently lapses because a login came in by the "other" channel).
+        first match wins: a factor the user set up (``enrolled_mfa_methods``, in order), a
+        code on the channel the user logged in with, then an authenticator app, then a code
+        on the user's other verified channel (so enforced MFA never silently lapses because
+        a login came in by the "other" channel), then the user's passkey (``has_passkey``,
+        with passkeys on). Whatever the method, the passkey may answer instead; and an
+        authenticator app not yet set up is not enrolled for a user with a passkey: the
+        MFA flow parks the login for the passkey (``core.state_machines.mfa``, rule 2a).
         """
         if channel is SignupMethod.MOBILE_BASIC_AUTH and self.phone_needs_verification(user):
             return Method.SMS_OTP  # the code proves the number and is the second factor too
-        if not self.enable_mfa or not (user.is_multi_factor_auth_enabled or self.enforce_mfa):
+        if not self.applies_to(user):
             return None
-        skipped = user.has_skipped_mfa_setup_at is not None and not user.enrolled_mfa_methods
-        if skipped and not self.enforce_mfa:
-            return None  # the user skipped the unenforced offer (skip_mfa_setup)
         known = {m.value: m for m in Method}
         for enrolled in user.enrolled_mfa_methods:  # a factor the user set up comes first
             method = known.get(enrolled)
@@ -102,6 +108,8 @@ class MfaPolicy:
             if method in self.code_methods(user) or (
                 method is Method.TOTP and self.enable_totp_login
             ):
+                return method
+            if method is Method.WEBAUTHN and self.passkey_usable(has_passkey):
                 return method
         email_otp = self.enable_email_otp and self.email_enabled and bool(user.email)
         sms_otp = self.enable_sms_otp and self.sms_enabled and bool(user.phone_number)
@@ -115,7 +123,22 @@ class MfaPolicy:
             return Method.EMAIL_OTP
         if sms_otp and user.phone_number_verified:
             return Method.SMS_OTP
+        if self.passkey_usable(has_passkey):
+            return Method.WEBAUTHN
         return None
+
+    def applies_to(self, user: User) -> bool:
+        """MFA is on for this user (a phone still to prove aside): worth asking whether the
+        user has a passkey."""
+        if not self.enable_mfa or not (user.is_multi_factor_auth_enabled or self.enforce_mfa):
+            return False
+        skipped = user.has_skipped_mfa_setup_at is not None and not user.enrolled_mfa_methods
+        # the user skipped the unenforced offer (skip_mfa_setup)
+        return not (skipped and not self.enforce_mfa)
+
+    def passkey_usable(self, has_passkey: bool) -> bool:
+        """A passkey can finish a parked login (``should_offer_webauthn_mfa_verify``)."""
+        return has_passkey and self.enable_webauthn
 
     def code_methods(self, user: User) -> tuple[Method, ...]:
         """The one-time codes this server can send this user (also ``lock_mfa``'s test:
@@ -172,8 +195,8 @@ class Challenge:
             raise ValueError("a challenge needs an id and a user")
         if self.email is None and self.phone_number is None:
             raise ValueError("a challenge needs the email or phone number it started from")
-        if self.method is Method.TOTP and self.code_digest is not None:
-            raise ValueError("an authenticator challenge has no code digest")
+        if self.method in (Method.TOTP, Method.WEBAUTHN) and self.code_digest is not None:
+            raise ValueError("an authenticator or passkey challenge has no code digest")
         if self.expires_at <= self.issued_at:
             raise ValueError("a challenge must live a positive time")
 
@@ -213,7 +236,7 @@ class Challenge:
 
 def challenge_ttl(method: Method, purpose: Purpose) -> int:
     """How long a challenge (and its ``mfa`` cookie) lives, in seconds."""
-    if method is Method.TOTP:
+    if method in (Method.TOTP, Method.WEBAUTHN):
         return TOTP_CHALLENGE_TTL
     if purpose is Purpose.SIGNUP:
         return PHONE_VERIFICATION_TTL

@@ -73,6 +73,9 @@ class AuthResponse:
     #: a parked login may set these codes up instead (``*_mfa_setup``)
     should_offer_email_otp_mfa_setup: bool = False
     should_offer_sms_otp_mfa_setup: bool = False
+    #: a parked login the user's passkey can finish (``webauthn_login_options`` with the
+    #: ``mfa`` cookie)
+    should_offer_webauthn_mfa_verify: bool = False
 
     @classmethod
     def with_tokens(
@@ -95,6 +98,7 @@ class AuthResponse:
             "should_show_totp_screen": self.should_show_totp_screen,
             "should_offer_email_otp_mfa_setup": self.should_offer_email_otp_mfa_setup,
             "should_offer_sms_otp_mfa_setup": self.should_offer_sms_otp_mfa_setup,
+            "should_offer_webauthn_mfa_verify": self.should_offer_webauthn_mfa_verify,
             "access_token": self.access_token,
             "id_token": self.id_token,
             "refresh_token": self.refresh_token,

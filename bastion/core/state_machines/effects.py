@@ -111,6 +111,8 @@ class AuditAction(enum.StrEnum):
     PASSKEY_RENAMED = "user.passkey_renamed"
     PASSKEY_DELETED = "user.passkey_deleted"
     PASSKEY_FAILED = "user.passkey_failed"
+    # a user's sessions (issue 22): one signed out by its user
+    SESSION_REVOKED = "user.session_revoked"
 
 
 # -- effects that wait for a reply -----------------------------------------------------

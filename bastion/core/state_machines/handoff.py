@@ -45,6 +45,8 @@ class ChallengeRequested(Event):
     setup: bool = False
     #: the codes the answer offers to set up instead (``should_offer_*_mfa_setup``)
     offers: tuple[Method, ...] = ()
+    #: the user's passkey can finish it (``should_offer_webauthn_mfa_verify``)
+    passkey: bool = False
 
     def __post_init__(self) -> None:
         if self.method is Method.EMAIL_OTP and not self.user.email:
@@ -53,6 +55,8 @@ class ChallengeRequested(Event):
             raise ValueError("an SMS code needs a user with a phone number")
         if self.purpose is not Purpose.LOGIN and self.method is not Method.SMS_OTP:
             raise ValueError(f"{self.purpose} goes by SMS code")
+        if self.method is Method.WEBAUTHN and (self.setup or not self.passkey):
+            raise ValueError("a passkey challenge is for a login by a user with a passkey")
         by_phone = self.channel in (SignupMethod.MOBILE_BASIC_AUTH, SignupMethod.MOBILE_OTP)
         if not (self.user.phone_number if by_phone else self.user.email):
             raise ValueError("the user lacks the identifier of the channel")

@@ -16,7 +16,9 @@ Rules / theory of operation
 5. Second factor: once the password matched, the machine asks ``DecideSecondFactor``. The
    driver answers ``SecondFactorNotRequired`` (then tokens are issued) or
    ``SecondFactorRequired(method)``: the flow parks in ``SECOND_FACTOR_REQUIRED`` and hands
-   over with ``StartChallenge``, whose ``ChallengeRequested`` starts the MFA flow.
+   over with ``StartChallenge``, whose ``ChallengeRequested`` starts the MFA flow. The
+   method may be ``webauthn`` (the user's passkey, answered through ``webauthn_login_*``);
+   ``passkey`` says the answer offers the passkey (``should_offer_webauthn_mfa_verify``).
    A phone login with a still unverified number is let through to that question only with
    ``--enable-phone-verification`` and SMS configured; its answer must then be a
    challenge (the SMS code proves the number), never tokens.
@@ -117,6 +119,8 @@ class SecondFactorRequired(Event):
     method: Method
     #: the codes the answer offers to set up instead (``should_offer_*_mfa_setup``)
     offers: tuple[Method, ...] = ()
+    #: the user's passkey can finish the login (``should_offer_webauthn_mfa_verify``)
+    passkey: bool = False
 
 
 TABLE: Table[State] = {
@@ -256,7 +260,7 @@ class LoginMachine(Machine[State]):
         return [issue], State.ISSUING_TOKENS
 
     def _on_second_factor(self, event: SecondFactorRequired) -> tuple[list[Effect], State]:
-        request = challenge_after_login(self.ctx, event.method, event.offers)
+        request = challenge_after_login(self.ctx, event.method, event.offers, event.passkey)
         return [StartChallenge(request=request)], State.SECOND_FACTOR_REQUIRED
 
     def _on_tokens(self, event: TokensIssued) -> tuple[list[Effect], State]:
@@ -276,10 +280,10 @@ class LoginMachine(Machine[State]):
 
 
 def challenge_after_login(
-    login: LoginContext, method: Method, offers: tuple[Method, ...] = ()
+    login: LoginContext, method: Method, offers: tuple[Method, ...] = (), passkey: bool = False
 ) -> ChallengeRequested:
     """The challenge that finishes a login parked in SECOND_FACTOR_REQUIRED; ``offers``: the
-    codes its answer offers to set up instead."""
+    codes its answer offers to set up instead; ``passkey``: the user's passkey can finish it."""
     if login.user is None or login.channel is None:
         raise ValueError("the login has not verified a password yet")
     return ChallengeRequested(
@@ -290,4 +294,5 @@ def challenge_after_login(
         scope=login.scope,
         state=login.oauth_state,
         offers=offers,
+        passkey=passkey,
     )

@@ -14,6 +14,13 @@ login that must prove the number, or ``forgot_password`` by phone)
   2. Authenticator: with a verified authenticator, "Proceed to totp screen"; without one,
      a new secret and recovery codes are enrolled (unverified) and shown once with the QR
      code; the first accepted code completes the enrolment.
+  2a. Passkey: asked for (the user's passkey is the only usable factor, or set up first),
+     or in place of 2's enrolment of a new authenticator when the user has a passkey
+     (never a second enrolment forced on them): the challenge is stored with no code, the
+     cookie set, and the answer is "Proceed to mfa verification"; ``webauthn_login_*``
+     with that cookie finishes the login (:mod:`core.state_machines.passkey`), never
+     ``verify_otp`` (every code is wrong). Whatever the method,
+     ``should_offer_webauthn_mfa_verify`` says the user's passkey may answer instead.
 verify (``VerifyOtpRequested``)
   3. The CHALLENGE is checked first (fix 15): no cookie, no stored challenge, an expired
      one, one for another identifier or one meant for ``reset_password`` are all
@@ -33,10 +40,10 @@ verify (``VerifyOtpRequested``)
   Every challenge issued, passed or failed is audited and ``RecordMfaOutcome``: counted
   and sent as the ``user.mfa_*`` webhook event of the same name.
 resend (``ResendOtpRequested``)
-  8. The same challenge checks as 3; authenticator codes cannot be resent; a code may be
-     resent ``RESEND_INTERVAL`` s after the last, ``MAX_SENDS`` codes in all
-     (ResourceExhausted). The old challenge is taken (so its code dies with it) and a new
-     one, with a new id, cookie and code, replaces it.
+  8. The same challenge checks as 3; authenticator and passkey challenges have nothing to
+     resend; a code may be resent ``RESEND_INTERVAL`` s after the last, ``MAX_SENDS`` codes
+     in all (ResourceExhausted). The old challenge is taken (so its code dies with it) and
+     a new one, with a new id, cookie and code, replaces it.
 """
 
 from __future__ import annotations
@@ -129,6 +136,8 @@ SIGNUP_OTP_SENT = "Please check the OTP in your inbox"
 RESET_OTP_SENT = "Please enter the OTP sent to your phone number and change your password."
 TOTP_SCREEN = "Proceed to totp screen"
 TOTP_ENROLMENT = "Proceed to totp verification screen"
+PASSKEY_SCREEN = "Proceed to mfa verification"
+NO_CODE_TO_RESEND = "a passkey challenge has no code to resend"
 
 R = TypeVar("R")
 
@@ -190,7 +199,7 @@ class ResendOtpRequested(Event):
 TABLE: Table[State] = {
     # issue
     (State.START, ChallengeRequested): edge(
-        "_on_challenge", State.GENERATING_CODE, State.ISSUE_LOADING_AUTHENTICATOR
+        "_on_challenge", State.GENERATING_CODE, State.ISSUE_LOADING_AUTHENTICATOR, State.DONE
     ),
     (State.GENERATING_CODE, CodeGenerated): edge("_on_code", State.DONE),
     (State.ISSUE_LOADING_AUTHENTICATOR, AuthenticatorLoaded): edge(
@@ -257,6 +266,8 @@ class MfaContext:
     phone_number: str | None = None
     #: issue: the codes the answer offers to set up
     offers: tuple[Method, ...] = ()
+    #: issue: the answer offers the user's passkey
+    passkey: bool = False
     #: verify: passing this setup challenge enrolled its method
     enrolled: bool = False
 
@@ -305,6 +316,7 @@ class MfaMachine(Machine[State]):
         sms = event.method is Method.SMS_OTP
         self.ctx.user = user
         self.ctx.offers = event.offers
+        self.ctx.passkey = event.passkey
         self.ctx.challenge = Challenge(
             id=self._env.ids.new_id(),
             user_id=user.id,
@@ -323,7 +335,18 @@ class MfaMachine(Machine[State]):
         )
         if event.method is Method.TOTP:
             return [LoadAuthenticator(user_id=user.id)], State.ISSUE_LOADING_AUTHENTICATOR
+        if event.method is Method.WEBAUTHN:
+            return self._park_for_passkey(self.ctx.challenge), State.DONE
         return [GenerateCode(challenge_id=self.ctx.challenge.id)], State.GENERATING_CODE
+
+    def _park_for_passkey(self, challenge: Challenge) -> list[Effect]:
+        """Rule 2a: a challenge only the user's passkey answers."""
+        self.ctx.challenge = challenge
+        return [
+            StoreChallenge(challenge=challenge),
+            *self._issued(challenge),
+            Respond(result=self._offering(AuthResponse(message=PASSKEY_SCREEN))),
+        ]
 
     def _on_code(self, event: CodeGenerated) -> tuple[list[Effect], State]:
         user, draft = self._require(self.ctx.user), self._require(self.ctx.challenge)
@@ -346,6 +369,12 @@ class MfaMachine(Machine[State]):
     def _on_issue_authenticator(self, event: AuthenticatorLoaded) -> tuple[list[Effect], State]:
         challenge = self._require(self.ctx.challenge)
         if event.authenticator is None or not event.authenticator.verified:
+            if self.ctx.passkey and not challenge.setup:  # rule 2a, not a new enrolment
+                ttl = challenge_ttl(Method.WEBAUTHN, challenge.purpose)
+                passkey = dataclasses.replace(
+                    challenge, method=Method.WEBAUTHN, expires_at=challenge.issued_at + ttl
+                )
+                return self._park_for_passkey(passkey), State.DONE
             return [EnrolAuthenticator(user_id=challenge.user_id)], State.ENROLLING
         response = AuthResponse(message=TOTP_SCREEN, should_show_totp_screen=True)
         return [
@@ -375,13 +404,16 @@ class MfaMachine(Machine[State]):
         ], State.DONE
 
     def _offering(self, response: R) -> R:
-        """The answer with the login's setup offers (``should_offer_*_mfa_setup``)."""
-        if not self.ctx.offers or not isinstance(response, AuthResponse):
+        """The answer with the login's offers: codes to set up (``should_offer_*_mfa_setup``)
+        and the user's passkey (``should_offer_webauthn_mfa_verify``)."""
+        offers, passkey = self.ctx.offers, self.ctx.passkey
+        if not (offers or passkey) or not isinstance(response, AuthResponse):
             return response
         return dataclasses.replace(
             response,
-            should_offer_email_otp_mfa_setup=Method.EMAIL_OTP in self.ctx.offers,
-            should_offer_sms_otp_mfa_setup=Method.SMS_OTP in self.ctx.offers,
+            should_offer_email_otp_mfa_setup=Method.EMAIL_OTP in offers,
+            should_offer_sms_otp_mfa_setup=Method.SMS_OTP in offers,
+            should_offer_webauthn_mfa_verify=passkey,
         )
 
     def _issued(self, challenge: Challenge) -> list[Effect]:
@@ -444,6 +476,8 @@ class MfaMachine(Machine[State]):
             fail, state = self._fail(Unauthenticated, INVALID_SESSION)
             return [DropChallenge(challenge_id=challenge.id), *fail], state
         if self.ctx.is_totp != (challenge.method is Method.TOTP):
+            return self._wrong_code()
+        if challenge.method is Method.WEBAUTHN:  # only the passkey answers it (rule 2a)
             return self._wrong_code()
         if challenge.method is Method.TOTP:
             return [LoadAuthenticator(user_id=challenge.user_id)], State.LOADING_AUTHENTICATOR
@@ -628,6 +662,8 @@ class MfaMachine(Machine[State]):
             return self._fail(Unauthenticated, INVALID_SESSION)
         if challenge.method is Method.TOTP:
             return self._fail(FailedPrecondition, NOTHING_TO_RESEND)
+        if challenge.method is Method.WEBAUTHN:
+            return self._fail(FailedPrecondition, NO_CODE_TO_RESEND)
         if challenge.sends >= otp.MAX_SENDS:
             return self._fail(ResourceExhausted, TOO_MANY_CODES)
         if now - challenge.issued_at < otp.RESEND_INTERVAL:

@@ -1,5 +1,5 @@
 """The super-admin surface beyond the admin session: users and access, invitations,
-webhooks and their delivery, email templates, the audit log.
+webhooks and their delivery, email templates, the audit log, a user's sessions.
 
 :class:`Admin` groups the feature services the Runtime holds; ``transports.rest.admin``,
 ``transports.graphql.operations`` and ``transports.grpc.services`` map them to the wire.
@@ -14,6 +14,7 @@ from bastion.service.access import Service
 from bastion.service.admin.audit import AuditLogAdmin
 from bastion.service.admin.delivery import WebhookSender, webhook_handlers
 from bastion.service.admin.email_templates import EmailTemplateAdmin
+from bastion.service.admin.user_sessions import UserSessionAdmin
 from bastion.service.admin.users import UserAdmin
 from bastion.service.admin.webhooks import WebhookAdmin
 from bastion.service.auth.service import AuthService
@@ -35,6 +36,7 @@ class Admin:
     email_templates: EmailTemplateAdmin
     audit: AuditLogAdmin
     users: UserAdmin
+    sessions: UserSessionAdmin
 
     @classmethod
     def build(
@@ -45,6 +47,7 @@ class Admin:
             email_templates=EmailTemplateAdmin(service, storage),
             audit=AuditLogAdmin(service, storage),
             users=UserAdmin(service, auth, storage),
+            sessions=UserSessionAdmin(service, auth, storage),
         )
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Final
 
 #: The only valid ``event_name`` of a webhook: Authorizer 2.3's events, then bastion's
-#: multi-factor ones (named as their audit actions; ``service.auth.mfa_outcomes``,
-#: ``service.admin.users``).
+#: multi-factor, passkey and session ones (named as their audit actions;
+#: ``service.auth.mfa_outcomes``, ``service.admin.users``, ``service.auth.session_list``,
+#: ``service.admin.user_sessions``).
 WEBHOOK_EVENTS: Final[tuple[str, ...]] = (
     "user.login",
     "user.created",
@@ -25,6 +26,8 @@ WEBHOOK_EVENTS: Final[tuple[str, ...]] = (
     "user.mfa_enrolled",
     "user.mfa_setup_skipped",
     "user.mfa_locked",
+    "user.session_revoked",
+    "user.sessions_revoked",
 )
 
 #: The mails an admin template can replace, one template per event.

@@ -84,6 +84,7 @@ from bastion.service.auth.mfa_outcomes import MFA_WEBHOOK_EVENTS, outcome_webhoo
 from bastion.service.auth.sessions import REFRESH, REFRESH_GRACE_SECONDS
 from bastion.service.context import CallerContext, Cookie
 from bastion.service.mfa_challenges import CHALLENGE_EFFECTS
+from bastion.storage import passkeys as passkey_rows
 from bastion.storage import users as user_rows
 from bastion.storage import verification as requests
 from bastion.storage.audit import AuditEntry, record
@@ -232,10 +233,17 @@ class FlowRun:
             return RelationsChecked(allowed=True)
         if isinstance(effect, DecideSecondFactor):
             mfa = self.auth.mfa_policy
-            method = mfa.second_factor(effect.user, effect.channel)
+            user = effect.user
+            asks = mfa.enable_webauthn and mfa.applies_to(user)
+            has_passkey = asks and await self._has_passkey(user.id)
+            method = mfa.second_factor(user, effect.channel, has_passkey=has_passkey)
             if method is None:
                 return SecondFactorNotRequired()
-            return SecondFactorRequired(method=method, offers=mfa.setup_offers(effect.user))
+            return SecondFactorRequired(
+                method=method,
+                offers=mfa.setup_offers(user),
+                passkey=mfa.passkey_usable(has_passkey),
+            )
         if isinstance(effect, CHALLENGE_EFFECTS):
             found = await self.auth.challenges.execute(effect)
             if found is None:
@@ -286,6 +294,9 @@ class FlowRun:
         except Unauthenticated:  # a forged or garbled token proves nothing
             claims = None
         return VerificationRequestLoaded(request=found, claims=claims)
+
+    async def _has_passkey(self, user_id: str) -> bool:
+        return await self.auth.storage.db.read(lambda conn: passkey_rows.has_any(conn, user_id))
 
     async def _stored(self, effect: LoadStoredToken) -> str | None:
         sessions, sid = self.auth.sessions, self.sid or ""

@@ -79,6 +79,7 @@ def mfa_policy_from(settings: Settings) -> MfaPolicy:
         enable_phone_verification=settings.enable_phone_verification,
         email_enabled=bool(settings.smtp_host),
         sms_enabled=sms_configured(settings),
+        enable_webauthn=settings.enable_passkeys,
     )
 
 

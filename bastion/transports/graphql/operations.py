@@ -95,4 +95,7 @@ def _operations(runtime: Runtime) -> dict[str, ServiceOperation]:
         # a user's sessions
         "sessions": auth.sessions_of_caller,
         "revoke_session": auth.revoke_session,
+        "_user_sessions": admin.sessions.user_sessions,
+        "_revoke_user_session": admin.sessions.revoke_user_session,
+        "_revoke_all_user_sessions": admin.sessions.revoke_all_user_sessions,
     }

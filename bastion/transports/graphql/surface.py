@@ -32,6 +32,7 @@ UNWRAPPED = {
     "webauthn_credentials": "webauthn_credentials",
     "_webauthn_credentials": "webauthn_credentials",
     "sessions": "sessions",
+    "_user_sessions": "sessions",
 }
 
 

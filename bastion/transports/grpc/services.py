@@ -184,6 +184,17 @@ _RPCS: dict[str, dict[str, _Rpc]] = {
             lambda r: bind(r.passkeys.admin_webauthn_delete_credential),
             admin_pb2.AdminWebauthnDeleteCredentialResponse,
         ),
+        "AdminUserSessions": _Rpc(
+            lambda r: bind(r.admin.sessions.user_sessions), admin_pb2.AdminUserSessionsResponse
+        ),
+        "AdminRevokeUserSession": _Rpc(
+            lambda r: bind(r.admin.sessions.revoke_user_session),
+            admin_pb2.AdminRevokeUserSessionResponse,
+        ),
+        "AdminRevokeAllUserSessions": _Rpc(
+            lambda r: bind(r.admin.sessions.revoke_all_user_sessions),
+            admin_pb2.AdminRevokeAllUserSessionsResponse,
+        ),
         "AdminLogin": _Rpc(lambda r: bind(r.service.admin_login), admin_pb2.AdminLoginResponse),
         "AdminLogout": _Rpc(lambda r: bind(r.service.admin_logout), admin_pb2.AdminLogoutResponse),
         "AdminSession": _Rpc(

@@ -112,6 +112,7 @@ _VERIFICATION_REQUEST = _object(
     redirect_uri=_S0,
 )
 _USER_ID = _object(("user_id",), user_id=_S)
+_SESSION = _object(id=_S, created_at=_I, last_used_at=_I, ip=_S, user_agent=_S, current=_B)
 
 
 def admin_routes(admin: Admin) -> list[Route]:
@@ -319,5 +320,26 @@ def admin_routes(admin: Admin) -> list[Route]:
                 to_timestamp=_I,
             ),
             _listing("audit_logs", _AUDIT_LOG),
+        ),
+        post(
+            "user_sessions",
+            admin.sessions.user_sessions,
+            "A user's live sessions, oldest first (bastion)",
+            _USER_ID,
+            _object(sessions={"type": "array", "items": _SESSION}),
+        ),
+        post(
+            "revoke_user_session",
+            admin.sessions.revoke_user_session,
+            "Sign one of a user's sessions out, on every instance (bastion)",
+            _object(("user_id", "id"), user_id=_S, id=_S),
+            _MESSAGE,
+        ),
+        post(
+            "revoke_all_user_sessions",
+            admin.sessions.revoke_all_user_sessions,
+            "Sign every session of a user out; the account stays usable (bastion)",
+            _USER_ID,
+            _MESSAGE,
         ),
     ]

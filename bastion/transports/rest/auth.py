@@ -52,6 +52,7 @@ _AUTH_RESPONSE = {
         "should_show_totp_screen": {"type": "boolean"},
         "should_offer_email_otp_mfa_setup": {"type": "boolean"},
         "should_offer_sms_otp_mfa_setup": {"type": "boolean"},
+        "should_offer_webauthn_mfa_verify": {"type": "boolean"},
     },
 }
 

@@ -33,6 +33,7 @@ def test_auth_response_always_emits_every_field() -> None:
         "should_show_totp_screen": False,
         "should_offer_email_otp_mfa_setup": False,
         "should_offer_sms_otp_mfa_setup": False,
+        "should_offer_webauthn_mfa_verify": False,
         "access_token": "at",
         "id_token": "it",
         "refresh_token": "rt",

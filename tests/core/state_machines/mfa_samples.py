@@ -90,6 +90,10 @@ def totp_challenge(**overrides: Any) -> Challenge:
     return challenge(**{"method": Method.TOTP, "code_digest": None, **overrides})
 
 
+def passkey_challenge(**overrides: Any) -> Challenge:
+    return challenge(**{"method": Method.WEBAUTHN, "code_digest": None, **overrides})
+
+
 def authenticator(**overrides: Any) -> Authenticator:
     base: dict[str, Any] = {
         "user_id": "user-1",
@@ -134,6 +138,10 @@ SAMPLES: dict[type[Event], list[Event]] = {
         ChallengeRequested(
             user=account(email=None), method=Method.TOTP, channel=SignupMethod.MOBILE_BASIC_AUTH
         ),
+        # the user's passkey: the only factor, or offered beside a code
+        ChallengeRequested(user=account(), method=Method.WEBAUTHN, passkey=True),
+        ChallengeRequested(user=account(), method=Method.EMAIL_OTP, passkey=True),
+        ChallengeRequested(user=account(), method=Method.TOTP, passkey=True),
     ],
     CodeGenerated: [CodeGenerated(code=CODE, digest=DIGEST)],
     AuthenticatorLoaded: [
@@ -174,6 +182,7 @@ SAMPLES: dict[type[Event], list[Event]] = {
         ChallengeLoaded(challenge=sms_challenge(purpose=Purpose.PASSWORD_RESET)),
         ChallengeLoaded(challenge=totp_challenge()),
         ChallengeLoaded(challenge=totp_challenge(enrolling=True)),
+        ChallengeLoaded(challenge=passkey_challenge()),
     ],
     AttemptCounted: [
         AttemptCounted(attempts=1),

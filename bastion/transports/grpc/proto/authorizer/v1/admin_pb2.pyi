@@ -685,3 +685,57 @@ class AdminWebauthnDeleteCredentialResponse(_message.Message):
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
     message: str
     def __init__(self, message: _Optional[str] = ...) -> None: ...
+
+class AdminSessionInfo(_message.Message):
+    __slots__ = ("id", "created_at", "last_used_at", "ip", "user_agent", "current")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    LAST_USED_AT_FIELD_NUMBER: _ClassVar[int]
+    IP_FIELD_NUMBER: _ClassVar[int]
+    USER_AGENT_FIELD_NUMBER: _ClassVar[int]
+    CURRENT_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    created_at: int
+    last_used_at: int
+    ip: str
+    user_agent: str
+    current: bool
+    def __init__(self, id: _Optional[str] = ..., created_at: _Optional[int] = ..., last_used_at: _Optional[int] = ..., ip: _Optional[str] = ..., user_agent: _Optional[str] = ..., current: _Optional[bool] = ...) -> None: ...
+
+class AdminUserSessionsRequest(_message.Message):
+    __slots__ = ("user_id",)
+    USER_ID_FIELD_NUMBER: _ClassVar[int]
+    user_id: str
+    def __init__(self, user_id: _Optional[str] = ...) -> None: ...
+
+class AdminUserSessionsResponse(_message.Message):
+    __slots__ = ("sessions",)
+    SESSIONS_FIELD_NUMBER: _ClassVar[int]
+    sessions: _containers.RepeatedCompositeFieldContainer[AdminSessionInfo]
+    def __init__(self, sessions: _Optional[_Iterable[_Union[AdminSessionInfo, _Mapping]]] = ...) -> None: ...
+
+class AdminRevokeUserSessionRequest(_message.Message):
+    __slots__ = ("user_id", "id")
+    USER_ID_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    user_id: str
+    id: str
+    def __init__(self, user_id: _Optional[str] = ..., id: _Optional[str] = ...) -> None: ...
+
+class AdminRevokeUserSessionResponse(_message.Message):
+    __slots__ = ("message",)
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    message: str
+    def __init__(self, message: _Optional[str] = ...) -> None: ...
+
+class AdminRevokeAllUserSessionsRequest(_message.Message):
+    __slots__ = ("user_id",)
+    USER_ID_FIELD_NUMBER: _ClassVar[int]
+    user_id: str
+    def __init__(self, user_id: _Optional[str] = ...) -> None: ...
+
+class AdminRevokeAllUserSessionsResponse(_message.Message):
+    __slots__ = ("message",)
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    message: str
+    def __init__(self, message: _Optional[str] = ...) -> None: ...

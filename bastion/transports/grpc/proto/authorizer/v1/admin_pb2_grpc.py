@@ -207,6 +207,21 @@ class AuthorizerAdminServiceStub:
                 request_serializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_admin__pb2.AdminWebauthnDeleteCredentialRequest.SerializeToString,
                 response_deserializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_admin__pb2.AdminWebauthnDeleteCredentialResponse.FromString,
                 _registered_method=True)
+        self.AdminUserSessions = channel.unary_unary(
+                '/authorizer.v1.AuthorizerAdminService/AdminUserSessions',
+                request_serializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_admin__pb2.AdminUserSessionsRequest.SerializeToString,
+                response_deserializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_admin__pb2.AdminUserSessionsResponse.FromString,
+                _registered_method=True)
+        self.AdminRevokeUserSession = channel.unary_unary(
+                '/authorizer.v1.AuthorizerAdminService/AdminRevokeUserSession',
+                request_serializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_admin__pb2.AdminRevokeUserSessionRequest.SerializeToString,
+                response_deserializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_admin__pb2.AdminRevokeUserSessionResponse.FromString,
+                _registered_method=True)
+        self.AdminRevokeAllUserSessions = channel.unary_unary(
+                '/authorizer.v1.AuthorizerAdminService/AdminRevokeAllUserSessions',
+                request_serializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_admin__pb2.AdminRevokeAllUserSessionsRequest.SerializeToString,
+                response_deserializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_admin__pb2.AdminRevokeAllUserSessionsResponse.FromString,
+                _registered_method=True)
 
 
 class AuthorizerAdminServiceServicer:
@@ -453,6 +468,27 @@ class AuthorizerAdminServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AdminUserSessions(self, request, context):
+        """bastion's own (a user's sessions, issue 22): POST /v1/admin/user_sessions
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AdminRevokeUserSession(self, request, context):
+        """bastion's own: POST /v1/admin/revoke_user_session
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AdminRevokeAllUserSessions(self, request, context):
+        """bastion's own: POST /v1/admin/revoke_all_user_sessions
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AuthorizerAdminServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -625,6 +661,21 @@ def add_AuthorizerAdminServiceServicer_to_server(servicer, server):
                     servicer.AdminWebauthnDeleteCredential,
                     request_deserializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_admin__pb2.AdminWebauthnDeleteCredentialRequest.FromString,
                     response_serializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_admin__pb2.AdminWebauthnDeleteCredentialResponse.SerializeToString,
+            ),
+            'AdminUserSessions': grpc.unary_unary_rpc_method_handler(
+                    servicer.AdminUserSessions,
+                    request_deserializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_admin__pb2.AdminUserSessionsRequest.FromString,
+                    response_serializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_admin__pb2.AdminUserSessionsResponse.SerializeToString,
+            ),
+            'AdminRevokeUserSession': grpc.unary_unary_rpc_method_handler(
+                    servicer.AdminRevokeUserSession,
+                    request_deserializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_admin__pb2.AdminRevokeUserSessionRequest.FromString,
+                    response_serializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_admin__pb2.AdminRevokeUserSessionResponse.SerializeToString,
+            ),
+            'AdminRevokeAllUserSessions': grpc.unary_unary_rpc_method_handler(
+                    servicer.AdminRevokeAllUserSessions,
+                    request_deserializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_admin__pb2.AdminRevokeAllUserSessionsRequest.FromString,
+                    response_serializer=bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_admin__pb2.AdminRevokeAllUserSessionsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1548,6 +1599,87 @@ class AuthorizerAdminService:
             '/authorizer.v1.AuthorizerAdminService/AdminWebauthnDeleteCredential',
             bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_admin__pb2.AdminWebauthnDeleteCredentialRequest.SerializeToString,
             bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_admin__pb2.AdminWebauthnDeleteCredentialResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AdminUserSessions(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/authorizer.v1.AuthorizerAdminService/AdminUserSessions',
+            bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_admin__pb2.AdminUserSessionsRequest.SerializeToString,
+            bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_admin__pb2.AdminUserSessionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AdminRevokeUserSession(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/authorizer.v1.AuthorizerAdminService/AdminRevokeUserSession',
+            bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_admin__pb2.AdminRevokeUserSessionRequest.SerializeToString,
+            bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_admin__pb2.AdminRevokeUserSessionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AdminRevokeAllUserSessions(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/authorizer.v1.AuthorizerAdminService/AdminRevokeAllUserSessions',
+            bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_admin__pb2.AdminRevokeAllUserSessionsRequest.SerializeToString,
+            bastion_dot_transports_dot_grpc_dot_proto_dot_authorizer_dot_v1_dot_admin__pb2.AdminRevokeAllUserSessionsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -59,7 +59,7 @@ class User(_message.Message):
     def __init__(self, id: _Optional[str] = ..., email: _Optional[str] = ..., email_verified: _Optional[bool] = ..., signup_methods: _Optional[str] = ..., given_name: _Optional[str] = ..., family_name: _Optional[str] = ..., middle_name: _Optional[str] = ..., nickname: _Optional[str] = ..., preferred_username: _Optional[str] = ..., gender: _Optional[str] = ..., birthdate: _Optional[str] = ..., phone_number: _Optional[str] = ..., phone_number_verified: _Optional[bool] = ..., picture: _Optional[str] = ..., roles: _Optional[_Iterable[str]] = ..., created_at: _Optional[int] = ..., updated_at: _Optional[int] = ..., revoked_timestamp: _Optional[int] = ..., is_multi_factor_auth_enabled: _Optional[bool] = ..., app_data: _Optional[_Union[_common_pb2.AppData, _Mapping]] = ..., has_skipped_mfa_setup_at: _Optional[int] = ..., mfa_locked_at: _Optional[int] = ..., enrolled_mfa_methods: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class AuthResponse(_message.Message):
-    __slots__ = ("message", "should_show_email_otp_screen", "should_show_mobile_otp_screen", "should_show_totp_screen", "access_token", "id_token", "refresh_token", "expires_in", "user", "authenticator_scanner_image", "authenticator_secret", "authenticator_recovery_codes", "should_offer_email_otp_mfa_setup", "should_offer_sms_otp_mfa_setup")
+    __slots__ = ("message", "should_show_email_otp_screen", "should_show_mobile_otp_screen", "should_show_totp_screen", "access_token", "id_token", "refresh_token", "expires_in", "user", "authenticator_scanner_image", "authenticator_secret", "authenticator_recovery_codes", "should_offer_webauthn_mfa_verify", "should_offer_email_otp_mfa_setup", "should_offer_sms_otp_mfa_setup")
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
     SHOULD_SHOW_EMAIL_OTP_SCREEN_FIELD_NUMBER: _ClassVar[int]
     SHOULD_SHOW_MOBILE_OTP_SCREEN_FIELD_NUMBER: _ClassVar[int]
@@ -72,6 +72,7 @@ class AuthResponse(_message.Message):
     AUTHENTICATOR_SCANNER_IMAGE_FIELD_NUMBER: _ClassVar[int]
     AUTHENTICATOR_SECRET_FIELD_NUMBER: _ClassVar[int]
     AUTHENTICATOR_RECOVERY_CODES_FIELD_NUMBER: _ClassVar[int]
+    SHOULD_OFFER_WEBAUTHN_MFA_VERIFY_FIELD_NUMBER: _ClassVar[int]
     SHOULD_OFFER_EMAIL_OTP_MFA_SETUP_FIELD_NUMBER: _ClassVar[int]
     SHOULD_OFFER_SMS_OTP_MFA_SETUP_FIELD_NUMBER: _ClassVar[int]
     message: str
@@ -86,9 +87,10 @@ class AuthResponse(_message.Message):
     authenticator_scanner_image: str
     authenticator_secret: str
     authenticator_recovery_codes: _containers.RepeatedScalarFieldContainer[str]
+    should_offer_webauthn_mfa_verify: bool
     should_offer_email_otp_mfa_setup: bool
     should_offer_sms_otp_mfa_setup: bool
-    def __init__(self, message: _Optional[str] = ..., should_show_email_otp_screen: _Optional[bool] = ..., should_show_mobile_otp_screen: _Optional[bool] = ..., should_show_totp_screen: _Optional[bool] = ..., access_token: _Optional[str] = ..., id_token: _Optional[str] = ..., refresh_token: _Optional[str] = ..., expires_in: _Optional[int] = ..., user: _Optional[_Union[User, _Mapping]] = ..., authenticator_scanner_image: _Optional[str] = ..., authenticator_secret: _Optional[str] = ..., authenticator_recovery_codes: _Optional[_Iterable[str]] = ..., should_offer_email_otp_mfa_setup: _Optional[bool] = ..., should_offer_sms_otp_mfa_setup: _Optional[bool] = ...) -> None: ...
+    def __init__(self, message: _Optional[str] = ..., should_show_email_otp_screen: _Optional[bool] = ..., should_show_mobile_otp_screen: _Optional[bool] = ..., should_show_totp_screen: _Optional[bool] = ..., access_token: _Optional[str] = ..., id_token: _Optional[str] = ..., refresh_token: _Optional[str] = ..., expires_in: _Optional[int] = ..., user: _Optional[_Union[User, _Mapping]] = ..., authenticator_scanner_image: _Optional[str] = ..., authenticator_secret: _Optional[str] = ..., authenticator_recovery_codes: _Optional[_Iterable[str]] = ..., should_offer_webauthn_mfa_verify: _Optional[bool] = ..., should_offer_email_otp_mfa_setup: _Optional[bool] = ..., should_offer_sms_otp_mfa_setup: _Optional[bool] = ...) -> None: ...
 
 class Permission(_message.Message):
     __slots__ = ("object", "relation")
@@ -148,7 +150,7 @@ class PermissionCheckResult(_message.Message):
     def __init__(self, relation: _Optional[str] = ..., object: _Optional[str] = ..., allowed: _Optional[bool] = ..., error: _Optional[_Union[PermissionCheckResult.Error, _Mapping]] = ...) -> None: ...
 
 class Meta(_message.Message):
-    __slots__ = ("version", "client_id", "is_google_login_enabled", "is_facebook_login_enabled", "is_github_login_enabled", "is_linkedin_login_enabled", "is_apple_login_enabled", "is_discord_login_enabled", "is_twitter_login_enabled", "is_microsoft_login_enabled", "is_twitch_login_enabled", "is_roblox_login_enabled", "is_email_verification_enabled", "is_basic_authentication_enabled", "is_magic_link_login_enabled", "is_sign_up_enabled", "is_strong_password_enabled", "is_multi_factor_auth_enabled", "is_mobile_basic_authentication_enabled", "is_phone_verification_enabled")
+    __slots__ = ("version", "client_id", "is_google_login_enabled", "is_facebook_login_enabled", "is_github_login_enabled", "is_linkedin_login_enabled", "is_apple_login_enabled", "is_discord_login_enabled", "is_twitter_login_enabled", "is_microsoft_login_enabled", "is_twitch_login_enabled", "is_roblox_login_enabled", "is_email_verification_enabled", "is_basic_authentication_enabled", "is_magic_link_login_enabled", "is_sign_up_enabled", "is_strong_password_enabled", "is_multi_factor_auth_enabled", "is_mobile_basic_authentication_enabled", "is_phone_verification_enabled", "is_webauthn_enabled")
     VERSION_FIELD_NUMBER: _ClassVar[int]
     CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
     IS_GOOGLE_LOGIN_ENABLED_FIELD_NUMBER: _ClassVar[int]
@@ -169,6 +171,7 @@ class Meta(_message.Message):
     IS_MULTI_FACTOR_AUTH_ENABLED_FIELD_NUMBER: _ClassVar[int]
     IS_MOBILE_BASIC_AUTHENTICATION_ENABLED_FIELD_NUMBER: _ClassVar[int]
     IS_PHONE_VERIFICATION_ENABLED_FIELD_NUMBER: _ClassVar[int]
+    IS_WEBAUTHN_ENABLED_FIELD_NUMBER: _ClassVar[int]
     version: str
     client_id: str
     is_google_login_enabled: bool
@@ -189,4 +192,5 @@ class Meta(_message.Message):
     is_multi_factor_auth_enabled: bool
     is_mobile_basic_authentication_enabled: bool
     is_phone_verification_enabled: bool
-    def __init__(self, version: _Optional[str] = ..., client_id: _Optional[str] = ..., is_google_login_enabled: _Optional[bool] = ..., is_facebook_login_enabled: _Optional[bool] = ..., is_github_login_enabled: _Optional[bool] = ..., is_linkedin_login_enabled: _Optional[bool] = ..., is_apple_login_enabled: _Optional[bool] = ..., is_discord_login_enabled: _Optional[bool] = ..., is_twitter_login_enabled: _Optional[bool] = ..., is_microsoft_login_enabled: _Optional[bool] = ..., is_twitch_login_enabled: _Optional[bool] = ..., is_roblox_login_enabled: _Optional[bool] = ..., is_email_verification_enabled: _Optional[bool] = ..., is_basic_authentication_enabled: _Optional[bool] = ..., is_magic_link_login_enabled: _Optional[bool] = ..., is_sign_up_enabled: _Optional[bool] = ..., is_strong_password_enabled: _Optional[bool] = ..., is_multi_factor_auth_enabled: _Optional[bool] = ..., is_mobile_basic_authentication_enabled: _Optional[bool] = ..., is_phone_verification_enabled: _Optional[bool] = ...) -> None: ...
+    is_webauthn_enabled: bool
+    def __init__(self, version: _Optional[str] = ..., client_id: _Optional[str] = ..., is_google_login_enabled: _Optional[bool] = ..., is_facebook_login_enabled: _Optional[bool] = ..., is_github_login_enabled: _Optional[bool] = ..., is_linkedin_login_enabled: _Optional[bool] = ..., is_apple_login_enabled: _Optional[bool] = ..., is_discord_login_enabled: _Optional[bool] = ..., is_twitter_login_enabled: _Optional[bool] = ..., is_microsoft_login_enabled: _Optional[bool] = ..., is_twitch_login_enabled: _Optional[bool] = ..., is_roblox_login_enabled: _Optional[bool] = ..., is_email_verification_enabled: _Optional[bool] = ..., is_basic_authentication_enabled: _Optional[bool] = ..., is_magic_link_login_enabled: _Optional[bool] = ..., is_sign_up_enabled: _Optional[bool] = ..., is_strong_password_enabled: _Optional[bool] = ..., is_multi_factor_auth_enabled: _Optional[bool] = ..., is_mobile_basic_authentication_enabled: _Optional[bool] = ..., is_phone_verification_enabled: _Optional[bool] = ..., is_webauthn_enabled: _Optional[bool] = ...) -> None: ...

@@ -34,11 +34,13 @@ def free_port() -> int:
 
     Asking the kernel for port 0 and releasing it races: under parallel load another
     worker (or an outgoing connection) can take the same port before the server binds it.
-    Each worker has 1,000 ports of its own; a port is handed out only if it binds now.
+    Each worker (its xdist number plus ``BASTION_TEST_SLOT``, modulo 80: runs side by side
+    take slots 0, 20, 40, 60) has 250 ports of its own, 12000-31999 in all; a port is
+    handed out only if it binds now.
     """
-    base = 12000 + (worker_index() % 20) * 1000
-    for _ in range(1000):
-        port = base + next(_next_port) % 1000
+    base = 12000 + (worker_index() % 80) * 250
+    for _ in range(250):
+        port = base + next(_next_port) % 250
         with socket.socket() as s:
             try:
                 s.bind(("127.0.0.1", port))

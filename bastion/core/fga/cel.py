@@ -1,7 +1,7 @@
 """What the engine needs of CEL conditions without importing a CEL implementation.
 
-cel-python (and its dependencies) load when the first condition is compiled: a model
-without conditions needs none of it, and ``bastion-core`` installs it only with its
+google-re2 (the evaluator's ``matches``) loads when the first condition is compiled: a
+model without conditions does not need it, and ``bastion-core`` installs it only with its
 ``conditions`` extra.
 """
 
@@ -20,11 +20,11 @@ __all__ = ["ConditionError", "compile_condition"]
 
 def compile_condition(condition: Condition) -> CompiledCondition:
     """``condition`` type-checked and compiled (a :class:`ConditionError` if it is wrong, or
-    if cel-python is not installed)."""
+    if the ``conditions`` extra is not installed)."""
     try:
         from bastion.core.fga.conditions import CompiledCondition
     except ModuleNotFoundError as exc:
         raise ConditionError(
-            f"condition {condition.name!r} needs cel-python: install bastion-core[conditions]"
+            f"condition {condition.name!r} needs google-re2: install bastion-core[conditions]"
         ) from exc
     return CompiledCondition(condition)

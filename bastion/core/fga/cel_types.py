@@ -2,8 +2,8 @@
 
 OpenFGA compiles each condition with its parameters declared as typed CEL variables and
 refuses the model (2056) when the expression names an undeclared variable, applies an
-operator to operands it has no overload for, or does not give a ``bool``. cel-python only
-parses, so this walks its parse tree and infers types where they are certain; anything
+operator to operands it has no overload for, or does not give a ``bool``. The evaluator does
+not type-check, so this walks the parse tree and infers types where they are certain; anything
 else (a map field, a comprehension variable, a list literal, a function it does not know)
 is ``dyn`` and never refused. Messages are cel-go's, without the source position.
 """
@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from lark import Token, Tree
-
+from bastion.core.fga.cel_parse import Node, Token, Tree
 from bastion.core.fga.model import ConditionParam
 
 __all__ = ["CelTypeError", "check_types"]
@@ -75,6 +74,15 @@ _FUNCTIONS = {
 
 #: a CEL type name, or ``None`` for dyn (not known here)
 Type = str | None
+_LITERALS: dict[str, Type] = {
+    "BOOL_LIT": "bool",
+    "NULL_LIT": None,
+    "STRING_LIT": "string",
+    "BYTES_LIT": "bytes",
+    "UINT_LIT": "uint",
+    "FLOAT_LIT": "double",
+    "INT_LIT": "int",
+}
 
 
 class CelTypeError(ValueError):
@@ -91,7 +99,7 @@ def param_type(param: ConditionParam) -> str:
     return _SCALARS.get(param.type_name, "dyn")
 
 
-def check_types(tree: Tree[Token], params: Mapping[str, ConditionParam]) -> None:
+def check_types(tree: Tree, params: Mapping[str, ConditionParam]) -> None:
     """Raise :class:`CelTypeError` where OpenFGA's compile of the expression would fail."""
     result = _Inference({name: param_type(p) for name, p in params.items()}).infer(tree)
     if result is not None and result != "bool":
@@ -121,7 +129,7 @@ class _Inference:
         #: comprehension variables in scope (dyn)
         self.bound: list[str] = []
 
-    def infer(self, node: Tree[Token] | Token) -> Type:
+    def infer(self, node: Node) -> Type:
         if isinstance(node, Token):
             return None
         handler = getattr(self, f"_{node.data}", None)
@@ -136,19 +144,19 @@ class _Inference:
 
     # -- operators -------------------------------------------------------------------------
 
-    def _expr(self, children: Sequence[Tree[Token] | Token]) -> Type:
+    def _expr(self, children: Sequence[Node]) -> Type:
         if len(children) == 1:
             return self.infer(children[0])
         self._logical(children[0])
         then, otherwise = self.infer(children[1]), self.infer(children[2])
         return then if then == otherwise else None
 
-    def _logical(self, node: Tree[Token] | Token) -> None:
+    def _logical(self, node: Node) -> None:
         found = self.infer(node)
         if found is not None and found != "bool":
             raise CelTypeError(f"expected type 'bool' but found '{found}'")
 
-    def _conditionalor(self, children: Sequence[Tree[Token] | Token]) -> Type:
+    def _conditionalor(self, children: Sequence[Node]) -> Type:
         if len(children) == 1:
             return self.infer(children[0])
         for child in children:
@@ -157,7 +165,7 @@ class _Inference:
 
     _conditionaland = _conditionalor
 
-    def _relation(self, children: Sequence[Tree[Token] | Token]) -> Type:
+    def _relation(self, children: Sequence[Node]) -> Type:
         if len(children) == 1:
             return self.infer(children[0])
         operator, right_node = children
@@ -175,15 +183,15 @@ class _Inference:
                     raise _no_overload("@in", left, right)
             return "bool"
         if left is not None and right is not None and left != right:
-            raise _no_overload(_COMPARISONS[str(operator.data)], left, right)
+            raise _no_overload(_COMPARISONS[operator.data], left, right)
         return "bool"
 
-    def _arithmetic(self, children: Sequence[Tree[Token] | Token]) -> Type:
+    def _arithmetic(self, children: Sequence[Node]) -> Type:
         if len(children) == 1:
             return self.infer(children[0])
         operator, right_node = children
         assert isinstance(operator, Tree)
-        name = _ARITHMETIC.get(str(operator.data))
+        name = _ARITHMETIC.get(operator.data)
         left, right = self.infer(operator.children[0]), self.infer(right_node)
         if name is None or left is None or right is None:
             return None
@@ -201,7 +209,7 @@ class _Inference:
     _addition = _arithmetic
     _multiplication = _arithmetic
 
-    def _unary(self, children: Sequence[Tree[Token] | Token]) -> Type:
+    def _unary(self, children: Sequence[Node]) -> Type:
         if len(children) == 1:
             return self.infer(children[0])
         operator, operand = children
@@ -217,16 +225,16 @@ class _Inference:
 
     # -- members and primaries ----------------------------------------------------------------
 
-    def _member_dot(self, children: Sequence[Tree[Token] | Token]) -> Type:
+    def _member_dot(self, children: Sequence[Node]) -> Type:
         container = self.infer(children[0])
         return None if container is None else _element(container)
 
-    def _member_index(self, children: Sequence[Tree[Token] | Token]) -> Type:
+    def _member_index(self, children: Sequence[Node]) -> Type:
         container = self.infer(children[0])
         self.infer(children[1])
         return None if container is None else _element(container)
 
-    def _member_dot_arg(self, children: Sequence[Tree[Token] | Token]) -> Type:
+    def _member_dot_arg(self, children: Sequence[Node]) -> Type:
         target, method, *rest = children
         name = str(method)
         arguments = list(rest[0].children) if rest and isinstance(rest[0], Tree) else []
@@ -252,7 +260,7 @@ class _Inference:
             return "int"
         return None
 
-    def _ident(self, children: Sequence[Tree[Token] | Token]) -> Type:
+    def _ident(self, children: Sequence[Node]) -> Type:
         name = str(children[0])
         if name in self.bound:
             return None
@@ -260,30 +268,19 @@ class _Inference:
             raise CelTypeError(f"undeclared reference to '{name}' (in container '')")
         return self.variables[name]
 
-    def _ident_arg(self, children: Sequence[Tree[Token] | Token]) -> Type:
+    def _ident_arg(self, children: Sequence[Node]) -> Type:
         name, *rest = children
         if rest and isinstance(rest[0], Tree):
             for argument in rest[0].children:
                 self.infer(argument)
         return _FUNCTIONS.get(str(name))
 
-    def _literal(self, children: Sequence[Tree[Token] | Token]) -> Type:
-        text = str(children[0])
-        if text in ("true", "false"):
-            return "bool"
-        if text == "null":
-            return None
-        if text[:1] in "\"'" or text[:2].lower() in ('r"', "r'"):
-            return "string"
-        if text[:1] in "bB":
-            return "bytes"
-        if text.endswith(("u", "U")):
-            return "uint"
-        if any(c in text for c in ".eE") and not text.lower().startswith("0x"):
-            return "double"
-        return "int"
+    def _literal(self, children: Sequence[Node]) -> Type:
+        token = children[0]
+        assert isinstance(token, Token)
+        return _LITERALS[token.type]
 
-    def _list_lit(self, children: Sequence[Tree[Token] | Token]) -> Type:
+    def _list_lit(self, children: Sequence[Node]) -> Type:
         for child in children:
             self.infer(child)
         return None
@@ -291,7 +288,7 @@ class _Inference:
     _map_lit = _list_lit
 
 
-def _identifier(node: Tree[Token] | Token) -> str | None:
+def _identifier(node: Node) -> str | None:
     """The name when ``node`` (an expression) is a bare identifier."""
     while isinstance(node, Tree):
         if node.data == "ident":

@@ -1,4 +1,4 @@
-"""CEL conditions with OpenFGA's typed parameters, evaluated with ``cel-python`` (celpy).
+"""CEL conditions with OpenFGA's typed parameters, evaluated by :mod:`bastion.core.fga.cel_eval`.
 
 Each condition is compiled once per model. At evaluation the parameters come from the
 request context overlaid by the tuple's stored context (the tuple wins); every declared
@@ -9,85 +9,35 @@ fails (OpenFGA reports that as 2000). ``ipaddress`` is OpenFGA's own CEL type, w
 
 from __future__ import annotations
 
-import ipaddress
 import math
-import re
 from collections.abc import Mapping
 from typing import Any
 
-import celpy
-from celpy import celtypes
-from celpy.adapter import json_to_cel
-from celpy.celparser import CELParseError
-from celpy.evaluation import CELEvalError
-
+from bastion.core.fga.cel_eval import CelParseError, Program, parse
 from bastion.core.fga.cel_types import CelTypeError, check_types
+from bastion.core.fga.cel_values import (
+    INT64,
+    UINT64,
+    IPAddress,
+    Uint,
+    parse_duration,
+    parse_timestamp,
+)
 from bastion.core.fga.errors import ConditionError
 from bastion.core.fga.model import Condition, ConditionParam
 
 __all__ = ["CompiledCondition", "ConditionError", "IPAddress", "convert_parameter"]
 
-_INT64 = (-(2**63), 2**63 - 1)
-_UINT64 = (0, 2**64 - 1)
-_DURATION_PART = re.compile(r"([0-9]*(?:\.[0-9]*)?)(ns|us|µs|ms|s|m|h)")
-_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
-
-class IPAddress:
-    """OpenFGA's ``ipaddress`` CEL type."""
-
-    def __init__(self, text: str) -> None:
-        try:
-            self.address = ipaddress.ip_address(text)
-        except ValueError as exc:
-            raise ConditionError(f"invalid ipaddress {text!r}") from exc
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, IPAddress) and other.address == self.address
-
-    def __ne__(self, other: object) -> bool:
-        return not self.__eq__(other)
-
-    def __hash__(self) -> int:
-        return hash(self.address)
-
-    def in_cidr(self, cidr: str) -> bool:
-        try:
-            network = ipaddress.ip_network(cidr, strict=False)
-        except ValueError as exc:
-            raise ConditionError(f"invalid CIDR {cidr!r}") from exc
-        return self.address in network
-
-
-def _cel_ipaddress(text: Any) -> IPAddress:
-    return IPAddress(str(text))
-
-
-def _cel_in_cidr(address: Any, cidr: Any) -> Any:
-    if not isinstance(address, IPAddress):
-        raise ConditionError("in_cidr needs an ipaddress")
-    return celtypes.BoolType(address.in_cidr(str(cidr)))
-
-
-_FUNCTIONS: Any = {"ipaddress": _cel_ipaddress, "in_cidr": _cel_in_cidr}
-
-
-def _parse_duration(text: str) -> float:
-    """A Go ``time.ParseDuration`` string (``"1h30m"``, ``"-1.5s"``) in seconds."""
-    sign = -1.0 if text.startswith("-") else 1.0
-    body = text.lstrip("+-")
-    if body == "0":
-        return 0.0
-    pos, total = 0, 0.0
-    while pos < len(body):
-        match = _DURATION_PART.match(body, pos)
-        if match is None or match.group(1) in ("", "."):
-            raise ConditionError(f"invalid duration {text!r}")
-        total += float(match.group(1)) * _DURATION_UNITS[match.group(2)]
-        pos = match.end()
-    if not body:
-        raise ConditionError(f"invalid duration {text!r}")
-    return sign * total
+def _json(value: Any, name: str) -> Any:
+    """A JSON value (``TYPE_NAME_ANY``) as CEL sees it: lists, maps, strings, numbers."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, list | tuple):
+        return [_json(item, name) for item in value]
+    if isinstance(value, Mapping):
+        return {str(k): _json(v, name) for k, v in value.items()}
+    raise ConditionError(f"parameter {name!r} is not JSON")
 
 
 def _integer(value: Any, bounds: tuple[int, int], name: str) -> int:
@@ -111,19 +61,19 @@ def _integer(value: Any, bounds: tuple[int, int], name: str) -> int:
 
 def _scalar(type_name: str, value: Any, name: str) -> Any:
     if type_name == "TYPE_NAME_ANY":
-        return json_to_cel(value)
+        return _json(value, name)
     if type_name == "TYPE_NAME_BOOL":
         if not isinstance(value, bool):
             raise ConditionError(f"parameter {name!r} is not a bool")
-        return celtypes.BoolType(value)
+        return value
     if type_name == "TYPE_NAME_STRING":
         if not isinstance(value, str):
             raise ConditionError(f"parameter {name!r} is not a string")
-        return celtypes.StringType(value)
+        return value
     if type_name == "TYPE_NAME_INT":
-        return celtypes.IntType(_integer(value, _INT64, name))
+        return _integer(value, INT64, name)
     if type_name == "TYPE_NAME_UINT":
-        return celtypes.UintType(_integer(value, _UINT64, name))
+        return Uint(_integer(value, UINT64, name))
     if type_name == "TYPE_NAME_DOUBLE":
         if isinstance(value, bool) or not isinstance(value, int | float | str):
             raise ConditionError(f"parameter {name!r} is not a double")
@@ -133,20 +83,21 @@ def _scalar(type_name: str, value: Any, name: str) -> Any:
             raise ConditionError(f"parameter {name!r} is not a double") from exc
         if not math.isfinite(number):
             raise ConditionError(f"parameter {name!r} does not fit a double")
-        return celtypes.DoubleType(number)
+        return number
     if type_name == "TYPE_NAME_TIMESTAMP":
         if not isinstance(value, str):
             raise ConditionError(f"parameter {name!r} is not a timestamp")
         try:
-            return celtypes.TimestampType(value)
-        except (ValueError, TypeError) as exc:
+            return parse_timestamp(value)
+        except ConditionError as exc:
             raise ConditionError(f"parameter {name!r} is not an RFC 3339 timestamp") from exc
     if type_name == "TYPE_NAME_DURATION":
         if not isinstance(value, str):
             raise ConditionError(f"parameter {name!r} is not a duration")
-        total_nanos = round(_parse_duration(value) * 1e9)
-        seconds, nanos = divmod(total_nanos, 10**9)
-        return celtypes.DurationType(seconds, nanos)
+        try:
+            return parse_duration(value)
+        except ConditionError as exc:
+            raise ConditionError(f"parameter {name!r} is not a duration") from exc
     if type_name == "TYPE_NAME_IPADDRESS":
         if not isinstance(value, str):
             raise ConditionError(f"parameter {name!r} is not an ipaddress")
@@ -160,14 +111,12 @@ def convert_parameter(param: ConditionParam, value: Any, name: str) -> Any:
         if not isinstance(value, list):
             raise ConditionError(f"parameter {name!r} is not a list")
         element = param.generic[0] if param.generic else "TYPE_NAME_ANY"
-        return celtypes.ListType([_scalar(element, item, name) for item in value])
+        return [_scalar(element, item, name) for item in value]
     if param.type_name == "TYPE_NAME_MAP":
         if not isinstance(value, Mapping):
             raise ConditionError(f"parameter {name!r} is not a map")
         element = param.generic[0] if param.generic else "TYPE_NAME_ANY"
-        return celtypes.MapType(
-            {celtypes.StringType(str(k)): _scalar(element, v, name) for k, v in value.items()}
-        )
+        return {str(k): _scalar(element, v, name) for k, v in value.items()}
     return _scalar(param.type_name, value, name)
 
 
@@ -176,13 +125,12 @@ class CompiledCondition:
 
     def __init__(self, condition: Condition) -> None:
         self.condition = condition
-        env = celpy.Environment()
         try:
-            ast = env.compile(condition.expression)
-            check_types(ast, condition.parameters)
-        except (CELParseError, CelTypeError) as exc:
+            tree = parse(condition.expression)
+            check_types(tree, condition.parameters)
+            self._program = Program(tree)
+        except (CelParseError, CelTypeError) as exc:
             raise ConditionError(f"condition {condition.name!r} does not compile: {exc}") from exc
-        self._program = env.program(ast, functions=_FUNCTIONS)
 
     def evaluate(
         self, request_context: Mapping[str, Any] | None, tuple_context: Mapping[str, Any] | None
@@ -202,8 +150,8 @@ class CompiledCondition:
             )
         try:
             result = self._program.evaluate(activation)
-        except (CELEvalError, ConditionError, TypeError, ValueError, KeyError) as exc:
+        except ConditionError as exc:
             raise ConditionError(f"condition {self.condition.name!r} failed: {exc}") from exc
-        if not isinstance(result, celtypes.BoolType | bool):
+        if not isinstance(result, bool):
             raise ConditionError(f"condition {self.condition.name!r} did not give a bool")
         return bool(result)

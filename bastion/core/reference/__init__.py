@@ -2,9 +2,9 @@
 default password hashing and token signing, and the answers to the one-time-code effects.
 
 They carry out every effect the machines of ``core.state_machines.MACHINES`` emit, so a
-flow runs end to end in a few lines (``examples/``). Hashing needs ``argon2-cffi`` and
-signing ``joserfc`` (the ``argon2`` and ``jwt`` extras); both are imported only when a
-hasher or signer is made, so importing this package needs neither.
+flow runs end to end in a few lines (``examples/``). Hashing needs ``argon2-cffi`` (the
+``argon2`` extra), imported only when a hasher is made; the HMAC token signer is the
+standard library's.
 """
 
 from bastion.core.reference.codes import OtpCodes

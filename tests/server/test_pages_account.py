@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Iterator
 from html import unescape
 from pathlib import Path
 from urllib.parse import quote
 
 import httpx
+import pyotp
 import pytest
 
 from bastion.conformance.authenticator import SoftAuthenticator
@@ -217,6 +219,44 @@ def test_a_password_login_parked_for_the_passkey_shows_the_passkey_page(
         profile = client.get("/app/profile")
         assert profile.status_code == 200
         assert email in profile.text
+
+
+def test_the_code_page_offers_the_passkey_beside_the_authenticator_code(
+    passkeys: ServerProcess,
+) -> None:
+    """A user who set up an authenticator app first is asked for its code; the page offers
+    the passkey beside it (``should_offer_webauthn_mfa_verify``), kept past a wrong code."""
+    email = unique_email("both")
+    with browser(passkeys) as client:
+        assert page_signup(client, email).status_code == 303
+        sign_out(client)
+        enrol = page_login(client, email)
+        secret = re.search(r'<code class="secret">([A-Z2-7]+)</code>', enrol.text)
+        assert secret is not None, enrol.text
+        assert passkey_forms(enrol) == {}  # no passkey yet
+        enrolled = submit(client, enrol, "/app/mfa", otp=pyotp.TOTP(secret.group(1)).now())
+        assert enrolled.status_code == 303, enrolled.text
+        device = device_for(passkeys)
+        register(client, device, "Laptop")
+        sign_out(client)
+
+        asked = page_login(client, email)
+        assert asked.status_code == 200, asked.text
+        assert "Authenticator code" in asked.text
+        assert '<code class="secret">' not in asked.text  # no second enrolment
+        assert form(asked, "/app/mfa").fields["passkey"] == "1"
+        assert passkey_forms(asked) == {"sign-in": "/app/profile"}
+        assert "Use a passkey instead" in asked.text
+        totp = pyotp.TOTP(secret.group(1))
+        near = {totp.at(time.time() + step) for step in (-30, 0, 30)}
+        wrong_code = next(c for c in ("000000", "111111", "222222", "333333") if c not in near)
+        wrong = submit(client, asked, "/app/mfa", otp=wrong_code)
+        assert wrong.status_code == 400, wrong.text
+        assert passkey_forms(wrong) == {"sign-in": "/app/profile"}
+
+        done = sign_in(client, device)
+        assert done.status_code == 200, done.text
+        assert email in client.get("/app/profile").text
 
 
 # -- managing passkeys on the profile ---------------------------------------------------------

@@ -25,7 +25,9 @@ def build_http_app(runtime: Runtime) -> HttpApp:
         views.append(lambda _caller: playground_views())
     if settings.enable_login_page:
         views.append(
-            lambda caller: login_page_views(settings, runtime.auth, runtime.service.meta, caller)
+            lambda caller: login_page_views(
+                settings, runtime.auth, runtime.service.meta, caller, runtime.passkeys
+            )
         )
     if runtime.openfga.enabled:
         views.append(lambda caller: openfga_views(runtime.openfga, caller))

@@ -7,6 +7,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from http.cookiejar import CookieJar, DefaultCookiePolicy
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
@@ -64,7 +65,9 @@ class _Handler(BaseHTTPRequestHandler):
 def rewriting(upstream: str, rewrite: Rewrite) -> Iterator[str]:
     """The proxy's base URL while the block runs."""
     server = _Server(("127.0.0.1", 0), _Handler)
-    server.upstream = httpx.Client(base_url=upstream, timeout=30)
+    # A proxy keeps no cookies: each client's own go through, and only theirs.
+    jar = CookieJar(policy=DefaultCookiePolicy(allowed_domains=[]))
+    server.upstream = httpx.Client(base_url=upstream, timeout=30, cookies=jar)
     server.rewrite = rewrite
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

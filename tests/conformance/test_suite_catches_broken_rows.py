@@ -75,12 +75,25 @@ def pages_without_csrf_token(method: str, path: str, answer: Answer) -> Answer:
     return answer
 
 
+def sessions_page_without_sign_out(method: str, path: str, answer: Answer) -> Answer:
+    if method == "GET" and path.startswith("/app/sessions"):
+        stripped = re.sub(rb'<form method="post" action="/app/sessions/revoke">.*?</form>',
+                          b"", answer.body, flags=re.S)  # fmt: skip
+        return Answer(answer.status, answer.headers, stripped)
+    return answer
+
+
 BROKEN_HTTP = [
     ("oauth.discovery_and_jwks", symmetric_key_in_jwks, "'k': 'c2VjcmV0'"),
     ("oauth.code_pkce_userinfo_introspect_revoke", userinfo_without_email, "userinfo"),
     ("oauth.refresh_rotation_and_reuse", token_without_rotation, "did not rotate"),
     ("oauth.rp_initiated_logout", logout_keeps_the_cookie, "left the session cookie"),
     ("pages.signup_profile_logout_login", pages_without_csrf_token, "carries no csrf_token"),
+    (
+        "pages.sessions_sign_out_another_device",
+        sessions_page_without_sign_out,
+        "0 sign-out forms",
+    ),
 ]
 
 

@@ -18,7 +18,9 @@ from bastion.transports.pages.render import (
     field_for,
     render,
     social_links,
+    when,
 )
+from bastion.transports.pages.results import MFA_TEXT, challenge_method
 
 ISSUER = "https://id.example.com"
 
@@ -216,3 +218,65 @@ def test_social_buttons_are_the_providers_meta_enables() -> None:
     assert "Continue with Apple" in html
     assert "Continue with Google" not in html
     assert "&amp;state=state-0" in html
+
+
+# -- passkeys and sessions (issue 22) ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("body", "method"),
+    [
+        ({"should_show_totp_screen": True, "should_offer_webauthn_mfa_verify": True}, "totp"),
+        ({"should_show_email_otp_screen": True}, "email"),
+        ({"should_offer_webauthn_mfa_verify": True}, "webauthn"),
+        ({"message": "Logged in successfully", "access_token": "t"}, None),
+    ],
+)
+def test_which_second_factor_page_a_login_answer_asks_for(
+    body: dict[str, object], method: str | None
+) -> None:
+    assert challenge_method(body) == method
+
+
+def _mfa(method: str, passkey: bool) -> str:
+    text = MFA_TEXT[method]
+    return render(
+        "mfa.html",
+        page(meta={"is_webauthn_enabled": True}),
+        title="Verify it's you",
+        method=method,
+        identifier="a@b.c",
+        enrolment=None,
+        instructions=text.instructions,
+        code_label=text.code_label,
+        code_hint=text.hint,
+        resendable=text.resendable,
+        passkey=passkey,
+        next_url="/authorize?client_id=c&state=s",
+    )
+
+
+def test_the_code_page_offers_the_passkey_beside_the_code_only_when_the_login_did() -> None:
+    both = _mfa("totp", passkey=True)
+    assert 'action="/app/mfa"' in both
+    assert '<input type="hidden" name="passkey" value="1">' in both  # kept past a wrong code
+    assert 'data-passkey="sign-in"' in both
+    assert 'data-next="/authorize?client_id=c&amp;state=s" hidden>' in both
+    assert "Use a passkey instead" in both
+    assert '<script src="/app/assets/passkeys.js" defer></script>' in both
+
+    code_only = _mfa("totp", passkey=False)
+    assert 'action="/app/mfa"' in code_only
+    assert "data-passkey" not in code_only
+    assert "<script" not in code_only
+
+    passkey_only = _mfa("webauthn", passkey=True)
+    assert 'action="/app/mfa"' not in passkey_only
+    assert "Use your passkey" in passkey_only
+    assert "<noscript>" in passkey_only
+
+
+def test_times_are_shown_in_utc() -> None:
+    assert when(0) == ""
+    assert when(None) == ""
+    assert when(1_764_073_800) == "25 Nov 2025, 12:30 UTC"

@@ -60,3 +60,30 @@ def pages_flow(ctx: Ctx) -> None:
     target, _ = redirect_target(login)
     ctx.expect(target.endswith("/app/profile"), f"sign-in sent the browser to {target}")
     _signed_in_as(ctx, browser, email)
+
+
+@scenario("pages.sessions_sign_out_another_device", surfaces=("rest",), requires=password_signup)
+def pages_sessions(ctx: Ctx) -> None:
+    """Signed in through the pages in two browsers (on two instances where there are
+    several), the first lists both at ``/app/sessions`` and signs the other out with the
+    page's form: the other browser is signed out at once, the first is not."""
+    laptop, phone = ctx.browser(), ctx.browser(1)
+    email = ctx.email()
+    ctx.cleanups.append(lambda: remove_user(ctx, email))
+    fields = _form(ctx, laptop, "/app/signup")
+    signup = {**fields, "email": email, "password": PASSWORD, "confirm_password": PASSWORD}
+    target, _ = redirect_target(laptop.post("/app/signup", data=signup))
+    ctx.expect(target.endswith("/app/profile"), f"sign-up sent the browser to {target}")
+    fields = _form(ctx, phone, "/app")
+    login = phone.post("/app", data={**fields, "identifier": email, "password": PASSWORD})
+    target, _ = redirect_target(login)
+    ctx.expect(target.endswith("/app/profile"), f"sign-in sent the browser to {target}")
+    page = laptop.get("/app/sessions")
+    ctx.expect(page.status_code == 200, f"GET /app/sessions: HTTP {page.status_code}")
+    forms = page.text.count('action="/app/sessions/revoke"')
+    ctx.expect(forms == 1, f"{forms} sign-out forms for one other session")
+    out = laptop.post("/app/sessions/revoke", data=hidden_fields(page.text))
+    ctx.expect(out.status_code == 200, f"signing the other session out: HTTP {out.status_code}")
+    target, _ = redirect_target(phone.get("/app/profile"))
+    ctx.expect(target.endswith("/app"), f"the signed-out browser's profile sent to {target}")
+    _signed_in_as(ctx, laptop, email)

@@ -16,6 +16,7 @@ from bastion.core.settings import Settings
 from bastion.service.auth.requests import ProfileRequest
 from bastion.service.auth.service import AuthService
 from bastion.service.context import CallerContext, Cookie, Reply
+from bastion.service.passkeys import PasskeyService
 from bastion.service.requests import EmptyRequest
 from bastion.transports.http.cookies import with_cookies
 from bastion.transports.http.errors import http_status
@@ -32,7 +33,7 @@ from bastion.transports.pages.results import (
     redirect,
 )
 
-__all__ = ["LINK_FAILED", "PAGES_CSS", "CallerFactory", "PageBase"]
+__all__ = ["LINK_FAILED", "PAGES_CSS", "PASSKEYS_JS", "CallerFactory", "PageBase"]
 
 log = logging.getLogger("bastion.pages")
 
@@ -40,6 +41,8 @@ CallerFactory = Callable[[Request], CallerContext]
 
 _HTML = "text/html; charset=utf-8"
 PAGES_CSS = Path(__file__).with_name("static") / "pages.css"
+#: The one script: passkey ceremonies, which no HTML form can run (progressive enhancement).
+PASSKEYS_JS = Path(__file__).with_name("static") / "passkeys.js"
 
 
 LINK_FAILED = (
@@ -66,8 +69,10 @@ class PageBase:
         auth: AuthService,
         meta: Callable[..., Awaitable[Reply]],
         caller: CallerFactory,
+        passkeys: PasskeyService,
     ) -> None:
         self.auth = auth
+        self.passkeys = passkeys
         self.issuer = auth.policy.issuer
         self.branding = Branding.from_settings(settings)
         self.guard = FormGuard(
@@ -129,9 +134,12 @@ class PageBase:
         except errors.Unauthenticated:
             return None
 
+    def _next(self, query: PageQuery) -> str:
+        """Where a signed-in browser goes from here (the passkey script's target too)."""
+        return query.after_login(self.issuer, self.auth.redirect_allowed) or "/app/profile"
+
     def _forward(self, query: PageQuery) -> Response:
-        target = query.after_login(self.issuer, self.auth.redirect_allowed)
-        return redirect(target or "/app/profile")
+        return redirect(self._next(query))
 
     async def _refused_redirect(self, request: Request) -> Response:
         return await self._show(

@@ -11,6 +11,7 @@ import dataclasses
 import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -28,6 +29,7 @@ __all__ = [
     "field_for",
     "render",
     "social_links",
+    "when",
 ]
 
 _TEMPLATES = Path(__file__).with_name("templates")
@@ -38,6 +40,16 @@ _ENV = Environment(
     trim_blocks=True,
     lstrip_blocks=True,
 )
+
+
+def when(timestamp: int | None) -> str:
+    """A Unix time as the pages show it (UTC: the server does not know the user's zone)."""
+    if not timestamp:
+        return ""
+    return datetime.fromtimestamp(timestamp, UTC).strftime("%d %b %Y, %H:%M UTC")
+
+
+_ENV.filters["when"] = when
 
 #: Button labels of the social providers, in meta's order.
 SOCIAL_LABELS = {

@@ -57,6 +57,13 @@ MFA_TEXT = {
         "Lost your device? Enter one of your recovery codes instead.",
         False,
     ),
+    # Parked for the user's passkey alone: no code to type (passkeys.js asks the device).
+    "webauthn": MfaText(
+        "Use your passkey to finish signing in.",
+        "",
+        "",
+        False,
+    ),
 }
 
 
@@ -73,6 +80,8 @@ def challenge_method(body: Mapping[str, Any]) -> str | None:
         return "email"
     if body.get("should_show_mobile_otp_screen"):
         return "sms"
+    if body.get("should_offer_webauthn_mfa_verify"):
+        return "webauthn"
     return None
 
 

@@ -1,11 +1,17 @@
 """The hosted login pages under ``/app`` (``--enable-login-page``).
 
-Plain HTML forms posting to the pages' own handlers; no JavaScript. Every handler reads
-its form, then calls the SAME service operation the REST route calls (``login``,
-``signup``, ``verify_otp``, ``resend_otp``, ``magic_link_login``, ``forgot_password``,
-``reset_password``, ``profile``, ``logout``, ``meta``) and renders its result: cookies
-come from the operation's reply exactly as REST sets them; a refusal re-renders the form
-with the service's message tied to its input. No flow rule lives here.
+Plain HTML forms posting to the pages' own handlers. Every handler reads its form, then
+calls the SAME service operation the REST route calls (``login``, ``signup``,
+``verify_otp``, ``resend_otp``, ``magic_link_login``, ``forgot_password``,
+``reset_password``, ``logout``, ``meta``; the signed-in pages' in
+:mod:`transports.pages.account`) and renders its result: cookies come from the
+operation's reply exactly as REST sets them; a refusal re-renders the form with the
+service's message tied to its input. No flow rule lives here.
+
+One script, ``static/passkeys.js`` (with ``--enable-passkeys``): the passkey ceremonies
+need ``navigator.credentials``, so it runs them over the JSON ``webauthn_*`` operations,
+same origin, under the pages' CSP. Its buttons stay hidden without it; every other
+method works without any script.
 
 After a successful login the browser goes to ``/authorize?<the original query>`` or an
 allowed ``redirect_uri`` (see :mod:`transports.pages.query`) through a small "continue"
@@ -35,10 +41,12 @@ from bastion.service.auth.requests import (
 )
 from bastion.service.auth.service import AuthService
 from bastion.service.context import Cookie, Reply
+from bastion.service.passkeys import PasskeyService
 from bastion.service.requests import EmptyRequest, decode
 from bastion.transports.http.dispatch import View
 from bastion.transports.http.wire import query_values
-from bastion.transports.pages.base import LINK_FAILED, PAGES_CSS, CallerFactory, PageBase
+from bastion.transports.pages.account import AccountPages
+from bastion.transports.pages.base import LINK_FAILED, PAGES_CSS, PASSKEYS_JS, CallerFactory
 from bastion.transports.pages.query import PageQuery
 from bastion.transports.pages.render import (
     FormError,
@@ -57,7 +65,7 @@ from bastion.transports.pages.results import (
 __all__ = ["LoginPages", "login_page_views"]
 
 
-class LoginPages(PageBase):
+class LoginPages(AccountPages):
     async def _show_login(
         self,
         request: Request,
@@ -88,6 +96,7 @@ class LoginPages(PageBase):
             identifier_label=label,
             identifier=identifier or query.get("login_hint"),
             social=social_links(self.issuer, query, meta),
+            next_url=self._next(query),
         )
 
     async def login_page(self, request: Request) -> Response:
@@ -180,6 +189,7 @@ class LoginPages(PageBase):
                 identifier,
                 cookies=reply.cookies,
                 enrolment=enrolment_of(body),
+                passkey=bool(body.get("should_offer_webauthn_mfa_verify")),
             )
         if body.get("access_token"):
             target = query.after_login(self.issuer, self.auth.redirect_allowed)
@@ -206,7 +216,10 @@ class LoginPages(PageBase):
         notice: str = "",
         cookies: Iterable[Cookie] = (),
         enrolment: Mapping[str, Any] | None = None,
+        passkey: bool = False,
     ) -> Response:
+        """``passkey``: the login's answer offered the user's passkey instead (a hint for
+        the page only: the passkey operations check the ``mfa`` cookie's challenge)."""
         text = MFA_TEXT[method]
         return await self._show(
             request,
@@ -223,6 +236,8 @@ class LoginPages(PageBase):
             code_label=text.code_label,
             code_hint=text.hint,
             resendable=text.resendable,
+            passkey=passkey or method == "webauthn",
+            next_url=self._next(query),
         )
 
     def _mfa_method(self, source: Mapping[str, str]) -> str:
@@ -247,7 +262,12 @@ class LoginPages(PageBase):
             reply = await self.auth.verify_otp(decode(VerifyOtpRequest, body), self.caller(request))
         except errors.ClientError as error:
             return await self._show_mfa(
-                request, query, method, identifier, error=form_error(error, ("otp",))
+                request,
+                query,
+                method,
+                identifier,
+                error=form_error(error, ("otp",)),
+                passkey=form.get("passkey") == "1",
             )
         return await self._finish(request, reply, query, identifier)
 
@@ -255,13 +275,14 @@ class LoginPages(PageBase):
         form, query = await self._posted(request)
         method = self._mfa_method(form)
         identifier = form.get("identifier", "")
+        passkey = form.get("passkey") == "1"
         try:
             reply = await self.auth.resend_otp(
                 decode(ResendOtpRequest, identifier_field(identifier)), self.caller(request)
             )
         except errors.ClientError as error:
             return await self._show_mfa(
-                request, query, method, identifier, error=form_error(error, ())
+                request, query, method, identifier, error=form_error(error, ()), passkey=passkey
             )
         return await self._show_mfa(
             request,
@@ -270,6 +291,7 @@ class LoginPages(PageBase):
             identifier,
             notice="We have sent you a new code.",
             cookies=reply.cookies,
+            passkey=passkey,
         )
 
     # -- links by email -----------------------------------------------------------------------
@@ -399,28 +421,6 @@ class LoginPages(PageBase):
 
     # -- the signed-in page -------------------------------------------------------------------
 
-    async def profile_page(self, request: Request) -> Response:
-        query = PageQuery.parse(query_values(request))
-        user = await self._signed_in(request)
-        if user is None:
-            return redirect(query.url("/app"))
-        name = " ".join(p for p in (user.get("given_name"), user.get("family_name")) if p)
-        details = [
-            ("Name", name),
-            ("Email", user.get("email") or ""),
-            ("Email verified", "Yes" if user.get("email_verified") else "No"),
-            ("Phone number", user.get("phone_number") or ""),
-            ("Roles", ", ".join(user.get("roles") or ())),
-        ]
-        return await self._show(
-            request,
-            "profile.html",
-            query,
-            title="Your account",
-            user=user,
-            details=[(label, value) for label, value in details if value],
-        )
-
     async def logout_submit(self, request: Request) -> Response:
         _, query = await self._posted(request)
         reply = await self.auth.logout(LogoutRequest(), self.caller(request))
@@ -431,14 +431,8 @@ class LoginPages(PageBase):
     # -- registration -------------------------------------------------------------------------
 
     def views(self) -> list[View]:
-        css = PAGES_CSS.read_bytes()
-
-        async def stylesheet(_: Request) -> Response:
-            return Response(
-                css,
-                media_type="text/css; charset=utf-8",
-                headers={"Cache-Control": "public, max-age=3600"},
-            )
+        stylesheet = _asset(PAGES_CSS.read_bytes(), "text/css; charset=utf-8")
+        script = _asset(PASSKEYS_JS.read_bytes(), "text/javascript; charset=utf-8")
 
         views: list[tuple[str, str, Callable[[Request], Awaitable[Response]]]] = [
             ("GET", "/app", self.login_page),
@@ -457,8 +451,13 @@ class LoginPages(PageBase):
             ("GET", "/app/setup-password", self._set_password_page("setup")),
             ("POST", "/app/setup-password", self._set_password_submit("setup")),
             ("GET", "/app/profile", self.profile_page),
+            ("POST", "/app/passkeys/rename", self.passkey_rename),
+            ("POST", "/app/passkeys/delete", self.passkey_delete),
+            ("GET", "/app/sessions", self.sessions_page),
+            ("POST", "/app/sessions/revoke", self.session_revoke),
             ("POST", "/app/logout", self.logout_submit),
             ("GET", "/app/assets/pages.css", stylesheet),
+            ("GET", "/app/assets/passkeys.js", script),
         ]
         return [View(path, (method,), self._guarded(view)) for method, path, view in views]
 
@@ -468,6 +467,16 @@ def login_page_views(
     auth: AuthService,
     meta: Callable[..., Awaitable[Reply]],
     caller: CallerFactory,
+    passkeys: PasskeyService,
 ) -> list[View]:
     """The pages (mounted only with ``--enable-login-page``)."""
-    return LoginPages(settings, auth, meta, caller).views()
+    return LoginPages(settings, auth, meta, caller, passkeys).views()
+
+
+def _asset(body: bytes, media_type: str) -> Callable[[Request], Awaitable[Response]]:
+    async def asset(_: Request) -> Response:
+        return Response(
+            body, media_type=media_type, headers={"Cache-Control": "public, max-age=3600"}
+        )
+
+    return asset

@@ -37,7 +37,8 @@ async def call_view(views: Iterable[View], path: str, *, method: str = "GET") ->
     for view in views:
         dispatcher.add(view.path, view.methods, Endpoint(view.handler, view.path))
     match = dispatcher.match(method, path)
-    assert match is not None and match.endpoint is not None, f"{method} {path} is not served"
+    assert match is not None, f"{path} is not served"
+    assert match.endpoint is not None, f"{method} {path} is not served"
     request = edge_request(path, method=method)
     request.scope["path_params"] = match.params
     return await match.endpoint.handler(request)

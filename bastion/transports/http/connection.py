@@ -129,11 +129,11 @@ class Connection:
             raise trio.TooSlowError
         return event
 
-    async def write(self, event: Any) -> None:
-        """Send one h11 event. Shielded: a write cut half-way would leave h11's state and
-        the wire apart (the application may be cancelled while it answers), but bounded by
-        ``body_timeout`` so a client that stops reading cannot hold it."""
-        data = self.h11.send(event)
+    async def write(self, *events: Any) -> None:
+        """Send h11 events, in one write. Shielded: a write cut half-way would leave h11's
+        state and the wire apart (the application may be cancelled while it answers), but
+        bounded by ``body_timeout`` so a client that stops reading cannot hold it."""
+        data = b"".join(self.h11.send(event) or b"" for event in events)
         if not data:
             return
         with trio.move_on_after(self.limits.body_timeout) as scope:

@@ -65,6 +65,9 @@ class _Exchange:
         #: (408 too slow, 413 too large, 400 malformed; 0: the client went away)
         self.failure: int | None = None
         self.started = False
+        #: the response's head, held until its body comes: head, body and end of
+        #: message then go out in one write
+        self.head_event: h11.Response | None = None
         self.complete = trio.Event()
         self.scheme = scheme
 
@@ -118,20 +121,31 @@ class _Exchange:
             if conn.closing and b"connection" not in names:
                 headers.append((b"connection", b"close"))
             status = message["status"]
-            await conn.write(
-                h11.Response(status_code=status, headers=headers, reason=_phrase(status))
+            self.head_event = h11.Response(
+                status_code=status, headers=headers, reason=_phrase(status)
             )
         elif kind == "http.response.body":
             if not self.started:
                 raise RuntimeError("response body before its start")
             if self.complete.is_set():
                 return
+            events: list[Any] = []
+            if self.head_event is not None:
+                events.append(self.head_event)
+                self.head_event = None
             body = message.get("body", b"")
             if body and not self.head:
-                await conn.write(h11.Data(data=body))
-            if not message.get("more_body", False):
-                await conn.write(h11.EndOfMessage())
+                events.append(h11.Data(data=body))
+            done = not message.get("more_body", False)
+            if done:
+                events.append(h11.EndOfMessage())
+            await conn.write(*events)
+            if done:
                 self.complete.set()
+
+    @property
+    def head_sent(self) -> bool:
+        return self.started and self.head_event is None
 
     def scope(self, server: tuple[str, int] | None, client: tuple[str, int] | None) -> Message:
         request = self.request
@@ -335,7 +349,7 @@ class HttpServer:
         if exchange.complete.is_set():
             return
         conn.closing = True
-        if not exchange.started and exchange.failure != 0:
+        if not exchange.head_sent and exchange.failure != 0:
             status = exchange.failure or 500
             await conn.simple(status, REASONS.get(status, "Internal Server Error"))
 

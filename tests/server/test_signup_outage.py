@@ -21,11 +21,14 @@ PASSWORD = "Outage!pass1"
 
 
 def _stored(dsn: str, email: str) -> tuple[int, int, int]:
-    """The account's user rows, queued webhooks and signup audit rows."""
+    """The account's user rows, queued webhooks and signup audit rows. A queued event is
+    a ``webhook_event`` until the outbox fans it out into one ``webhook_delivery`` per
+    listening webhook (one each here), in one transaction: counting both never races it."""
     with psycopg.connect(dsn) as conn:
         users = conn.execute("select id from service_users where email = %s", (email,)).fetchall()
         webhooks = conn.execute(
-            "select count(*) from service_outbox where kind = 'webhook_event' and payload like %s",
+            "select count(*) from service_outbox"
+            " where kind in ('webhook_event', 'webhook_delivery') and payload like %s",
             (f"%{email}%",),
         ).fetchone()
         audits = conn.execute(

@@ -249,16 +249,17 @@ class _Sample:
 
 def _failure(exc: Exception, path: str) -> Response:
     """The answer to a request that raised ``exc``."""
+    if isinstance(exc, StorageUnavailable):
+        # Its message names the store's address: logged, never answered.
+        failure = _HEALTH_FAILURE.get(path)
+        if failure is not None:
+            return json_response(failure, 503)
+        log.error("storage unavailable", extra={"path": path, "error": str(exc)})
+        return error_response(errors.Unavailable("storage unavailable"))
     if isinstance(exc, errors.BastionError):
         if isinstance(exc, errors.ServerError):
             log.error("request failed", extra={"error_code": exc.code, "path": path})
         return error_response(exc)
-    if isinstance(exc, StorageUnavailable):
-        failure = _HEALTH_FAILURE.get(path)
-        if failure is not None:
-            return json_response(failure, 503)
-        log.error("storage unavailable", extra={"path": path})
-        return error_response(errors.Unavailable("storage unavailable"))
     if isinstance(exc, ClientDisconnect):
         return error_response(errors.InvalidArgument("the request body was cut short"))
     if isinstance(exc, HTTPException | MultiPartException):

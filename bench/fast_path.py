@@ -1,0 +1,225 @@
+"""The fast-path issue's figures, all in one run on one machine.
+
+1. The ceiling: two bare trio + h11 processes sharing one port (``bench/raw_h11.py``).
+2. bastion, ``--workers 2``, h11 server, on PostgreSQL + Redis, with an organisation of
+   about ``--tuples`` relationship tuples (``bench/fga.py``'s generator, loaded straight
+   into the store before the server starts): ``GET /.well-known/jwks.json``,
+   ``POST /v1/validate_jwt_token``, ``POST /v1/check_permissions`` with 1 check and with
+   100 checks (random users and documents of the organisation), ``POST /v1/login``.
+3. The raw argon2id verify rate (``bench/auth.py``'s: 16 callers on the hasher's
+   cores-wide limiter, in this process) for the login ratio.
+4. The same validate and check over gRPC (``bench/grpc_load.py``, 16 callers on one
+   grpc.aio channel in a process of its own).
+
+wrk runs ``-t1 -c16`` on the same cores as the servers (the issue's shape). Server CPU
+per request (from /proc, the workers included) is printed beside each rate, so a reader
+can tell the server's cost from the load generator's. Run:
+``.venv/bin/python bench/fast_path.py [--seconds 10] [--tuples 200000]`` (needs ``wrk``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+import trio
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bastion.storage import StorageConfig, open_storage  # noqa: E402
+from bastion.storage.fga import SqlFgaStore, StoredModel  # noqa: E402
+from bench.auth import LOGIN_SCRIPT, raw_verify_rate  # noqa: E402
+from bench.fga import MODEL, WRK_SCRIPT, Organisation, generate  # noqa: E402
+from bench.http_servers import POST_SCRIPT, _cpu_seconds, _wrk  # noqa: E402
+from tests.dbfixtures import fresh_postgres_url, fresh_redis_url  # noqa: E402
+from tests.server.harness import ADMIN_SECRET, base_flags, free_port, running  # noqa: E402
+
+PASSWORD = "Bench!pass1"
+LOGIN_USERS = 32
+#: Authorizer's published figures on 2 vCPU (the issue's yardstick).
+AUTHORIZER = {"validate": 5_670, "check": 5_001}
+
+
+def ceiling(seconds: int) -> dict[str, float]:
+    """Two raw h11 processes on one port (``SO_REUSEPORT``)."""
+    port = free_port()
+    procs = [
+        subprocess.Popen([sys.executable, str(ROOT / "bench" / "raw_h11.py"), str(port)])
+        for _ in range(2)
+    ]
+    try:
+        url = f"http://127.0.0.1:{port}/"
+        for _ in range(100):
+            try:
+                httpx.get(url, timeout=1)
+                break
+            except httpx.TransportError:
+                time.sleep(0.05)
+        before = sum(_cpu_seconds(p.pid) for p in procs)
+        result = _wrk(procs[0].pid, url, seconds, None)
+        used = sum(_cpu_seconds(p.pid) for p in procs) - before
+        return result | {"cpu_ms": 1000 * used / max(1.0, result["rps"] * seconds)}
+    finally:
+        for proc in procs:
+            proc.terminate()
+            proc.wait()
+
+
+async def _load(url: str, org: Organisation) -> None:
+    config = StorageConfig(database_type="postgres", database_url=url)
+    async with open_storage(config) as storage:
+        store = SqlFgaStore(storage.db)
+        await store.write_model(StoredModel("01JBENCHFASTPATH0000000000", MODEL))
+        for i in range(0, len(org.tuples), 20_000):
+            await store.write_tuples(org.tuples[i : i + 20_000])
+
+
+def _grpc(target: str, method: str, body: dict[str, object], seconds: int) -> dict[str, float]:
+    out = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "bench" / "grpc_load.py"),
+            target,
+            method,
+            json.dumps(body),
+            f"--seconds={seconds}",
+            f"--admin-secret={ADMIN_SECRET}",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(out.stdout)  # type: ignore[no-any-return]
+
+
+def bastion(seconds: int, tuples: int, tmp: Path) -> dict[str, dict[str, float]]:
+    org = generate(max(1_000, int(tuples / 3.3)), seed=7)
+    url = fresh_postgres_url("bench-fast-path")
+    started = time.perf_counter()
+    trio.run(_load, url, org)
+    print(f"loaded {len(org.tuples):,} tuples in {time.perf_counter() - started:.0f} s")
+    kept = ("--log-level", "--rate-limit")
+    flags = [
+        *(f for f in base_flags("postgres", url) if not f.startswith(kept)),
+        f"--memory-store-url={fresh_redis_url()}",
+        "--log-level=error",
+        "--rate-limit-rps=0",
+        "--workers=2",
+    ]
+    results: dict[str, dict[str, float]] = {}
+    with running(flags, tmp, name="fast-path") as server:
+        origin = {"origin": server.url}
+        admin = origin | {"x-service-admin-secret": ADMIN_SECRET}
+        emails = [f"bench-{i}@example.com" for i in range(LOGIN_USERS)]
+        with httpx.Client(base_url=server.url, timeout=600) as client:
+            for email in emails:
+                body = {"email": email, "password": PASSWORD, "confirm_password": PASSWORD}
+                reply = client.post("/v1/signup", json=body, headers=origin)
+                assert reply.status_code == 200, reply.text
+            token = reply.json()["access_token"]
+            # Both workers load the snapshot before the clock starts.
+            probe = {"user": "u0", "checks": [{"relation": "viewer", "object": "document:d0"}]}
+            for _ in range(8):
+                reply = client.post("/v1/check_permissions", json=probe, headers=admin)
+                assert reply.status_code == 200, reply.text
+        validate = {"token_type": "access_token", "token": token}
+        scripts = {
+            "validate": POST_SCRIPT
+            % {"body": json.dumps(validate), "origin": server.url, "secret": ADMIN_SECRET},
+            "login": LOGIN_SCRIPT
+            % {
+                "users": ",".join(f'"{e}"' for e in emails),
+                "origin": server.url,
+                "password": PASSWORD,
+            },
+        }
+        for per in (1, 100):
+            scripts[f"check{per}"] = WRK_SCRIPT % {
+                "users": org.users,
+                "docs": org.documents,
+                "per": per,
+                "seed": 7,
+                "origin": server.url,
+                "secret": ADMIN_SECRET,
+            }
+        paths = {}
+        for name, text in scripts.items():
+            paths[name] = tmp / f"{name}.lua"
+            paths[name].write_text(text)
+        pid = server.process.pid
+        runs = {
+            "jwks": ("/.well-known/jwks.json", None),
+            "validate": ("/v1/validate_jwt_token", paths["validate"]),
+            "check": ("/v1/check_permissions", paths["check1"]),
+            "check100": ("/v1/check_permissions", paths["check100"]),
+            "login": ("/v1/login", paths["login"]),
+        }
+        for name, (path, script) in runs.items():
+            results[name] = _wrk(pid, server.url + path, seconds, script)
+        target = f"127.0.0.1:{server.grpc_port}"
+        grpc_check = {"user": "u1", "checks": [{"relation": "viewer", "object": "document:d1"}]}
+        for name, method, body in (
+            ("grpc validate", "ValidateJwtToken", validate),
+            ("grpc check", "CheckPermissions", grpc_check),
+        ):
+            before = _cpu_seconds(pid)
+            results[name] = _grpc(target, method, body, seconds)
+            used = _cpu_seconds(pid) - before
+            results[name]["cpu_ms"] = 1000 * used / max(1, results[name]["ok"])
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=int, default=10)
+    parser.add_argument("--tuples", type=int, default=200_000)
+    args = parser.parse_args()
+    if shutil.which("wrk") is None:
+        sys.exit("wrk is needed: apt-get install wrk")
+    load = os.getloadavg()[0]
+    raw = ceiling(args.seconds)
+    with tempfile.TemporaryDirectory() as tmp:
+        got = bastion(args.seconds, args.tuples, Path(tmp))
+    verify = raw_verify_rate(args.seconds)
+    top = raw["rps"]
+    print(f"machine: {os.cpu_count()} cores, load average {load:.1f} at the start;")
+    print(f"wrk -t1 -c16, {args.seconds} s per figure, same machine; PostgreSQL + Redis")
+    print("| measure | req/s | server CPU ms/req | p99 ms | vs ceiling | target |")
+    print("|---|---|---|---|---|---|")
+    print(f"| ceiling: 2 raw h11 processes | {top:,.0f} | {raw['cpu_ms']:.3f} | "
+          f"{raw['p99_ms']:.1f} | 1.00 | |")  # fmt: skip
+    rows = [
+        ("jwks", "jwks, --workers 2", ">= 0.50 x ceiling"),
+        ("validate", "validate_jwt_token", f">= 0.29 x, >= {AUTHORIZER['validate']:,}"),
+        ("check", "check_permissions, 1 check", f">= 0.26 x, >= {AUTHORIZER['check']:,}"),
+    ]
+    for key, label, target in rows:
+        r = got[key]
+        print(f"| {label} | {r['rps']:,.0f} | {r['cpu_ms']:.3f} | {r['p99_ms']:.1f} | "
+              f"{r['rps'] / top:.2f} | {target} |")  # fmt: skip
+    batch = got["check100"]
+    print(f"| check_permissions, 100 checks | {batch['rps']:,.0f} ({batch['rps'] * 100:,.0f}"
+          f" checks/s) | {batch['cpu_ms']:.3f} | {batch['p99_ms']:.1f} | | >= 50,000 checks/s |")  # fmt: skip
+    login = got["login"]
+    print(f"| login (raw argon2id verify {verify:.1f}/s) | {login['rps']:.1f} | "
+          f"{login['cpu_ms']:.1f} | {login['p99_ms']:.0f} | {login['rps'] / verify:.2f} x raw | "
+          f">= 0.75 x raw, p99 < 300 ms |")  # fmt: skip
+    for key in ("grpc validate", "grpc check"):
+        r = got[key]
+        print(f"| {key} (grpc.aio client, 16 callers) | {r['rps']:,.0f} | {r['cpu_ms']:.3f} | "
+              f"{r['p99_ms']:.1f} | {r['rps'] / top:.2f} | |")  # fmt: skip
+    errors = {k: int(v.get("errors", v.get("failed", 0))) for k, v in got.items()}
+    print(f"non-2xx / failed calls: {errors}")
+
+
+if __name__ == "__main__":
+    main()

@@ -55,7 +55,7 @@ def _stores(url: str, pool: int) -> dict[str, RedisMemoryStore]:
     )
     return {
         "sync redis-py in threads": RedisMemoryStore(
-            url, timeout=10, client=ThreadedRedis(threaded, pool_size=pool)
+            url, timeout=10, client=ThreadedRedis(lambda: threaded, pool_size=pool)
         ),
         "trio client": RedisMemoryStore(url, pool_size=pool, timeout=10),
     }

@@ -1,10 +1,10 @@
 """Real Redis topologies for tests: a Sentinel-watched master with a replica, and a
 three-master Cluster, each started as redis-server processes on loopback in a temporary
-directory and stopped by the test that started it.
+directory and stopped by the test that started it; each also TLS-only (:class:`Tls`:
+plain ports closed, replication, the cluster bus and the sentinels' links over TLS).
 
 Ports come from the calling xdist worker's own range (``free_port``). Nothing here is a
-fake: bastion talks to these servers through redis-py's own Sentinel and Cluster
-support, as it would in production.
+fake: bastion talks to these servers as it would in production.
 """
 
 from __future__ import annotations
@@ -13,17 +13,24 @@ import contextlib
 import shutil
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import redis
 
+from tests.server.certificates import self_signed
 from tests.server.harness import free_port
 
 REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
 REDIS_CLI = shutil.which("redis-cli") or "/usr/bin/redis-cli"
 SERVICE = "bastion"
+
+
+def _url(kind: str, rest: str, tls: Tls | None) -> str:
+    if tls is None:
+        return f"redis+{kind}://{rest}"
+    return f"rediss+{kind}://{rest}?ssl_ca_certs={tls.ca}"
 
 
 def _wait(check: object, timeout: float = 30.0, what: str = "redis") -> None:
@@ -39,14 +46,53 @@ def _wait(check: object, timeout: float = 30.0, what: str = "redis") -> None:
     raise RuntimeError(f"{what} did not come up in {timeout} s: {last}")
 
 
+@dataclass(frozen=True)
+class Tls:
+    """A server's certificate and key (self-signed, for 127.0.0.1) and ``ca``, the
+    certificates it trusts when it is the client (a replica, a sentinel, a cluster peer)."""
+
+    cert: Path
+    key: Path
+    ca: Path
+
+    @classmethod
+    def self_signed(cls, directory: Path, name: str, *, trust: Sequence[Path] = ()) -> Tls:
+        """A new certificate; the servers using it trust it and ``trust`` besides."""
+        directory.mkdir(parents=True, exist_ok=True)
+        cert, key = self_signed(directory, name)
+        ca = directory / f"{name}-ca.pem"
+        ca.write_bytes(b"".join(path.read_bytes() for path in (cert, *trust)))
+        return cls(cert, key, ca)
+
+    def settings(self) -> list[tuple[str, str]]:
+        """TLS for everything a server (or sentinel) does; clients need no certificate."""
+        return [
+            ("tls-cert-file", str(self.cert)),
+            ("tls-key-file", str(self.key)),
+            ("tls-ca-cert-file", str(self.ca)),
+            ("tls-auth-clients", "no"),
+            ("tls-replication", "yes"),
+        ]
+
+
 @dataclass
 class RedisProcess:
     port: int
     directory: Path
     process: subprocess.Popen[bytes]
+    #: when set, ``port`` is a TLS port (the only one)
+    tls: Tls | None = None
 
     def client(self) -> redis.Redis:
-        return redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=2)
+        if self.tls is None:
+            return redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=2)
+        return redis.Redis(
+            host="127.0.0.1",
+            port=self.port,
+            socket_timeout=2,
+            ssl=True,
+            ssl_ca_certs=str(self.tls.ca),
+        )
 
     def kill(self) -> None:
         if self.process.poll() is None:
@@ -62,15 +108,22 @@ class RedisProcess:
                 self.kill()
 
 
-def start_redis(directory: Path, *args: str, port: int | None = None) -> RedisProcess:
+def start_redis(
+    directory: Path, *args: str, port: int | None = None, tls: Tls | None = None
+) -> RedisProcess:
+    """A redis-server on ``port``, TLS-only with ``tls``."""
     port = port or free_port()
     directory.mkdir(parents=True, exist_ok=True)
+    ports = ["--port", str(port)]
+    if tls is not None:
+        ports = ["--port", "0", "--tls-port", str(port)]
+        for name, value in tls.settings():
+            ports += [f"--{name}", value]
     with (directory / "redis.log").open("ab") as log:
         process = subprocess.Popen(
             [
                 REDIS_SERVER,
-                "--port",
-                str(port),
+                *ports,
                 "--bind",
                 "127.0.0.1",
                 "--save",
@@ -84,7 +137,7 @@ def start_redis(directory: Path, *args: str, port: int | None = None) -> RedisPr
             stdout=log,
             stderr=subprocess.STDOUT,
         )
-    node = RedisProcess(port, directory, process)
+    node = RedisProcess(port, directory, process, tls)
     _wait(lambda: node.client().ping(), what=f"redis-server on {port}")
     return node
 
@@ -95,9 +148,11 @@ class SentinelSet:
     replica: RedisProcess
     sentinels: list[RedisProcess] = field(default_factory=list)
 
-    def url(self, db: int = 0, scheme: str = "redis+sentinel") -> str:
+    def url(self, db: int = 0) -> str:
+        """``redis+sentinel://``; ``rediss+sentinel://`` trusting the sentinels' CA file
+        (with the servers' certificate in it) for a TLS set."""
         hosts = ",".join(f"127.0.0.1:{s.port}" for s in self.sentinels)
-        return f"{scheme}://{hosts}/{SERVICE}/{db}"
+        return _url("sentinel", f"{hosts}/{SERVICE}/{db}", self.sentinels[0].tls)
 
     def current_master_port(self) -> int:
         reply = self.sentinels[0].client().sentinel_get_master_addr_by_name(SERVICE)
@@ -109,10 +164,17 @@ class SentinelSet:
 
 
 @contextlib.contextmanager
-def sentinel_set(directory: Path) -> Iterator[SentinelSet]:
-    """One master, one replica, three sentinels (quorum 2), quick to fail over."""
-    master = start_redis(directory / "master")
-    replica = start_redis(directory / "replica", "--replicaof", "127.0.0.1", str(master.port))
+def sentinel_set(
+    directory: Path, tls: Tls | None = None, sentinel_tls: Tls | None = None
+) -> Iterator[SentinelSet]:
+    """One master, one replica, three sentinels (quorum 2), quick to fail over. With
+    ``tls``, all of them TLS-only; the sentinels use ``sentinel_tls`` (``tls`` unless
+    given: each must trust the other's certificate)."""
+    sentinel_tls = sentinel_tls or tls
+    master = start_redis(directory / "master", tls=tls)
+    replica = start_redis(
+        directory / "replica", "--replicaof", "127.0.0.1", str(master.port), tls=tls
+    )
     found = SentinelSet(master, replica)
     try:
         _wait(
@@ -123,8 +185,13 @@ def sentinel_set(directory: Path) -> Iterator[SentinelSet]:
             port = free_port()
             conf = directory / f"sentinel{index}" / "sentinel.conf"
             conf.parent.mkdir(parents=True, exist_ok=True)
+            ports = f"port {port}\n"
+            if sentinel_tls is not None:
+                ports = f"port 0\ntls-port {port}\n" + "".join(
+                    f"{name} {value}\n" for name, value in sentinel_tls.settings()
+                )
             conf.write_text(
-                f"port {port}\nbind 127.0.0.1\ndir {conf.parent}\n"
+                f"{ports}bind 127.0.0.1\ndir {conf.parent}\n"
                 f"sentinel monitor {SERVICE} 127.0.0.1 {master.port} 2\n"
                 f"sentinel down-after-milliseconds {SERVICE} 1000\n"
                 f"sentinel failover-timeout {SERVICE} 5000\n"
@@ -134,7 +201,7 @@ def sentinel_set(directory: Path) -> Iterator[SentinelSet]:
                 process = subprocess.Popen(
                     [REDIS_SERVER, str(conf), "--sentinel"], stdout=log, stderr=subprocess.STDOUT
                 )
-            node = RedisProcess(port, conf.parent, process)
+            node = RedisProcess(port, conf.parent, process, sentinel_tls)
             found.sentinels.append(node)
             _wait(lambda node=node: node.client().ping(), what=f"sentinel on {port}")
         _wait(
@@ -153,8 +220,11 @@ def sentinel_set(directory: Path) -> Iterator[SentinelSet]:
 class ClusterSet:
     nodes: list[RedisProcess]
 
-    def url(self, scheme: str = "redis+cluster") -> str:
-        return f"{scheme}://" + ",".join(f"127.0.0.1:{n.port}" for n in self.nodes)
+    def url(self) -> str:
+        """``redis+cluster://``; ``rediss+cluster://`` trusting the nodes' CA file for a
+        TLS cluster."""
+        hosts = ",".join(f"127.0.0.1:{n.port}" for n in self.nodes)
+        return _url("cluster", hosts, self.nodes[0].tls)
 
     def stop(self) -> None:
         for node in self.nodes:
@@ -162,26 +232,31 @@ class ClusterSet:
 
 
 @contextlib.contextmanager
-def redis_cluster(directory: Path, masters: int = 3) -> Iterator[ClusterSet]:
-    """``masters`` masters, no replicas, every slot assigned."""
+def redis_cluster(
+    directory: Path, masters: int = 3, tls: Tls | None = None
+) -> Iterator[ClusterSet]:
+    """``masters`` masters, no replicas, every slot assigned; with ``tls``, TLS-only (the
+    nodes announce their TLS ports and talk TLS on the cluster bus)."""
     nodes: list[RedisProcess] = []
+    bus = ["--tls-cluster", "yes"] if tls is not None else []
+    cli_tls = ["--tls", "--cacert", str(tls.ca)] if tls is not None else []
     try:
         for index in range(masters):
             nodes.append(
                 start_redis(
                     directory / f"node{index}",
-                    "--cluster-enabled",
-                    "yes",
-                    "--cluster-config-file",
-                    "nodes.conf",
-                    "--cluster-node-timeout",
-                    "2000",
+                    *("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"),
+                    *("--cluster-node-timeout", "2000"),
+                    # The bus port from this worker's range (not port + 10000: another's).
+                    *("--cluster-port", str(free_port()), *bus),
+                    tls=tls,
                 )
             )
         addresses = [f"127.0.0.1:{n.port}" for n in nodes]
         subprocess.run(
             [
                 REDIS_CLI,
+                *cli_tls,
                 "--cluster",
                 "create",
                 *addresses,

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-__all__ = ["MEMORY_STORE_SCHEMES", "RedisTopology", "parse_redis_url"]
+__all__ = ["MEMORY_STORE_SCHEMES", "RedisTopology", "TlsSettings", "parse_redis_url"]
 
 MEMORY_STORE_SCHEMES = (
     "redis",
@@ -18,6 +18,19 @@ MEMORY_STORE_SCHEMES = (
     "redis+cluster",
     "rediss+cluster",
 )
+
+
+@dataclass(frozen=True, slots=True)
+class TlsSettings:
+    """The query's TLS options, named and read as redis-py reads them, once for both
+    clients (the trio one's ``SSLContext``, redis-py's own arguments on a Cluster)."""
+
+    #: "required" (the default), "optional" or "none"
+    cert_reqs: str = "required"
+    check_hostname: bool = True
+    ca_certs: str | None = None
+    certfile: str | None = None
+    keyfile: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +45,10 @@ class RedisTopology:
     #: the query's ``name=value`` pairs (TLS settings: ``ssl_cert_reqs``, ``ssl_ca_certs``...)
     options: tuple[tuple[str, str], ...] = ()
 
+    def tls_settings(self) -> TlsSettings:
+        """How a ``rediss`` client checks the servers (and shows its own certificate)."""
+        return _tls_settings(self.options)
+
 
 def parse_redis_url(url: str) -> RedisTopology:
     """The topology a URL names; ValueError with the reason for a malformed one."""
@@ -44,6 +61,8 @@ def parse_redis_url(url: str) -> RedisTopology:
     userinfo, _, hostlist = parts.netloc.rpartition("@")
     username, _, password = userinfo.partition(":") if userinfo else ("", "", "")
     options = tuple(parse_qsl(parts.query))
+    if tls:
+        _tls_settings(options)  # a bad TLS option is refused at start-up
     path = [p for p in parts.path.split("/") if p]
     if kind == "single":
         # redis-py's defaults: localhost, port 6379, database 0.
@@ -85,6 +104,23 @@ def parse_redis_url(url: str) -> RedisTopology:
         unquote(username) or None,
         unquote(password) or None,
         options,
+    )
+
+
+def _tls_settings(options: tuple[tuple[str, str], ...]) -> TlsSettings:
+    """``ssl_cert_reqs`` (``required``/``optional``/``none``, or ssl's ``CERT_*`` names),
+    ``ssl_check_hostname``, ``ssl_ca_certs``, ``ssl_certfile``, ``ssl_keyfile``."""
+    named = dict(options)
+    reqs = named.get("ssl_cert_reqs", "required").lower().removeprefix("cert_")
+    if reqs not in ("required", "optional", "none"):
+        raise ValueError(f"ssl_cert_reqs must be required, optional or none, not {reqs!r}")
+    check = named.get("ssl_check_hostname", "true").lower() not in ("false", "0", "no")
+    return TlsSettings(
+        cert_reqs=reqs,
+        check_hostname=check and reqs != "none",
+        ca_certs=named.get("ssl_ca_certs"),
+        certfile=named.get("ssl_certfile"),
+        keyfile=named.get("ssl_keyfile"),
     )
 
 

@@ -525,6 +525,7 @@ def test_memory_store_url() -> None:
         ("redis+cluster://c1:7000/3", "takes no path"),
         ("redis+cluster://", "names no host"),
         ("redis+sentinel://s1/bastion", "expected host:port"),
+        ("rediss+sentinel://s1:26379/bastion?ssl_cert_reqs=maybe", "ssl_cert_reqs"),
     ]:
         assert why in refusal(*BASE, f"--memory-store-url={bad}"), bad
 

@@ -2,7 +2,7 @@
 sentinels promote the replica, and the same store object (no restart, no new URL) serves
 again from the new master, with every write the replica had received still there. Calls
 made during the switch fail with StorageUnavailable (never another error, never a wrong
-answer)."""
+answer). A manual failover is also followed on a TLS-only set (``rediss+sentinel``)."""
 
 from __future__ import annotations
 
@@ -14,12 +14,16 @@ import trio
 
 from bastion.storage.errors import StorageUnavailable
 from bastion.storage.memory import RedisMemoryStore
-from tests.redis_topologies import SERVICE, SentinelSet, sentinel_set
+from tests.redis_topologies import SERVICE, SentinelSet, Tls, sentinel_set
 
 
 @pytest.fixture
-def sentinels(tmp_path: Path) -> Iterator[SentinelSet]:
-    with sentinel_set(tmp_path) as found:
+def sentinels(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[SentinelSet]:
+    """A plain set, or a TLS-only one when parametrized with "tls"."""
+    tls = None
+    if getattr(request, "param", "plain") == "tls":
+        tls = Tls.self_signed(tmp_path / "certs", "redis")
+    with sentinel_set(tmp_path, tls) as found:
         yield found
 
 
@@ -55,6 +59,7 @@ async def test_a_sentinel_failover_keeps_the_store_serving(sentinels: SentinelSe
         await store.aclose()
 
 
+@pytest.mark.parametrize("sentinels", ["plain", "tls"], indirect=True)
 async def test_a_demoted_master_sends_the_store_to_the_promoted_one(
     sentinels: SentinelSet,
 ) -> None:

@@ -10,6 +10,7 @@ connection pool. One server and Sentinel use the trio client of
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -18,6 +19,7 @@ import trio
 from redis.backoff import ExponentialBackoff
 from redis.cluster import ClusterNode, RedisCluster
 from redis.commands.core import Script
+from redis.exceptions import RedisClusterException
 from redis.retry import Retry
 
 from bastion.core.redis_url import RedisTopology
@@ -35,10 +37,21 @@ def retry() -> Retry:
 
 
 def cluster_client(topology: RedisTopology, *, pool_size: int, timeout: float) -> RedisCluster:
-    """redis-py's cluster client for a ``redis+cluster://`` topology."""
+    """redis-py's cluster client for a ``redis+cluster://`` topology (it connects now)."""
+    tls: dict[str, Any] = {}
+    if topology.tls:
+        settings = topology.tls_settings()
+        tls = {
+            "ssl": True,
+            "ssl_cert_reqs": settings.cert_reqs,
+            "ssl_check_hostname": settings.check_hostname,
+            "ssl_ca_certs": settings.ca_certs,
+            "ssl_certfile": settings.certfile,
+            "ssl_keyfile": settings.keyfile,
+        }
     return RedisCluster(
         startup_nodes=[ClusterNode(host, port) for host, port in topology.hosts],
-        ssl=topology.tls,
+        **tls,
         max_connections=pool_size,
         username=topology.username,
         password=topology.password,
@@ -50,30 +63,38 @@ def cluster_client(topology: RedisTopology, *, pool_size: int, timeout: float) -
 
 class ThreadedRedis:
     """A redis-py client (``redis.Redis`` or ``RedisCluster``: one duck type for every
-    command used here), each call in a worker thread."""
+    command used here), each call in a worker thread.
 
-    def __init__(self, client: redis.Redis | RedisCluster, *, pool_size: int) -> None:
-        self._client: Any = client
-        self._cluster = isinstance(client, RedisCluster)
+    The client is made by ``connect`` on the first call, in its worker thread:
+    ``RedisCluster`` reads the slot map as it is made, so a cluster that cannot be reached
+    then (down, or a certificate not trusted) is ``StorageUnavailable`` until it can,
+    as a server or a Sentinel's master is, rather than an error at start-up."""
+
+    def __init__(
+        self, connect: Callable[[], redis.Redis | RedisCluster], *, pool_size: int
+    ) -> None:
+        self._connect = connect
+        self._client: Any = None
+        self._connecting = threading.Lock()
         self._limiter = trio.CapacityLimiter(pool_size)
         self._scripts: dict[str, Script] = {}
         self._unavailable = 0
 
     async def execute(self, *args: Arg) -> Any:
-        return await self._call(lambda: self._client.execute_command(*args))
+        return await self._call(lambda client: client.execute_command(*args))
 
     async def ping(self) -> None:
         # A thread stuck on a dead server is left behind when the caller gives up.
-        await self._call(self._client.ping, abandon=True)
+        await self._call(lambda client: client.ping(), abandon=True)
 
     async def pipeline(
         self,
         commands: Sequence[Command],
         script: tuple[str, Sequence[str], Sequence[Arg]] | None = None,
     ) -> list[Any]:
-        def work() -> list[Any]:
+        def work(client: Any) -> list[Any]:
             # One round trip (per node, on a cluster); no MULTI: each command stands alone.
-            pipe = self._client.pipeline(transaction=False)
+            pipe = client.pipeline(transaction=False)
             for command in commands:
                 pipe.execute_command(*command)
             replies: list[Any] = pipe.execute()
@@ -86,32 +107,39 @@ class ThreadedRedis:
         return replies
 
     async def script(self, body: str, keys: Sequence[str], args: Sequence[Arg]) -> Any:
-        script = self._scripts.get(body)
-        if script is None:
-            script = self._scripts[body] = self._client.register_script(body)
-        return await self._call(lambda: script(keys=list(keys), args=list(args)))
+        def work(client: Any) -> Any:
+            script = self._scripts.get(body)
+            if script is None:
+                script = self._scripts[body] = client.register_script(body)
+            return script(keys=list(keys), args=list(args))
+
+        return await self._call(work)
 
     async def get_many(self, keys: Sequence[str]) -> list[bytes | None]:
-        # A cluster reads slot by slot: these keys never need one atomic read.
-        read = self._client.mget_nonatomic if self._cluster else self._client.mget
-        values: list[bytes | None] = await self._call(lambda: read(keys))
+        def work(client: Any) -> list[bytes | None]:
+            # A cluster reads slot by slot: these keys never need one atomic read.
+            read = client.mget_nonatomic if isinstance(client, RedisCluster) else client.mget
+            values: list[bytes | None] = read(keys)
+            return values
+
+        values: list[bytes | None] = await self._call(work)
         return values
 
     async def delete(self, keys: Sequence[str]) -> int:
-        deleted: int = await self._call(lambda: self._client.delete(*keys))
+        deleted: int = await self._call(lambda client: client.delete(*keys))
         return deleted
 
     async def delete_matching(self, pattern: str) -> int:
-        def work() -> int:
+        def work(client: Any) -> int:
             deleted = 0
             batch: list[bytes] = []
-            for key in self._client.scan_iter(match=pattern, count=_SCAN_BATCH):
+            for key in client.scan_iter(match=pattern, count=_SCAN_BATCH):
                 batch.append(key)
                 if len(batch) >= _SCAN_BATCH:
-                    deleted += self._client.unlink(*batch)
+                    deleted += client.unlink(*batch)
                     batch = []
             if batch:
-                deleted += self._client.unlink(*batch)
+                deleted += client.unlink(*batch)
             return deleted
 
         deleted: int = await self._call(work)
@@ -121,13 +149,25 @@ class ThreadedRedis:
         return {"unavailable": self._unavailable, "failovers": 0}
 
     async def aclose(self) -> None:
-        await trio.to_thread.run_sync(self._client.close)
+        if self._client is not None:
+            await trio.to_thread.run_sync(self._client.close)
 
-    async def _call(self, fn: Callable[[], Any], abandon: bool = False) -> Any:
+    async def _call(self, fn: Callable[[Any], Any], abandon: bool = False) -> Any:
         try:
             return await trio.to_thread.run_sync(
-                fn, limiter=self._limiter, abandon_on_cancel=abandon
+                lambda: fn(self._connected()), limiter=self._limiter, abandon_on_cancel=abandon
             )
         except (redis.ConnectionError, redis.TimeoutError) as e:
             self._unavailable += 1
             raise StorageUnavailable("cannot reach the redis memory store") from e
+
+    def _connected(self) -> Any:
+        """The client, made now if it was not yet (in a worker thread)."""
+        if self._client is None:
+            with self._connecting:  # one thread makes it; the others wait for it
+                if self._client is None:
+                    try:
+                        self._client = self._connect()
+                    except RedisClusterException as e:  # no node answered
+                        raise redis.ConnectionError(str(e)) from e
+        return self._client

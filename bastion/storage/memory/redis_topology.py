@@ -10,9 +10,14 @@
   ``service`` (``SENTINEL get-master-addr-by-name``); after a connection error or a
   ``READONLY`` reply the pool asks again, so the next connection goes to the promoted
   master. The password (if any) is the master's; the sentinels themselves are reached
-  without one, and without TLS.
+  without one. ``rediss+sentinel`` is TLS to the sentinels and to the master alike, with
+  the same ``ssl_*`` options (as go-redis does; redis-py's ``Sentinel`` needs its
+  ``sentinel_kwargs`` for that): a deployment that runs TLS runs it everywhere, and a
+  Redis with ``tls-port`` and ``port 0`` takes nothing else. The master's certificate is
+  checked against the address the sentinels give, an IP unless they announce hostnames.
 - ``redis+cluster://[user:password@]host:port[,host:port...]`` (and
-  ``rediss+cluster://``): redis-py's RedisCluster in worker threads
+  ``rediss+cluster://``, the same ``ssl_*`` options, checked against the addresses the
+  nodes announce): redis-py's RedisCluster in worker threads
   (:mod:`storage.memory.redis_threads`); it follows the slot map and its MOVED/ASK
   redirections. Nothing here routes a key.
 """
@@ -22,11 +27,12 @@ from __future__ import annotations
 import hashlib
 import ssl
 from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
 from typing import Any, Protocol
 
 import trio
 
-from bastion.core.redis_url import parse_redis_url
+from bastion.core.redis_url import TlsSettings, parse_redis_url
 from bastion.storage.memory.redis_threads import ThreadedRedis, cluster_client
 from bastion.storage.memory.resp import (
     Address,
@@ -87,17 +93,21 @@ def redis_client(url: str, *, pool_size: int, timeout: float) -> RedisClient:
     """The client for ``url``'s topology."""
     topology = parse_redis_url(url)
     if topology.kind == "cluster":
-        cluster = cluster_client(topology, pool_size=pool_size, timeout=timeout)
-        return ThreadedRedis(cluster, pool_size=pool_size)
+        return ThreadedRedis(
+            partial(cluster_client, topology, pool_size=pool_size, timeout=timeout),
+            pool_size=pool_size,
+        )
     options = ConnectOptions(
         timeout=timeout,
         username=topology.username,
         password=topology.password,
         db=topology.db,
-        tls=tls_context(dict(topology.options)) if topology.tls else None,
+        tls=tls_context(topology.tls_settings()) if topology.tls else None,
     )
     if topology.kind == "sentinel":
-        locator = SentinelLocator(topology.hosts, topology.service, timeout=timeout)
+        locator = SentinelLocator(
+            topology.hosts, topology.service, timeout=timeout, tls=options.tls
+        )
         pool = Pool(locator.locate, options, size=pool_size, forget=locator.forget)
         return TrioRedis(pool, locator)
     (address,) = topology.hosts
@@ -177,10 +187,17 @@ class SentinelLocator:
     """Where the sentinels say the master of ``service`` is, asked once and kept until
     :meth:`forget`; counts how often the answer changed (the failovers seen)."""
 
-    def __init__(self, sentinels: Sequence[Address], service: str, *, timeout: float) -> None:
+    def __init__(
+        self,
+        sentinels: Sequence[Address],
+        service: str,
+        *,
+        timeout: float,
+        tls: ssl.SSLContext | None = None,
+    ) -> None:
         self._sentinels = list(sentinels)
         self._service = service
-        self._options = ConnectOptions(timeout=timeout)
+        self._options = ConnectOptions(timeout=timeout, tls=tls)
         self._lock = trio.Lock()
         self._master: Address | None = None
         self._last: Address | None = None
@@ -222,21 +239,17 @@ class SentinelLocator:
         raise OSError("no sentinel named the master: " + "; ".join(errors))
 
 
-def tls_context(options: dict[str, str]) -> ssl.SSLContext:
-    """A client context from redis-py's URL options: verify the server (and its name)
-    unless told otherwise."""
-    context = ssl.create_default_context(cafile=options.get("ssl_ca_certs"))
-    requirement = options.get("ssl_cert_reqs", "required").lower()
-    check = options.get("ssl_check_hostname", "true").lower() not in ("false", "0", "no")
-    if requirement in ("none", "cert_none"):
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-    else:
-        context.check_hostname = check
-        if requirement in ("optional", "cert_optional"):
-            context.verify_mode = ssl.CERT_OPTIONAL
-    if "ssl_certfile" in options:
-        context.load_cert_chain(options["ssl_certfile"], options.get("ssl_keyfile"))
+def tls_context(settings: TlsSettings) -> ssl.SSLContext:
+    """A client context that verifies the server (and its name) unless told otherwise."""
+    context = ssl.create_default_context(cafile=settings.ca_certs)
+    context.check_hostname = settings.check_hostname
+    context.verify_mode = {
+        "required": ssl.CERT_REQUIRED,
+        "optional": ssl.CERT_OPTIONAL,
+        "none": ssl.CERT_NONE,
+    }[settings.cert_reqs]
+    if settings.certfile is not None:
+        context.load_cert_chain(settings.certfile, settings.keyfile)
     return context
 
 

@@ -195,8 +195,10 @@ def main() -> None:
     print(f"wrk -t1 -c16, {args.seconds} s per figure, same machine; PostgreSQL + Redis")
     print("| measure | req/s | server CPU ms/req | p99 ms | vs ceiling | target |")
     print("|---|---|---|---|---|---|")
-    print(f"| ceiling: 2 raw h11 processes | {top:,.0f} | {raw['cpu_ms']:.3f} | "
-          f"{raw['p99_ms']:.1f} | 1.00 | |")  # fmt: skip
+    print(
+        f"| ceiling: 2 raw h11 processes | {top:,.0f} | {raw['cpu_ms']:.3f} | "
+        f"{raw['p99_ms']:.1f} | 1.00 | |"
+    )
     rows = [
         ("jwks", "jwks, --workers 2", ">= 0.50 x ceiling"),
         ("validate", "validate_jwt_token", f">= 0.29 x, >= {AUTHORIZER['validate']:,}"),
@@ -204,19 +206,27 @@ def main() -> None:
     ]
     for key, label, target in rows:
         r = got[key]
-        print(f"| {label} | {r['rps']:,.0f} | {r['cpu_ms']:.3f} | {r['p99_ms']:.1f} | "
-              f"{r['rps'] / top:.2f} | {target} |")  # fmt: skip
+        print(
+            f"| {label} | {r['rps']:,.0f} | {r['cpu_ms']:.3f} | {r['p99_ms']:.1f} | "
+            f"{r['rps'] / top:.2f} | {target} |"
+        )
     batch = got["check100"]
-    print(f"| check_permissions, 100 checks | {batch['rps']:,.0f} ({batch['rps'] * 100:,.0f}"
-          f" checks/s) | {batch['cpu_ms']:.3f} | {batch['p99_ms']:.1f} | | >= 50,000 checks/s |")  # fmt: skip
+    print(
+        f"| check_permissions, 100 checks | {batch['rps']:,.0f} ({batch['rps'] * 100:,.0f}"
+        f" checks/s) | {batch['cpu_ms']:.3f} | {batch['p99_ms']:.1f} | | >= 50,000 checks/s |"
+    )
     login = got["login"]
-    print(f"| login (raw argon2id verify {verify:.1f}/s) | {login['rps']:.1f} | "
-          f"{login['cpu_ms']:.1f} | {login['p99_ms']:.0f} | {login['rps'] / verify:.2f} x raw | "
-          f">= 0.75 x raw, p99 < 300 ms |")  # fmt: skip
+    print(
+        f"| login (raw argon2id verify {verify:.1f}/s) | {login['rps']:.1f} | "
+        f"{login['cpu_ms']:.1f} | {login['p99_ms']:.0f} | {login['rps'] / verify:.2f} x raw | "
+        f">= 0.75 x raw, p99 < 300 ms |"
+    )
     for key in ("grpc validate", "grpc check"):
         r = got[key]
-        print(f"| {key} (grpc.aio client, 16 callers) | {r['rps']:,.0f} | {r['cpu_ms']:.3f} | "
-              f"{r['p99_ms']:.1f} | {r['rps'] / top:.2f} | |")  # fmt: skip
+        print(
+            f"| {key} (grpc.aio client, 16 callers) | {r['rps']:,.0f} | {r['cpu_ms']:.3f} | "
+            f"{r['p99_ms']:.1f} | {r['rps'] / top:.2f} | |"
+        )
     errors = {k: int(v.get("errors", v.get("failed", 0))) for k, v in got.items()}
     print(f"non-2xx / failed calls: {errors}")
 

@@ -234,11 +234,7 @@ class HttpServer:
                     task_status.started(bound_address(listeners, self._scheme))
                     await stop.wait()
                     accepting.cancel_scope.cancel()
-                for listener in listeners:
-                    for stream in _backlog(listener):
-                        connections.start_soon(self._connection, stream, False)
-                    await listener.aclose()
-                self._drain(connections)
+                self._drain(listeners, connections)
             shutdown.set()
 
     async def _lifespan(
@@ -274,10 +270,16 @@ class HttpServer:
             await started.wait()
             task_status.started()
 
-    def _drain(self, connections: trio.Nursery) -> None:
-        """Once the listeners are closed (so a client told to close cannot reconnect to a
-        closing server): answers not yet begun say ``Connection: close``, idle connections
-        wait the grace, and ``connections`` (which waits for them all) ends by the timeout."""
+    def _drain(self, listeners: list[trio.SocketListener], connections: trio.Nursery) -> None:
+        """The stop, in one step (no checkpoint: no client can be told to close and then
+        find a listener open): the listeners' backlogs are taken to be served and the
+        listeners closed; every answer not yet begun says ``Connection: close``; idle
+        connections wait the grace; ``connections`` (it waits for them all) ends by the
+        timeout."""
+        for listener in listeners:
+            for stream in _backlog(listener):
+                connections.start_soon(self._connection, stream, False)
+            listener.socket.close()
         self._stopping = True
         connections.cancel_scope.deadline = trio.current_time() + self.limits.shutdown_timeout
         for conn in self._connections:

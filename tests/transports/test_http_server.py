@@ -7,10 +7,12 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from typing import Any
 
 import pytest
 import trio
+import trio.testing
 
 from bastion.transports.http.server import HttpServer, ServerLimits, open_listeners
 
@@ -19,7 +21,8 @@ Message = dict[str, Any]
 
 async def app(scope: Message, receive: Any, send: Any) -> None:
     """Echoes the request: method, path, query and the body it read. ``/slow`` sleeps
-    first; ``/early`` answers without reading the body."""
+    first; ``/early`` answers without reading the body; ``/trickle`` sends its head and
+    half its body, sleeps, then the rest."""
     if scope["type"] == "lifespan":
         while True:
             message = await receive()
@@ -57,6 +60,11 @@ async def app(scope: Message, receive: Any, send: Any) -> None:
             ],
         }
     )
+    if scope["path"] == "/trickle":
+        half = len(answer) // 2
+        await send({"type": "http.response.body", "body": answer[:half], "more_body": True})
+        await trio.sleep(0.5)
+        answer = answer[half:]
     await send({"type": "http.response.body", "body": answer})
 
 
@@ -306,6 +314,66 @@ async def test_a_stop_finishes_requests_in_flight_and_refuses_new_connections() 
         assert status == 200
         assert json.loads(body)["path"] == "/slow"
         assert await closed(stream)
+
+
+async def test_a_stop_serves_the_connections_waiting_in_the_listen_backlog() -> None:
+    async with serving(replace(LIMITS, max_connections=1)) as site:
+        holder, holder_buffer = await site.connect(), bytearray()
+        await holder.send_all(get("/"))
+        assert (await read_response(holder, holder_buffer))[0] == 200
+        # The one slot is taken: the kernel completes this connection, the server does not
+        # accept it.
+        queued, buffer = await site.connect(), bytearray()
+        await queued.send_all(get("/queued"))
+        site.stop.set()
+        status, headers, body = await read_response(queued, buffer)
+        assert (status, headers["connection"]) == (200, "close")
+        assert json.loads(body)["path"] == "/queued"
+        assert await closed(queued)
+
+
+async def test_an_answer_begun_after_a_stop_says_connection_close() -> None:
+    async with serving() as site:
+        stream, buffer = await site.connect(), bytearray()
+        await stream.send_all(get("/slow"))
+        await trio.testing.wait_all_tasks_blocked()
+        site.stop.set()
+        status, headers, _ = await read_response(stream, buffer)
+        assert (status, headers["connection"]) == (200, "close")
+        assert await closed(stream)
+
+
+async def test_a_request_right_after_an_answer_the_stop_found_under_way_is_answered() -> None:
+    async with serving() as site:
+        stream, buffer = await site.connect(), bytearray()
+        await stream.send_all(get("/trickle"))
+        while b"{" not in buffer:  # the head and the first half of the body are out
+            buffer += await stream.receive_some(65536)
+        site.stop.set()
+        status, headers, _ = await read_response(stream, buffer)
+        assert (status, headers.get("connection")) == (200, None)
+        await stream.send_all(get("/next"))
+        status, headers, body = await read_response(stream, buffer)
+        assert (status, headers["connection"]) == (200, "close")
+        assert json.loads(body)["path"] == "/next"
+        assert await closed(stream)
+
+
+async def test_an_idle_connection_is_answered_within_the_stop_grace_then_closed() -> None:
+    async with serving(replace(LIMITS, keep_alive_timeout=60.0)) as site:
+        late, late_buffer = await site.connect(), bytearray()
+        idle, idle_buffer = await site.connect(), bytearray()
+        for stream, buffer in ((late, late_buffer), (idle, idle_buffer)):
+            await stream.send_all(get("/"))
+            assert (await read_response(stream, buffer))[0] == 200
+        site.stop.set()
+        await trio.testing.wait_all_tasks_blocked()
+        await late.send_all(get("/late"))
+        status, headers, body = await read_response(late, late_buffer)
+        assert (status, headers["connection"]) == (200, "close")
+        assert json.loads(body)["path"] == "/late"
+        assert await closed(late)
+        assert await closed(idle)  # by the grace: its keep-alive wait is a minute
 
 
 async def test_the_status_line_carries_its_reason_phrase() -> None:

@@ -68,8 +68,7 @@ class Connection:
     limits: ServerLimits
     date: HttpDate
     h11: h11.Connection = field(init=False)
-    #: a request is being answered (graceful stop waits for it)
-    busy: bool = False
+    #: the answer being made must say ``Connection: close`` (an error, or a stop)
     closing: bool = False
     #: the bytes of the request head being read, checked once h11 has parsed it
     head: bytearray = field(default_factory=bytearray)

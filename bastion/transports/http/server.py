@@ -9,8 +9,11 @@ cannot parse (two Content-Lengths, Content-Length with Transfer-Encoding, obs-fo
 LF line ends) 400; each of those closes the connection. At most ``max_connections``
 connections are served at once; more wait in the listen backlog.
 
-Stopping (:meth:`HttpServer.serve`'s ``stop``) closes the listeners at once, lets requests
-in flight finish within ``shutdown_timeout`` and closes idle connections.
+Stopping (:meth:`HttpServer.serve`'s ``stop``) is graceful, all within ``shutdown_timeout``:
+the listeners close, but the connections already in their listen backlog are accepted
+first (closing a listener resets them) and served; from then on every response not yet
+begun says ``Connection: close``; requests in flight finish; an idle keep-alive connection
+waits :data:`STOP_GRACE` more for a request already on its way, then closes.
 
 With an ``ssl.SSLContext`` every connection is TLS (``trio.SSLStream``): the handshake
 has the request head's time limit, and the application sees the ``https`` scheme.
@@ -20,6 +23,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
+import socket
 import ssl
 from collections.abc import Awaitable, Callable, MutableMapping
 from http import HTTPStatus
@@ -40,6 +45,10 @@ from bastion.transports.http.connection import (
 __all__ = ["ASGIApp", "HttpServer", "ServerLimits", "open_listeners"]
 
 log = logging.getLogger("bastion.http.server")
+
+#: How long, during a stop, an idle keep-alive connection still waits for a request (one
+#: its client sent before it could know of the stop), at most ``shutdown_timeout``.
+STOP_GRACE = 1.0
 
 Message = MutableMapping[str, Any]
 ASGIApp = Callable[
@@ -203,9 +212,9 @@ class HttpServer:
         self._date = HttpDate()
         self._slots = trio.Semaphore(self.limits.max_connections)
         self._connections: set[Connection] = set()
+        #: the connections waiting for their next request head, and what cuts that wait
+        self._waiting: dict[Connection, trio.CancelScope] = {}
         self._stopping = False
-        #: set when the last connection ends during a stop
-        self._all_closed = trio.Event()
 
     async def serve(
         self,
@@ -225,9 +234,7 @@ class HttpServer:
                     task_status.started(bound_address(listeners, self._scheme))
                     await stop.wait()
                     accepting.cancel_scope.cancel()
-                for listener in listeners:
-                    await listener.aclose()
-                await self._drain(connections)
+                self._drain(listeners, connections)
             shutdown.set()
 
     async def _lifespan(
@@ -263,15 +270,25 @@ class HttpServer:
             await started.wait()
             task_status.started()
 
-    async def _drain(self, connections: trio.Nursery) -> None:
+    def _drain(self, listeners: list[trio.SocketListener], connections: trio.Nursery) -> None:
+        """The stop, in one step (no checkpoint: no client can be told to close and then
+        find a listener open): the listeners' backlogs are taken to be served and the
+        listeners closed; every answer not yet begun says ``Connection: close``; idle
+        connections wait the grace; ``connections`` (it waits for them all) ends by the
+        timeout."""
+        for listener in listeners:
+            for stream in _backlog(listener):
+                connections.start_soon(self._connection, stream, False)
+            listener.socket.close()
         self._stopping = True
-        for conn in list(self._connections):
-            if not conn.busy:
-                await conn.stream.aclose()
-        with trio.move_on_after(self.limits.shutdown_timeout):
-            if self._connections:
-                await self._all_closed.wait()
-        connections.cancel_scope.cancel()
+        connections.cancel_scope.deadline = trio.current_time() + self.limits.shutdown_timeout
+        for conn in self._connections:
+            conn.closing = True
+        for waiting in self._waiting.values():
+            waiting.deadline = self._grace_end()
+
+    def _grace_end(self) -> float:
+        return trio.current_time() + min(STOP_GRACE, self.limits.shutdown_timeout)
 
     async def _accept(self, listener: trio.SocketListener, connections: trio.Nursery) -> None:
         while True:
@@ -281,13 +298,15 @@ class HttpServer:
             except BaseException:
                 self._slots.release()
                 raise
-            connections.start_soon(self._connection, stream)
+            connections.start_soon(self._connection, stream, True)
 
-    async def _connection(self, stream: trio.SocketStream) -> None:
+    async def _connection(self, stream: trio.SocketStream, holds_slot: bool) -> None:
+        """``holds_slot``: false for a connection taken from the backlog at a stop, served
+        over ``max_connections`` (waiting for a slot, it could outlast the stop)."""
         wire: trio.abc.Stream = stream
         if self.tls is not None:
             wire = trio.SSLStream(stream, self.tls, server_side=True, https_compatible=True)
-        conn = Connection(wire, self.limits, self._date)
+        conn = Connection(wire, self.limits, self._date, closing=self._stopping)
         self._connections.add(conn)
         try:
             sock = stream.socket
@@ -300,18 +319,17 @@ class HttpServer:
             pass
         finally:
             self._connections.discard(conn)
-            if self._stopping and not self._connections:
-                self._all_closed.set()
-            self._slots.release()
+            if holds_slot:
+                self._slots.release()
             with contextlib.suppress(trio.ClosedResourceError, trio.BrokenResourceError):
                 await wire.aclose()
 
     async def _serve_connection(
         self, conn: Connection, server: tuple[str, int] | None, client: tuple[str, int] | None
     ) -> None:
-        while not self._stopping:
+        while True:
             try:
-                event = await conn.next_head()
+                event = await self._next_head(conn)
             except trio.TooSlowError:
                 if conn.head:  # a head begun and not finished; an idle one just closes
                     await conn.simple(408, "Request Timeout")
@@ -324,16 +342,26 @@ class HttpServer:
                 return
             if not isinstance(event, h11.Request):
                 return
-            conn.busy = True
             exchange = _Exchange(conn, event, self._scheme)
-            try:
-                await self._run_app(exchange, server, client)
-            finally:
-                conn.busy = False
+            await self._run_app(exchange, server, client)
             if not await self._finish(conn, exchange):
                 if conn.h11.our_state is h11.DONE and conn.h11.their_state is not h11.DONE:
                     await conn.linger_close()
                 return
+
+    async def _next_head(self, conn: Connection) -> Any:
+        """:meth:`Connection.next_head`, but during a stop an idle connection waits only
+        until its grace ends (a head already begun is still read whole)."""
+        waiting = trio.CancelScope(deadline=self._grace_end() if self._stopping else math.inf)
+        self._waiting[conn] = waiting
+        try:
+            with waiting:
+                return await conn.next_head()
+        finally:
+            del self._waiting[conn]
+        if conn.head:
+            return await conn.next_head()
+        return h11.ConnectionClosed()
 
     async def _run_app(
         self, exchange: _Exchange, server: tuple[str, int] | None, client: tuple[str, int] | None
@@ -354,8 +382,12 @@ class HttpServer:
             await conn.simple(status, REASONS.get(status, "Internal Server Error"))
 
     async def _finish(self, conn: Connection, exchange: _Exchange) -> bool:
-        """Ready the connection for its next request; False when it must close."""
-        if conn.closing or conn.h11.our_state is not h11.DONE:
+        """Ready the connection for its next request; False when it must close. An answer
+        that went out keep-alive though a stop began meanwhile keeps the connection for the
+        stop's grace: closing it at once would reset the client's next request."""
+        if conn.h11.our_state is not h11.DONE:
+            return False
+        if conn.closing and (exchange.failure is not None or not self._stopping):
             return False
         if exchange.expects_continue and conn.h11.their_state is h11.SEND_BODY:
             return False  # answered before the client was told to send its body
@@ -377,6 +409,23 @@ class HttpServer:
         conn.reading_head = True
         conn.head[:] = conn.h11.trailing_data[0]
         return True
+
+
+def _backlog(listener: trio.SocketListener) -> list[trio.SocketStream]:
+    """The connections the kernel has completed on ``listener`` and the server not yet
+    accepted, taken without waiting (through a non-blocking duplicate of its socket)."""
+    streams: list[trio.SocketStream] = []
+    sock = listener.socket
+    with socket.fromfd(sock.fileno(), sock.family, sock.type, sock.proto) as duplicate:
+        duplicate.setblocking(False)
+        while True:
+            try:
+                accepted, _ = duplicate.accept()
+            except ConnectionAbortedError:
+                continue  # its client gave up meanwhile
+            except OSError:  # BlockingIOError: none left (or no descriptors left)
+                return streams
+            streams.append(trio.SocketStream(trio.socket.from_stdlib_socket(accepted)))
 
 
 async def open_listeners(host: str, port: int, backlog: int = 1024) -> list[trio.SocketListener]:

@@ -106,12 +106,13 @@ async def _migrate(settings: Settings) -> None:
 
 
 class _Supervisor:
-    def __init__(self, settings: Settings, argv: list[str], run_dir: Path, http_fd: int,
-                 grpc_port: int) -> None:  # fmt: skip
+    def __init__(self, settings: Settings, argv: list[str], run_dir: Path,
+                 http: socket.socket, grpc_port: int) -> None:  # fmt: skip
         self.settings = settings
         self.argv = argv
         self.run_dir = run_dir
-        self.http_fd = http_fd
+        self.http = http
+        self.http_fd = http.fileno()
         self.grpc_port = grpc_port
         self.stopping = False
         self.processes: dict[int, trio.Process] = {}
@@ -138,6 +139,10 @@ class _Supervisor:
             async for signum in signals:
                 log.info("stopping workers", extra={"signal": signal.Signals(signum).name})
                 self.stopping = True
+                # The parent's copy of the HTTP socket would keep the port open after the
+                # workers closed theirs: a client told to close would reconnect into a
+                # backlog nobody serves, and be reset at exit.
+                self.http.close()
                 for process in self.processes.values():
                     if process.returncode is None:
                         process.send_signal(signal.SIGTERM)
@@ -232,17 +237,17 @@ def run_workers(settings: Settings, argv: list[str]) -> int:
     with closing(http), tempfile.TemporaryDirectory(prefix="bastion-workers-") as tmp:
         run_dir = Path(tmp)
         try:
-            trio.run(_run, settings, argv, run_dir, http.fileno(), grpc_port)
+            trio.run(_run, settings, argv, run_dir, http, grpc_port)
         finally:
             if holder is not None:
                 holder.close()
     return 0
 
 
-async def _run(settings: Settings, argv: list[str], run_dir: Path, http_fd: int,
+async def _run(settings: Settings, argv: list[str], run_dir: Path, http: socket.socket,
                grpc_port: int) -> None:  # fmt: skip
     await _migrate(settings)
-    supervisor = _Supervisor(settings, argv, run_dir, http_fd, grpc_port)
+    supervisor = _Supervisor(settings, argv, run_dir, http, grpc_port)
     metrics = HttpServer(metrics_app(run_dir, settings.workers), ServerLimits())
     metrics_listeners = await open_listeners(settings.metrics_host, settings.metrics_port)
     stop = trio.Event()

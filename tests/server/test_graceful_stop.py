@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import h11
+import pytest
 
 from tests.server.harness import ServerProcess, base_flags, running
 
@@ -93,8 +94,15 @@ class Client(threading.Thread):
                 raise ConnectionResetError("the connection ended without an answer")
 
 
-def test_sigterm_under_keep_alive_load_answers_every_request_sent(tmp_path: Path) -> None:
-    flags = [*base_flags("sqlite", str(tmp_path / "bastion.db")), "--http-server=h11"]
+@pytest.mark.parametrize("workers", [1, 2])
+def test_sigterm_under_keep_alive_load_answers_every_request_sent(
+    tmp_path: Path, workers: int
+) -> None:
+    flags = [
+        *base_flags("sqlite", str(tmp_path / "bastion.db")),
+        "--http-server=h11",
+        f"--workers={workers}",
+    ]
     with running(flags, tmp_path) as server:
         clients = [Client(server) for _ in range(CLIENTS)]
         for client in clients:

@@ -1,15 +1,15 @@
 """A request answered with an error changed nothing (issue 27), at every step.
 
-The real service layer runs on a real SQLite database and the in-process memory store,
-wrapped in :class:`Outage`: from its N-th operation on, every memory-store operation
-raises :class:`StorageUnavailable`, as the Redis store does once Redis is down. For each
-flow, each request of it and each N = 1, 2, ... until the request finishes before its
-N-th operation, one run (a fresh account each time) asserts:
+The real service layer runs on a real database (SQLite, PostgreSQL) and the in-process
+memory store wrapped in :class:`Outage`: from its N-th operation on, every memory-store
+operation raises :class:`StorageUnavailable`, as the Redis store does once Redis is down.
+For each flow, each request of it and each N = 1, 2, ... until the request finishes
+before its N-th operation, one run (a fresh account each time) asserts:
 
 - the request answered, or it failed with the outage AND left the database exactly as it
   was (users, outbox, audit rows, links) AND the identical request, the store back, succeeds;
-- the account then ends with exactly what a run without any outage leaves: its user row,
-  each webhook, mail and audit row once (:func:`account_record`).
+- the account then ends with exactly what a run without any outage leaves (the flow's
+  ``record``): its user row, each webhook, mail and audit row once.
 
 The queued mailed-link flows (``forgot_password``, ``magic_link_login``) run from the
 outbox with the memory store down throughout: they need the database only.
@@ -28,6 +28,7 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
+import trio
 
 from bastion.core.errors import InvalidArgument
 from bastion.core.settings import settings_from_flags
@@ -58,7 +59,7 @@ from bastion.storage.sql.schema import (
     users,
     verification_requests,
 )
-from tests.dbfixtures import fresh_sqlite_url
+from tests.dbfixtures import fresh_postgres_url, fresh_sqlite_url
 
 PASSWORD = "Outage!pass1"
 NEW_PASSWORD = "Outage!pass2"
@@ -161,10 +162,14 @@ def _settings(**extra: str) -> Any:
     )
 
 
-@pytest.fixture
-async def site(tmp_path: Path) -> AsyncIterator[Site]:
-    url = fresh_sqlite_url(tmp_path)
-    async with open_storage(StorageConfig(database_type="sqlite", database_url=url)) as opened:
+@pytest.fixture(params=["sqlite", "postgres"])
+async def site(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Site]:
+    kind: str = request.param
+    if kind == "sqlite":
+        url = fresh_sqlite_url(tmp_path)
+    else:
+        url = await trio.to_thread.run_sync(fresh_postgres_url, "outages")
+    async with open_storage(StorageConfig(database_type=kind, database_url=url)) as opened:
         memory = Outage(InProcessMemoryStore())
         storage = dataclasses.replace(opened, memory=memory)  # type: ignore[arg-type]
         events = [*(e.value for e in WebhookEvent), *MFA_WEBHOOK_EVENTS.values()]

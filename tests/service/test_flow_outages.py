@@ -31,7 +31,7 @@ import sqlalchemy as sa
 import trio
 
 from bastion.core.errors import InvalidArgument
-from bastion.core.settings import settings_from_flags
+from bastion.core.settings import Settings, settings_from_flags
 from bastion.core.state_machines.effects import WebhookEvent
 from bastion.service.auth.mailed_links import MAILED_LINK
 from bastion.service.auth.mfa_outcomes import MFA_WEBHOOK_EVENTS
@@ -138,7 +138,8 @@ class Browser:
         return reply
 
 
-def _settings(**extra: str) -> Any:
+def _settings(**extra: str) -> Settings:
+    """The flags the service layer reads (storage is opened by the fixture)."""
     return settings_from_flags(
         {
             "admin-secret": "a",
@@ -343,6 +344,8 @@ async def mailed_link(site: Site, browser: Browser) -> None:
     mail carries the link."""
     site.memory.down_from = site.memory.calls + 1
     try:
+        # Only queued flows run; the worker gives up on every other item (mail, webhooks),
+        # which stays in the outbox for account_record to count.
         worker = OutboxWorker(site.storage.db, site.plain.auth.mailed_links.handlers())
         while await worker.run_once():
             pass

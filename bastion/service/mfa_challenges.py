@@ -18,6 +18,7 @@ Codes are generated from the injected randomness and compared with the keyed dig
 from __future__ import annotations
 
 import json
+import logging
 import math
 import re
 
@@ -39,9 +40,12 @@ from bastion.core.state_machines.mfa_effects import (
     StoreChallenge,
     TakeChallenge,
 )
+from bastion.storage import StorageUnavailable
 from bastion.storage.memory import MemoryStore
 
 __all__ = ["CHALLENGE_EFFECTS", "ChallengeStore"]
+
+log = logging.getLogger("bastion.auth")
 
 CHALLENGE_EFFECTS = (
     GenerateCode,
@@ -95,7 +99,7 @@ class ChallengeStore:
         if isinstance(effect, TakeChallenge):
             taken = await self.take(effect.challenge_id)
             if taken and effect.user_id:  # a right code: its budget attempt comes back
-                await self._memory.incr(guesses_key(effect.user_id), -1)
+                await self._give_back_guess(effect.user_id)
             return ChallengeTaken(ok=taken)
         if isinstance(effect, DropChallenge):
             await self.drop(effect.challenge_id)
@@ -106,6 +110,15 @@ class ChallengeStore:
                 attempts=attempts, user_attempts=await self.count_guess(effect.user_id)
             )
         raise TypeError(f"not a challenge effect: {type(effect).__name__}")
+
+    async def _give_back_guess(self, user_id: str) -> None:
+        """After the take, which spent the code: a memory store failing now must not fail
+        the request (its retry would find the challenge gone; issue 27). The guess then
+        stays counted until its window ends."""
+        try:
+            await self._memory.incr(guesses_key(user_id), -1)
+        except StorageUnavailable as exc:
+            log.warning("second-factor guess not given back: %s", exc)
 
     def generate_code(self, challenge_id: str) -> CodeGenerated:
         code = otp.new_code(self._randomness)

@@ -272,6 +272,9 @@ class PersistSession(Effect):
     user_id: str
     login_method: str
     tokens: IssuedTokens
+    #: the session was won by a second factor just now (``update_profile`` asks): kept
+    #: with the session, before the flow's commit
+    fresh_factor: bool = False
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)

@@ -32,15 +32,20 @@ verify (``VerifyOtpRequested``)
      compare-and-set); else, once enrolled, a recovery code (removed by compare-and-set).
      EVERY wrong code, whatever the method, is InvalidArgument "invalid otp"; the
      attempt that exhausts the challenge also drops it.
-  6. Then the challenge is taken atomically: of two concurrent verifies exactly one
-     proceeds; the other is "invalid session". An email/SMS code is consumed by this.
-  7. The user must still exist and not be revoked; an identifier the code proved is marked
-     verified (a completed phone signup); tokens are issued as at login, the mfa cookie
-     cleared, ``user.login`` (and ``user.signup`` for a signup) sent, audited.
+  6. The user must still exist and not be revoked; tokens are issued as at login and the
+     session kept (marked as won by a second factor just now).
+  7. Then the challenge is taken atomically: of two concurrent verifies exactly one
+     proceeds; the other drops the session it kept and is "invalid session". An
+     email/SMS code is consumed by this. The take is the last memory-store step and the
+     commit follows it (issue 27): a store that fails before leaves the challenge, so
+     the identical retry signs in; nothing durable is written before.
+  8. In one transaction: an identifier the code proved is marked verified (a completed
+     phone signup), ``user.login`` (and ``user.signup`` for a signup) sent, audited; the
+     mfa cookie is cleared.
   Every challenge issued, passed or failed is audited and ``RecordMfaOutcome``: counted
   and sent as the ``user.mfa_*`` webhook event of the same name.
 resend (``ResendOtpRequested``)
-  8. The same challenge checks as 3; authenticator and passkey challenges have nothing to
+  9. The same challenge checks as 3; authenticator and passkey challenges have nothing to
      resend; a code may be resent ``RESEND_INTERVAL`` s after the last, ``MAX_SENDS`` codes
      in all (ResourceExhausted). The old challenge is taken (so its code dies with it) and
      a new one, with a new id, cookie and code, replaces it.
@@ -57,7 +62,12 @@ from bastion.core.auth.claims import login_method_for
 from bastion.core.auth.emails import EmailEvent
 from bastion.core.auth.mfa import Challenge, EnrolmentResponse, Method, Purpose, challenge_ttl
 from bastion.core.auth.qr import png_base64
-from bastion.core.auth.responses import AuthResponse, ForgotPasswordResponse, MessageResponse
+from bastion.core.auth.responses import (
+    AuthResponse,
+    ForgotPasswordResponse,
+    IssuedTokens,
+    MessageResponse,
+)
 from bastion.core.auth.user import SignupMethod, User, normalise_email
 from bastion.core.errors import (
     FailedPrecondition,
@@ -70,6 +80,7 @@ from bastion.core.state_machines._machine import Effect, Event, Fail, Machine, T
 from bastion.core.state_machines.effects import (
     AuditAction,
     AuditRecord,
+    DeleteSession,
     EmitWebhook,
     IssueTokens,
     LoadUser,
@@ -162,12 +173,12 @@ class State(enum.Enum):
     RECORDING_STEP = "recording_step"
     #: verify: waiting for the recovery code's removal
     USING_RECOVERY_CODE = "using_recovery_code"
-    #: verify: waiting for the atomic take of the challenge
-    TAKING_CHALLENGE = "taking_challenge"
     #: verify: waiting for the user
     LOADING_USER = "loading_user"
     #: verify: waiting for ``TokensIssued``
     ISSUING_TOKENS = "issuing_tokens"
+    #: verify: the session kept, waiting for the atomic take of the challenge
+    TAKING_CHALLENGE = "taking_challenge"
     #: resend: waiting for the stored challenge
     RESEND_LOADING_CHALLENGE = "resend_loading_challenge"
     #: resend: waiting for the atomic take of the old challenge
@@ -214,21 +225,19 @@ TABLE: Table[State] = {
     (State.COUNTING_ATTEMPT, AttemptCounted): edge(
         "_on_attempt", State.CHECKING_CODE, State.LOADING_AUTHENTICATOR, State.FAILED
     ),
-    (State.CHECKING_CODE, CodeChecked): edge(
-        "_on_code_checked", State.TAKING_CHALLENGE, State.FAILED
-    ),
+    (State.CHECKING_CODE, CodeChecked): edge("_on_code_checked", State.LOADING_USER, State.FAILED),
     (State.LOADING_AUTHENTICATOR, AuthenticatorLoaded): edge(
         "_on_authenticator", State.RECORDING_STEP, State.USING_RECOVERY_CODE, State.FAILED
     ),
     (State.RECORDING_STEP, TotpStepRecorded): edge(
-        "_on_consumed", State.TAKING_CHALLENGE, State.FAILED
+        "_on_consumed", State.LOADING_USER, State.FAILED
     ),
     (State.USING_RECOVERY_CODE, RecoveryCodeUsed): edge(
-        "_on_consumed", State.TAKING_CHALLENGE, State.FAILED
+        "_on_consumed", State.LOADING_USER, State.FAILED
     ),
-    (State.TAKING_CHALLENGE, ChallengeTaken): edge("_on_taken", State.LOADING_USER, State.FAILED),
     (State.LOADING_USER, UserLoaded): edge("_on_user", State.ISSUING_TOKENS, State.FAILED),
-    (State.ISSUING_TOKENS, TokensIssued): edge("_on_tokens", State.DONE),
+    (State.ISSUING_TOKENS, TokensIssued): edge("_on_tokens", State.TAKING_CHALLENGE),
+    (State.TAKING_CHALLENGE, ChallengeTaken): edge("_on_taken", State.DONE, State.FAILED),
     # resend
     (State.START, ResendOtpRequested): edge(
         "_on_resend", State.RESEND_LOADING_CHALLENGE, State.FAILED
@@ -270,6 +279,8 @@ class MfaContext:
     passkey: bool = False
     #: verify: passing this setup challenge enrolled its method
     enrolled: bool = False
+    #: verify: the tokens of the session kept before the challenge is taken
+    tokens: IssuedTokens | None = None
 
 
 class MfaMachine(Machine[State]):
@@ -283,6 +294,7 @@ class MfaMachine(Machine[State]):
             CheckCode,
             ClearMfaCookie,
             CountAttempt,
+            DeleteSession,
             DropChallenge,
             EmitWebhook,
             EnrolAuthenticator,
@@ -490,7 +502,7 @@ class MfaMachine(Machine[State]):
         self._need_secret()
         if not event.ok:
             return self._wrong_code()
-        return self._take()
+        return self._load_user()
 
     def _on_authenticator(self, event: AuthenticatorLoaded) -> tuple[list[Effect], State]:
         code, challenge = self._need_secret(), self._require(self.ctx.challenge)
@@ -517,14 +529,12 @@ class MfaMachine(Machine[State]):
         if not event.ok:
             self.ctx.recovery = False
             return self._wrong_code()
-        return self._take()
+        return self._load_user()
 
-    def _take(self) -> tuple[list[Effect], State]:
+    def _load_user(self) -> tuple[list[Effect], State]:
         self._secret = None
         challenge = self._require(self.ctx.challenge)
-        return [TakeChallenge(challenge_id=challenge.id, user_id=challenge.user_id)], (
-            State.TAKING_CHALLENGE
-        )
+        return [LoadUser(user_id=challenge.user_id)], State.LOADING_USER
 
     def _wrong_code(self) -> tuple[list[Effect], State]:
         """One answer for every wrong code; the last allowed attempt kills the challenge."""
@@ -554,19 +564,12 @@ class MfaMachine(Machine[State]):
         fail, state = self._fail(InvalidArgument, INVALID_OTP)
         return [*effects, *fail], state
 
-    def _on_taken(self, event: ChallengeTaken) -> tuple[list[Effect], State]:
-        if not event.ok:
-            return self._fail(Unauthenticated, INVALID_SESSION)
-        challenge = self._require(self.ctx.challenge)
-        return [LoadUser(user_id=challenge.user_id)], State.LOADING_USER
-
     def _on_user(self, event: UserLoaded) -> tuple[list[Effect], State]:
         challenge, user, now = self._require(self.ctx.challenge), event.user, self._env.now()
         if user is None:
             return self._fail(NotFound, INVALID_REQUEST)
         if user.is_revoked:
             return self._fail(FailedPrecondition, INVALID_REQUEST)
-        effects: list[Effect] = []
         proved_email = challenge.method is Method.EMAIL_OTP and not user.email_verified
         proved_phone = challenge.method is Method.SMS_OTP and not user.phone_number_verified
         if proved_email or proved_phone:
@@ -581,8 +584,6 @@ class MfaMachine(Machine[State]):
             self.ctx.enrolled = True
             enrolled = (*user.enrolled_mfa_methods, challenge.method.value)
             user = dataclasses.replace(user, enrolled_mfa_methods=enrolled, updated_at=now)
-        if proved_email or proved_phone or self.ctx.enrolled:
-            effects.append(UpdateUser(user=user))
         self.ctx.user = user
         issue = issue_tokens(
             self._env.ids,
@@ -592,15 +593,31 @@ class MfaMachine(Machine[State]):
             login_method=challenge.login_method,
             state=challenge.oauth_state,
         )
-        return [*effects, issue], State.ISSUING_TOKENS
+        return [issue], State.ISSUING_TOKENS
 
     def _on_tokens(self, event: TokensIssued) -> tuple[list[Effect], State]:
+        """The session first (rule 6), then the take (rule 7)."""
         challenge, user = self._require(self.ctx.challenge), self._require(self.ctx.user)
+        self.ctx.tokens = event.tokens
+        return [
+            *keep_session(user, challenge.login_method, event.tokens, fresh_factor=True),
+            TakeChallenge(challenge_id=challenge.id, user_id=challenge.user_id),
+        ], State.TAKING_CHALLENGE
+
+    def _on_taken(self, event: ChallengeTaken) -> tuple[list[Effect], State]:
+        """Rule 8; a challenge someone else took first drops the session kept for it."""
+        challenge, user = self._require(self.ctx.challenge), self._require(self.ctx.user)
+        tokens = self._require(self.ctx.tokens)
+        if not event.ok:
+            refused, state = self._fail(Unauthenticated, INVALID_SESSION)
+            ended = DeleteSession(
+                user_id=user.id, login_method=challenge.login_method, nonce=tokens.nonce
+            )
+            return [ended, *refused], state
         recipe = challenge.auth_recipe
-        effects: list[Effect] = [
-            *keep_session(user, challenge.login_method, event.tokens),
-            ClearMfaCookie(),
-        ]
+        effects: list[Effect] = [ClearMfaCookie()]
+        if self.ctx.signup or self.ctx.enrolled:  # rule 8: the row changed in _on_user
+            effects.append(UpdateUser(user=user))
         if self.ctx.signup:
             verified = (
                 AuditAction.PHONE_VERIFIED
@@ -642,7 +659,7 @@ class MfaMachine(Machine[State]):
                 metadata={"method": challenge.method.value, "recovery_code": self.ctx.recovery},
             ),
             RecordMfaOutcome(user_id=user.id, method=challenge.method, outcome=MfaOutcome.PASSED),
-            Respond(result=AuthResponse.with_tokens(OTP_VERIFIED, user, event.tokens)),
+            Respond(result=AuthResponse.with_tokens(OTP_VERIFIED, user, tokens)),
         ]
         return effects, State.DONE
 

@@ -28,8 +28,9 @@ reset_password
   5. The new hash is written with ``basic_auth`` added and the email marked verified (the
      link proved it) or ``mobile_basic_auth`` added and the phone marked verified (the
      code proved it); the request is deleted (or the mfa cookie cleared), and then EVERY
-     session of the user ends (reference surprise 8 fixed): commit SQL first, then drop
-     sessions.
+     session of the user ends (reference surprise 8 fixed): commit SQL first (with the
+     audit row), then drop sessions. A memory store failing after that commit is no error
+     (issue 27): the committed marker already refuses the sessions it could not drop.
 """
 
 from __future__ import annotations
@@ -478,16 +479,18 @@ class PasswordResetMachine(Machine[State]):
                 updated_at=now,
             )
             spent = DeleteVerificationRequest(request_id=request.id)
+        # The audit row commits with the password (issue 27): DeleteUserSessions commits
+        # what is queued before it ends the sessions in the memory store.
         return [
             UpdateUser(user=updated),
             spent,
-            DeleteUserSessions(user_id=user.id, end_links=True),
             AuditRecord(
                 action=AuditAction.PASSWORD_RESET,
                 actor_id=user.id,
                 actor_email=user.email,
                 resource_id=user.id,
             ),
+            DeleteUserSessions(user_id=user.id, end_links=True),
             Respond(result=MessageResponse(message=PASSWORD_UPDATED)),
         ], State.DONE
 

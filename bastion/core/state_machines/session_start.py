@@ -35,9 +35,12 @@ def issue_tokens(
     )
 
 
-def keep_session(user: User, login_method: str, tokens: IssuedTokens) -> list[Effect]:
-    """Store the session and its tokens, and set the session cookie."""
-    return [
-        PersistSession(user_id=user.id, login_method=login_method, tokens=tokens),
-        SetSessionCookie(value=tokens.session_token),
-    ]
+def keep_session(
+    user: User, login_method: str, tokens: IssuedTokens, *, fresh_factor: bool = False
+) -> list[Effect]:
+    """Store the session and its tokens, and set the session cookie; ``fresh_factor``: a
+    second factor won it just now."""
+    persist = PersistSession(
+        user_id=user.id, login_method=login_method, tokens=tokens, fresh_factor=fresh_factor
+    )
+    return [persist, SetSessionCookie(value=tokens.session_token)]

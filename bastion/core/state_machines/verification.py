@@ -13,10 +13,14 @@ verify_email
      cookie, event ``signer``): otherwise a stranger who signed up with someone else's
      address would keep a password into the owner's account.
   2. A revoked user gets FailedPrecondition "user access has been revoked".
-  3. The email is marked verified (SQL first), the request deleted (single use), then tokens
-     are issued with ``login_method`` ``magic_link_login`` for a magic link, ``basic_auth``
-     otherwise. Roles follow the login rule. A first verification completes a signup:
-     webhooks ``user.signup`` + ``user.login``; later ones only ``user.login``.
+  3. Tokens are issued with ``login_method`` ``magic_link_login`` for a magic link,
+     ``basic_auth`` otherwise, and the session kept (the memory store); only then, in ONE
+     transaction, the email is marked verified, the request deleted (single use) and the
+     webhooks and audit row queued (issue 27): the durable commit comes last, so a memory
+     store that fails leaves the link unused and the identical retry signs in. Of two
+     requests racing with one link, the one that finds it used drops the session it kept.
+     Roles follow the login rule. A first verification completes a signup: webhooks
+     ``user.signup`` + ``user.login``; later ones only ``user.login``.
 resend_verify_email
   4. Mail must be configured (the flow either sends or errors). A malformed email is
      "invalid email", an identifier outside signup / reset / email change is
@@ -161,6 +165,7 @@ class VerificationContext:
     requested_roles: tuple[str, ...] = ()
     scope: tuple[str, ...] = ()
     oauth_state: str | None = None
+    #: a first verification: the user row changes (the email verified)
     completes_signup: bool = False
     login_method: str = SignupMethod.BASIC_AUTH.value
     #: resend: which kind of pending link to replace
@@ -225,7 +230,6 @@ class VerificationMachine(Machine[State]):
         roles = login_roles(self.ctx.requested_roles, user.roles, self.policy)
         if roles is None:
             return self._fail(InvalidArgument, INVALID_ROLES)
-        effects: list[Effect] = []
         self.ctx.completes_signup = not user.email_verified
         if not user.email_verified:
             now = self._env.now()
@@ -235,20 +239,16 @@ class VerificationMachine(Machine[State]):
                 # before: whoever signed up with it may be a stranger. The password goes
                 # (the owner sets one later by a reset).
                 user = dataclasses.replace(user, password_hash=None)
-            effects.append(UpdateUser(user=user))
         self.ctx.user = user
-        effects.append(DeleteVerificationRequest(request_id=request.id))
-        effects.append(
-            issue_tokens(
-                self._env.ids,
-                user=user,
-                roles=roles,
-                scope=self.ctx.scope,
-                login_method=self.ctx.login_method,
-                state=self.ctx.oauth_state,
-            )
+        issue = issue_tokens(
+            self._env.ids,
+            user=user,
+            roles=roles,
+            scope=self.ctx.scope,
+            login_method=self.ctx.login_method,
+            state=self.ctx.oauth_state,
         )
-        return effects, State.ISSUING_TOKENS
+        return [issue], State.ISSUING_TOKENS
 
     def _proves_a_strangers_password(self, request: VerificationRequest) -> bool:
         """Whether following this link would hand the address to a password its owner may
@@ -263,13 +263,19 @@ class VerificationMachine(Machine[State]):
         return signer is None or not hmac.compare_digest(signer, identifier_digest(request.email))
 
     def _on_tokens(self, event: TokensIssued) -> tuple[list[Effect], State]:
+        """The session first, then the user row, the spent link, the webhooks and the
+        audit row, committed together (rule 3)."""
         user, method = self._require(self.ctx.user), self.ctx.login_method
+        request = self._require(self.ctx.request)
         events = [WebhookEvent.LOGIN]
         if self.ctx.completes_signup:
             events.insert(0, WebhookEvent.SIGNUP)
         webhooks = [EmitWebhook(event=e, user=user, auth_recipe=method) for e in events]
+        update: list[Effect] = [UpdateUser(user=user)] if self.ctx.completes_signup else []
         return [
             *keep_session(user, method, event.tokens),
+            *update,
+            DeleteVerificationRequest(request_id=request.id),
             *webhooks,
             AuditRecord(
                 action=AuditAction.EMAIL_VERIFIED,

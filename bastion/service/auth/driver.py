@@ -11,12 +11,14 @@ that reads, waits or touches the memory store. So a user change and the mail and
 it causes commit together or not at all, and SQL always commits before sessions are
 dropped (architecture.md, "State that spans stores"). ``CreateUser`` commits what is queued
 before it in its own transaction, with the new row (its webhooks and audit row), or drops
-it when the identity is taken.
+it when the identity is taken. A flow that keeps a session before its commit (issue 27:
+the durable commit comes last) and then finds its link already used drops that session.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -81,9 +83,11 @@ from bastion.core.state_machines.session import INVALID_REFRESH_TOKEN
 from bastion.service.auth.authenticators import AUTHENTICATOR_EFFECTS
 from bastion.service.auth.mail import compose_mail
 from bastion.service.auth.mfa_outcomes import MFA_WEBHOOK_EVENTS, outcome_webhook
+from bastion.service.auth.mfa_selfservice import mark_fresh_factor
 from bastion.service.auth.sessions import REFRESH, REFRESH_GRACE_SECONDS
 from bastion.service.context import CallerContext, Cookie
 from bastion.service.mfa_challenges import CHALLENGE_EFFECTS
+from bastion.storage import StorageUnavailable
 from bastion.storage import passkeys as passkey_rows
 from bastion.storage import users as user_rows
 from bastion.storage import verification as requests
@@ -94,6 +98,8 @@ if TYPE_CHECKING:
     from bastion.service.auth.parts import AuthParts
 
 __all__ = ["FlowRun", "audit_entry", "load_user"]
+
+log = logging.getLogger("bastion.auth")
 
 SqlOp = Callable[[sa.Connection], None]
 
@@ -134,6 +140,8 @@ class FlowRun:
         self.taken: str | None = None
         self._sql: list[SqlOp] = []
         self._consumed_message = "invalid token"
+        #: the sessions this run kept: (user id, sid, nonce)
+        self._kept: list[tuple[str, str, str]] = []
 
     # -- the loop ---------------------------------------------------------------------------
 
@@ -177,6 +185,10 @@ class FlowRun:
         try:
             await self.auth.storage.db.run(apply, write=True)
         except _Consumed:
+            # Someone else used the link first: the session kept for this use never
+            # reaches the caller.
+            for user_id, sid, nonce in self._kept:
+                await self.auth.sessions.delete(user_id, sid, nonce)
             raise InvalidArgument(self._consumed_message) from None
 
     @property
@@ -365,13 +377,17 @@ class FlowRun:
             self._sql.append(lambda conn: _consume(conn, request_id))
         elif isinstance(effect, PersistSession):
             await self._flush()
+            sid = self.sid or effect.tokens.nonce
             await auth.sessions.persist(
                 effect.user_id,
-                self.sid or effect.tokens.nonce,
+                sid,
                 effect.tokens,
                 ip=self.caller.client_ip,
                 user_agent=self.caller.user_agent,
             )
+            self._kept.append((effect.user_id, sid, effect.tokens.nonce))
+            if effect.fresh_factor:
+                await mark_fresh_factor(auth.storage.memory, sid)
         elif isinstance(effect, DeleteSession):
             await self._flush()
             await self._end_session(effect)
@@ -424,7 +440,13 @@ class FlowRun:
             self._sql.append(lambda conn: _drop_pending_links(conn, user_id))
         await self._flush()
         self.auth.sessions.forget_status(user_id)
-        await self.auth.sessions.end_memory_sessions(user_id)
+        try:
+            await self.auth.sessions.end_memory_sessions(user_id)
+        except StorageUnavailable as exc:
+            # Committed: the marker refuses every older token (within the status cache's
+            # second). An error now would report a change that happened as one that did
+            # not, and its retry would find the link spent (issue 27).
+            log.warning("sessions of %s left in the memory store: %s", user_id, exc)
 
     def _audit_op(self, effect: AuditRecord) -> SqlOp:
         entry, now = audit_entry(effect, self.caller), self._now

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import logging
 from typing import Any
 
 from bastion.core.auth import otp
@@ -59,7 +60,6 @@ from bastion.core.state_machines.verification import (
 from bastion.service.auth.driver import FlowRun
 from bastion.service.auth.email_undo import undo_email_change
 from bastion.service.auth.mailed_links import Flow, MailedLinks
-from bastion.service.auth.mfa_selfservice import mark_fresh_factor
 from bastion.service.auth.mfa_setup import MfaSetupOperations
 from bastion.service.auth.requests import (
     ForgotPasswordRequest,
@@ -79,8 +79,11 @@ from bastion.service.auth.requests import (
 from bastion.service.auth.session_list import SessionListOperations
 from bastion.service.auth.sessions import ACCESS
 from bastion.service.context import CallerContext, Reply
+from bastion.storage import StorageUnavailable
 
 __all__ = ["AuthService"]
+
+log = logging.getLogger("bastion.auth")
 
 #: Failed logins per (identifier, client address), then per identifier alone, per window.
 #: Mailed links (reset, verification, magic link) per address and window.
@@ -196,6 +199,16 @@ class AuthService(SessionListOperations, MfaSetupOperations):
         for key in keys:
             await self.storage.memory.incr(key, -1)
 
+    async def _give_back_after(self, keys: list[str]) -> None:
+        """Give the reservation back once the flow has committed (issue 27): a memory
+        store failing now must not turn a sign-in that happened into an error, whose retry
+        would sign in (and audit, and mail a code) again. The reservation then stays
+        counted until its window ends."""
+        try:
+            await self._give_back(keys)
+        except StorageUnavailable as exc:
+            log.warning("login reservation not given back: %s", exc)
+
     async def login(self, request: LoginRequest, caller: CallerContext) -> Reply:
         email, phone = request.email, request.phone_number
         event = LoginRequested(
@@ -230,7 +243,7 @@ class AuthService(SessionListOperations, MfaSetupOperations):
         except BaseException:
             await self._give_back(reserved)
             raise
-        await self._give_back(reserved)
+        await self._give_back_after(reserved)
         signed_in = isinstance(result, AuthResponse) and result.access_token is not None
         self.record_login(kind, "signed_in" if signed_in else "second_factor")
         reply = self.reply(result, run)
@@ -250,10 +263,7 @@ class AuthService(SessionListOperations, MfaSetupOperations):
             phone_number=request.phone_number,
         )
         run = FlowRun(self, caller)
-        result = await run.run(MfaMachine(self.env), event)
-        if run.sid:  # the new session passed a second factor just now (update_profile)
-            await mark_fresh_factor(self.storage.memory, run.sid)
-        return self.reply(result, run)
+        return self.reply(await run.run(MfaMachine(self.env), event), run)
 
     async def resend_otp(self, request: ResendOtpRequest, caller: CallerContext) -> Reply:
         """Replace the challenge named by the ``mfa`` cookie; the old code dies with it."""

@@ -24,6 +24,7 @@ from bastion.core.state_machines._machine import Effect, to_dot
 from bastion.core.state_machines.effects import (
     AuditAction,
     AuditRecord,
+    DeleteSession,
     EmitWebhook,
     Fail,
     IssueTokens,
@@ -286,6 +287,8 @@ def verify(code: str = CODE, **kw: object) -> VerifyOtpRequested:
 
 
 def test_email_code_verification_completes_the_login() -> None:
+    """The session is kept before the challenge is taken, and the commit (webhook, audit
+    rows) comes last: a memory store failing before the take leaves the code usable."""
     machine, user, minted, c = MfaMachine(env()), account(), tokens(), challenge()
     steps = drive(
         machine,
@@ -293,15 +296,14 @@ def test_email_code_verification_completes_the_login() -> None:
         ChallengeLoaded(challenge=c),
         AttemptCounted(attempts=1),
         CodeChecked(ok=True),
-        ChallengeTaken(ok=True),
         UserLoaded(user=user),
         TokensIssued(tokens=minted),
+        ChallengeTaken(ok=True),
     )
     assert steps == [
         [LoadChallenge(challenge_id=CHALLENGE_ID)],
         [CountAttempt(challenge_id=CHALLENGE_ID, ttl=c.expires_at - NOW, user_id="user-1")],
         [CheckCode(challenge_id=CHALLENGE_ID, code=CODE, digest=DIGEST)],
-        [TakeChallenge(challenge_id=CHALLENGE_ID, user_id="user-1")],
         [LoadUser(user_id="user-1")],
         [
             IssueTokens(
@@ -314,8 +316,13 @@ def test_email_code_verification_completes_the_login() -> None:
             )
         ],
         [
-            PersistSession(user_id="user-1", login_method="basic_auth", tokens=minted),
+            PersistSession(
+                user_id="user-1", login_method="basic_auth", tokens=minted, fresh_factor=True
+            ),
             SetSessionCookie(value=minted.session_token),
+            TakeChallenge(challenge_id=CHALLENGE_ID, user_id="user-1"),
+        ],
+        [
             ClearMfaCookie(),
             EmitWebhook(event=WebhookEvent.LOGIN, user=user, auth_recipe="basic_auth"),
             AuditRecord(
@@ -350,13 +357,12 @@ def test_a_phone_signup_code_verifies_the_number_and_completes_the_signup() -> N
         ChallengeLoaded(challenge=c),
         AttemptCounted(attempts=2),
         CodeChecked(ok=True),
-        ChallengeTaken(ok=True),
         UserLoaded(user=user),
         TokensIssued(tokens=minted),
+        ChallengeTaken(ok=True),
     )
     verified = dataclasses.replace(user, phone_number_verified_at=NOW, updated_at=NOW)
-    assert steps[5] == [
-        UpdateUser(user=verified),
+    assert steps[4] == [
         IssueTokens(
             user=verified,
             roles=("user",),
@@ -366,10 +372,15 @@ def test_a_phone_signup_code_verifies_the_number_and_completes_the_signup() -> N
             include_refresh_token=True,
         ),
     ]
-    assert steps[6][:6] == [
-        PersistSession(user_id="user-1", login_method="mobile_otp", tokens=minted),
+    assert steps[5][:2] == [
+        PersistSession(
+            user_id="user-1", login_method="mobile_otp", tokens=minted, fresh_factor=True
+        ),
         SetSessionCookie(value=minted.session_token),
+    ]
+    assert steps[6][:5] == [
         ClearMfaCookie(),
+        UpdateUser(user=verified),
         EmitWebhook(event=WebhookEvent.SIGNUP, user=verified, auth_recipe="mobile_basic_auth"),
         AuditRecord(
             action=AuditAction.PHONE_VERIFIED,
@@ -394,10 +405,11 @@ def test_an_email_code_proves_an_unverified_email() -> None:
         ChallengeLoaded(challenge=challenge()),
         AttemptCounted(attempts=1),
         CodeChecked(ok=True),
-        ChallengeTaken(ok=True),
         UserLoaded(user=user),
+        TokensIssued(tokens=tokens()),
+        ChallengeTaken(ok=True),
     )
-    assert effects[0] == UpdateUser(
+    assert effects[1] == UpdateUser(
         user=dataclasses.replace(user, email_verified_at=NOW, updated_at=NOW)
     )
 
@@ -411,12 +423,13 @@ def test_authenticator_code_is_recorded_then_the_challenge_taken() -> None:
         AttemptCounted(attempts=1),
         AuthenticatorLoaded(authenticator=authenticator()),
         TotpStepRecorded(ok=True),
-        ChallengeTaken(ok=True),
+        UserLoaded(user=account()),
+        TokensIssued(tokens=tokens()),
     )
     assert steps[2] == [LoadAuthenticator(user_id="user-1")]
     assert steps[3] == [RecordTotpStep(user_id="user-1", step=CURRENT_STEP)]
-    assert steps[4] == [TakeChallenge(challenge_id=CHALLENGE_ID, user_id="user-1")]
-    assert steps[5] == [LoadUser(user_id="user-1")]
+    assert steps[4] == [LoadUser(user_id="user-1")]
+    assert steps[6][-1] == TakeChallenge(challenge_id=CHALLENGE_ID, user_id="user-1")
 
 
 def test_the_first_code_of_an_enrolment_is_accepted_by_an_unverified_authenticator() -> None:
@@ -439,9 +452,9 @@ def test_a_recovery_code_is_used_once_and_audited() -> None:
         AttemptCounted(attempts=1),
         AuthenticatorLoaded(authenticator=authenticator()),
         RecoveryCodeUsed(ok=True),
-        ChallengeTaken(ok=True),
         UserLoaded(user=user),
         TokensIssued(tokens=minted),
+        ChallengeTaken(ok=True),
     )
     assert steps[3] == [UseRecoveryCode(user_id="user-1", digest=RECOVERY_DIGEST)]
     assert (
@@ -608,15 +621,21 @@ def test_no_cookie_and_no_identifier() -> None:
 
 
 def test_of_two_concurrent_verifies_the_one_that_loses_the_take_fails() -> None:
+    """... and drops the session it kept before the take."""
+    machine = MfaMachine(env())
     effects = last(
-        MfaMachine(env()),
+        machine,
         verify(),
         ChallengeLoaded(challenge=challenge()),
         AttemptCounted(attempts=1),
         CodeChecked(ok=True),
+        UserLoaded(user=account()),
+        TokensIssued(tokens=tokens(nonce="n-1")),
         ChallengeTaken(ok=False),
     )
-    assert effects == [NO_SESSION]
+    ended = DeleteSession(user_id="user-1", login_method="basic_auth", nonce="n-1")
+    assert effects == [ended, NO_SESSION]
+    assert machine.state is State.FAILED
 
 
 @pytest.mark.parametrize(
@@ -632,7 +651,6 @@ def test_a_user_gone_or_revoked_meanwhile_gets_no_tokens(
         ChallengeLoaded(challenge=challenge()),
         AttemptCounted(attempts=1),
         CodeChecked(ok=True),
-        ChallengeTaken(ok=True),
         UserLoaded(user=loaded_user),  # type: ignore[arg-type]
     )
     assert effects == [Fail(error=error, message="invalid verification request")]  # type: ignore[arg-type]

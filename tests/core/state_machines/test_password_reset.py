@@ -141,6 +141,7 @@ def test_forgot_password_checks(
 
 
 def test_reset_sets_the_password_then_ends_every_session() -> None:
+    """The audit row is queued before the sessions end: it commits with the password."""
     machine, account = PasswordResetMachine(env(enforce_mfa=False)), user(email_verified_at=None)
     steps = drive(
         machine,
@@ -157,13 +158,13 @@ def test_reset_sets_the_password_then_ends_every_session() -> None:
         [
             UpdateUser(user=updated),
             DeleteVerificationRequest(request_id="vr-1"),
-            DeleteUserSessions(user_id="user-1", end_links=True),
             AuditRecord(
                 action=AuditAction.PASSWORD_RESET,
                 actor_id="user-1",
                 actor_email=EMAIL,
                 resource_id="user-1",
             ),
+            DeleteUserSessions(user_id="user-1", end_links=True),
             Respond(result=MessageResponse(message="Password updated successfully.")),
         ],
     ]

@@ -308,8 +308,8 @@ def test_reset_by_code_checks_the_challenge_then_the_code_then_takes_it() -> Non
     assert steps[6] == [
         UpdateUser(user=updated),  # type: ignore[arg-type]
         ClearMfaCookie(),
-        DeleteUserSessions(user_id="user-1", end_links=True),
         AuditRecord(action=AuditAction.PASSWORD_RESET, actor_id="user-1", resource_id="user-1"),
+        DeleteUserSessions(user_id="user-1", end_links=True),
         Respond(result=MessageResponse(message="Password updated successfully.")),
     ]
     assert not machine.holds_secret

@@ -56,7 +56,9 @@ LOADED = VerificationRequestLoaded(request=SIGNUP_ROW, claims=link_claims(SIGNUP
 
 
 def test_verify_email_happy_path_completes_a_signup() -> None:
-    """Followed by the browser that signed up (its signer cookie): the password stays."""
+    """Followed by the browser that signed up (its signer cookie): the password stays. The
+    session is kept first; the user row, the spent link, the webhooks and the audit row
+    come after it, committed together (issue 27)."""
     machine, pending, issued = VerificationMachine(env()), user(email_verified_at=None), tokens()
     verified = user(email_verified_at=NOW, updated_at=NOW)
     steps = drive(
@@ -70,8 +72,6 @@ def test_verify_email_happy_path_completes_a_signup() -> None:
         [LoadVerificationRequest(token="link.jwt")],
         [LoadUser(email=EMAIL)],
         [
-            UpdateUser(user=verified),
-            DeleteVerificationRequest(request_id="vr-1"),
             IssueTokens(
                 user=verified,
                 roles=("user",),
@@ -84,6 +84,8 @@ def test_verify_email_happy_path_completes_a_signup() -> None:
         [
             PersistSession(user_id="user-1", login_method="basic_auth", tokens=issued),
             SetSessionCookie(value="session-blob"),
+            UpdateUser(user=verified),
+            DeleteVerificationRequest(request_id="vr-1"),
             EmitWebhook(event=WebhookEvent.SIGNUP, user=verified, auth_recipe="basic_auth"),
             EmitWebhook(event=WebhookEvent.LOGIN, user=verified, auth_recipe="basic_auth"),
             AuditRecord(
@@ -107,6 +109,7 @@ def verified_user(event: VerifyEmailRequested, loaded: VerificationRequestLoaded
         event,
         loaded,
         UserLoaded(user=user(email_verified_at=None)),
+        TokensIssued(tokens=tokens()),
     )
     (update,) = [e for e in steps[-1] if isinstance(e, UpdateUser)]
     return update.user
@@ -151,10 +154,11 @@ def test_magic_link_logs_in_with_its_own_method_and_skips_the_update() -> None:
         UserLoaded(user=user()),
         TokensIssued(tokens=tokens(refresh=True)),
     )
-    delete, issue = steps[2]
-    assert delete == DeleteVerificationRequest(request_id="vr-1")
+    (issue,) = steps[2]
     assert isinstance(issue, IssueTokens)
     assert (issue.login_method, issue.include_refresh_token) == ("magic_link_login", True)
+    assert not any(isinstance(e, UpdateUser) for e in steps[3])
+    assert DeleteVerificationRequest(request_id="vr-1") in steps[3]
     hooks = [e for e in steps[3] if isinstance(e, EmitWebhook)]
     assert hooks == [
         EmitWebhook(event=WebhookEvent.LOGIN, user=user(), auth_recipe="magic_link_login")

@@ -1,0 +1,533 @@
+"""A request answered with an error changed nothing (issue 27), at every step.
+
+The real service layer runs on a real database (SQLite, PostgreSQL) and the in-process
+memory store wrapped in :class:`Outage`: from its N-th operation on, every memory-store
+operation raises :class:`StorageUnavailable`, as the Redis store does once Redis is down.
+For each flow, each request of it and each N = 1, 2, ... until the request finishes
+before its N-th operation, one run (a fresh account each time) asserts:
+
+- the request answered, or it failed with the outage AND left the database exactly as it
+  was (users, outbox, audit rows, links) AND the identical request, the store back, succeeds;
+- the account then ends with exactly what a run without any outage leaves (the flow's
+  ``record``): its user row, each webhook, mail and audit row once.
+
+The queued mailed-link flows (``forgot_password``, ``magic_link_login``) run from the
+outbox with the memory store down throughout: they need the database only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+import trio
+
+from bastion.core.errors import InvalidArgument
+from bastion.core.settings import Settings, settings_from_flags
+from bastion.core.state_machines.effects import WebhookEvent
+from bastion.service.auth.mailed_links import MAILED_LINK
+from bastion.service.auth.mfa_outcomes import MFA_WEBHOOK_EVENTS
+from bastion.service.auth.requests import (
+    ForgotPasswordRequest,
+    LoginRequest,
+    MagicLinkLoginRequest,
+    ResetPasswordRequest,
+    SignupRequest,
+    VerifyEmailRequest,
+    VerifyOtpRequest,
+)
+from bastion.service.context import CallerContext, Protocol, Reply
+from bastion.service.metrics import Metrics
+from bastion.service.outbox import OutboxWorker
+from bastion.service.runtime import Runtime
+from bastion.storage import Storage, StorageConfig, StorageUnavailable, open_storage
+from bastion.storage import users as user_rows
+from bastion.storage import webhooks as webhook_rows
+from bastion.storage.memory import InProcessMemoryStore, MemoryStore
+from bastion.storage.sql.schema import (
+    audit_logs,
+    authenticators,
+    outbox,
+    users,
+    verification_requests,
+)
+from tests.dbfixtures import fresh_postgres_url, fresh_sqlite_url
+
+PASSWORD = "Outage!pass1"
+NEW_PASSWORD = "Outage!pass2"
+#: what a failed request must leave exactly as it was
+TABLES = (users, outbox, audit_logs, verification_requests, authenticators)
+
+
+class Outage:
+    """A memory store that goes down at its ``down_from``-th operation and stays down
+    (every later operation fails too) until ``down_from`` is cleared. ``interleave``, if
+    set, runs (once) before the next operation: another request between two steps."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self._store = store
+        #: operations asked for so far, failed ones included
+        self.calls = 0
+        #: the operations' names, in order
+        self.names: list[str] = []
+        self.down_from: int | None = None
+        self.interleave: Callable[[], Awaitable[object]] | None = None
+
+    def __getattr__(self, name: str) -> Callable[..., Awaitable[Any]]:
+        operation = getattr(self._store, name)
+
+        async def counted(*args: Any, **kwargs: Any) -> Any:
+            if self.interleave is not None:
+                other, self.interleave = self.interleave, None
+                await other()
+            self.calls += 1
+            self.names.append(name)
+            if self.down_from is not None and self.calls >= self.down_from:
+                raise StorageUnavailable("the memory store is down (test outage)")
+            return await operation(*args, **kwargs)
+
+        return counted
+
+    @property
+    def reached(self) -> bool:
+        return self.down_from is not None and self.calls >= self.down_from
+
+
+@dataclass
+class Site:
+    """The service layer on one database, with and without email verification."""
+
+    storage: Storage
+    memory: Outage
+    plain: Runtime
+    verifying: Runtime
+
+
+@dataclass
+class Browser:
+    """One account's requests: its address and the cookies its answers set."""
+
+    email: str
+    cookies: dict[str, str] = field(default_factory=dict)
+    token: str = ""
+    code: str = ""
+
+    @property
+    def caller(self) -> CallerContext:
+        return CallerContext(
+            protocol=Protocol.REST,
+            client_ip="192.0.2.9",
+            user_agent="outage-test",
+            cookies=dict(self.cookies),
+        )
+
+    def keep(self, reply: Reply) -> Reply:
+        for cookie in reply.cookies:
+            if cookie.max_age > 0:
+                self.cookies[cookie.name] = cookie.value
+            else:
+                self.cookies.pop(cookie.name, None)
+        return reply
+
+
+def _settings(**extra: str) -> Settings:
+    """The flags the service layer reads (storage is opened by the fixture)."""
+    return settings_from_flags(
+        {
+            "admin-secret": "a",
+            "client-id": "client-1",
+            "client-secret": "client-secret-1",
+            "database-type": "sqlite",
+            "database-url": "unused",
+            "jwt-type": "HS256",
+            "jwt-secret": "jwt-secret-of-some-length",
+            "url": "http://127.0.0.1:9",
+            # Mail goes nowhere: it stays queued in the outbox, where the test reads it.
+            "smtp-host": "127.0.0.1",
+            "smtp-port": "9",
+            "smtp-sender-email": "bastion@example.com",
+            "enable-magic-link-login": "true",
+            "enable-mfa": "true",
+            "enable-email-otp": "true",
+            "enforce-mfa": "false",
+            **extra,
+        }
+    )
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def site(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Site]:
+    kind: str = request.param
+    if kind == "sqlite":
+        url = fresh_sqlite_url(tmp_path)
+    else:
+        url = await trio.to_thread.run_sync(fresh_postgres_url, "outages")
+    async with open_storage(StorageConfig(database_type=kind, database_url=url)) as opened:
+        memory = Outage(InProcessMemoryStore())
+        storage = dataclasses.replace(opened, memory=memory)  # type: ignore[arg-type]
+        events = [*(e.value for e in WebhookEvent), *MFA_WEBHOOK_EVENTS.values()]
+
+        def listen(conn: sa.Connection) -> None:
+            for event in events:
+                webhook_rows.insert_webhook(
+                    conn,
+                    event_name=event,
+                    event_description="",
+                    endpoint="http://127.0.0.1:9/hook",
+                    enabled=True,
+                    headers={},
+                    now=0,
+                )
+
+        await storage.db.run(listen, write=True)
+        yield Site(
+            storage=storage,
+            memory=memory,
+            plain=Runtime.build(_settings(), storage, Metrics()),
+            verifying=Runtime.build(
+                _settings(**{"enable-email-verification": "true"}), storage, Metrics()
+            ),
+        )
+
+
+# -- what the database holds -------------------------------------------------------------------
+
+
+async def snapshot(site: Site) -> dict[str, list[tuple[Any, ...]]]:
+    def read(conn: sa.Connection) -> dict[str, list[tuple[Any, ...]]]:
+        return {
+            t.name: sorted((tuple(r) for r in conn.execute(sa.select(t)).all()), key=repr)
+            for t in TABLES
+        }
+
+    return await site.storage.db.run(read)
+
+
+async def account_record(site: Site, email: str) -> dict[str, Any]:
+    """What the database holds for the account, without ids and times: its user row's
+    flags, its webhooks, mails, audit actions and pending links, each with its count."""
+
+    def read(conn: sa.Connection) -> dict[str, Any]:
+        rows = conn.execute(sa.select(users).where(users.c.email == email)).all()
+        ids = {r.id for r in rows}
+        webhooks, mails = [], []
+        for item in conn.execute(sa.select(outbox)).all():
+            payload = json.loads(item.payload)
+            if item.kind == "webhook_event" and payload.get("user", {}).get("id") in ids:
+                webhooks.append(payload["event_name"])
+            elif item.kind == "mail" and payload["to"] == email:
+                mails.append(payload["subject"])
+        actions = conn.execute(
+            sa.select(audit_logs.c.action).where(audit_logs.c.actor_id.in_(ids))
+        ).scalars()
+        links = conn.execute(
+            sa.select(verification_requests.c.identifier).where(
+                verification_requests.c.email == email
+            )
+        ).scalars()
+        return {
+            "users": sorted(
+                (
+                    r.signup_methods,
+                    r.email_verified_at is not None,
+                    r.password is not None,
+                    r.sessions_valid_after is not None,
+                )
+                for r in rows
+            ),
+            "webhooks": sorted(webhooks),
+            "mails": sorted(mails),
+            "audit": sorted(actions),
+            "links": sorted(links),
+        }
+
+    return await site.storage.db.run(read)
+
+
+async def queued_mail(site: Site, email: str) -> str:
+    """The newest mail queued for ``email``."""
+
+    def read(conn: sa.Connection) -> list[Any]:
+        query = sa.select(outbox).where(outbox.c.kind == "mail").order_by(outbox.c.created_at)
+        return [json.loads(r.payload) for r in conn.execute(query).all()]
+
+    found = [m for m in await site.storage.db.run(read) if m["to"] == email]
+    assert found, f"no mail to {email}"
+    return str(found[-1]["html"])
+
+
+def token_in(html: str) -> str:
+    match = re.search(r"token=([A-Za-z0-9._-]+)", html)
+    assert match is not None, html
+    return match.group(1)
+
+
+def code_in(html: str) -> str:
+    match = re.search(r"<b>(\d{6})</b>", html) or re.search(r"\b(\d{6})\b", html)
+    assert match is not None, html
+    return match.group(1)
+
+
+# -- the flows' requests ----------------------------------------------------------------------
+
+Step = Callable[[Site, Browser], Awaitable[object]]
+
+
+async def signup(site: Site, browser: Browser) -> None:
+    request = SignupRequest(email=browser.email, password=PASSWORD, confirm_password=PASSWORD)
+    reply = browser.keep(await site.plain.auth.signup(request, browser.caller))
+    assert reply.body["access_token"]
+
+
+async def signup_with_mfa(site: Site, browser: Browser) -> None:
+    request = SignupRequest(
+        email=browser.email,
+        password=PASSWORD,
+        confirm_password=PASSWORD,
+        is_multi_factor_auth_enabled=True,
+    )
+    browser.keep(await site.plain.auth.signup(request, browser.caller))
+
+
+async def signup_to_verify(site: Site, browser: Browser) -> None:
+    request = SignupRequest(email=browser.email, password=PASSWORD, confirm_password=PASSWORD)
+    reply = browser.keep(await site.verifying.auth.signup(request, browser.caller))
+    assert not reply.body.get("access_token")
+    browser.token = token_in(await queued_mail(site, browser.email))
+
+
+async def login(site: Site, browser: Browser) -> None:
+    request = LoginRequest(email=browser.email, password=PASSWORD)
+    reply = browser.keep(await site.plain.auth.login(request, browser.caller))
+    assert reply.body["access_token"]
+
+
+async def login_for_a_code(site: Site, browser: Browser) -> None:
+    request = LoginRequest(email=browser.email, password=PASSWORD)
+    reply = browser.keep(await site.plain.auth.login(request, browser.caller))
+    assert reply.body["should_show_email_otp_screen"] is True
+    browser.code = code_in(await queued_mail(site, browser.email))
+
+
+async def verify_otp(site: Site, browser: Browser) -> None:
+    request = VerifyOtpRequest(email=browser.email, otp=browser.code)
+    reply = browser.keep(await site.plain.auth.verify_otp(request, browser.caller))
+    assert reply.body["access_token"]
+
+
+async def verify_email(site: Site, browser: Browser) -> None:
+    request = VerifyEmailRequest(token=browser.token)
+    reply = browser.keep(await site.verifying.auth.verify_email(request, browser.caller))
+    assert reply.body["access_token"]
+
+
+async def forgot_password(site: Site, browser: Browser) -> None:
+    request = ForgotPasswordRequest(email=browser.email)
+    browser.keep(await site.plain.auth.forgot_password(request, browser.caller))
+
+
+async def magic_link_login(site: Site, browser: Browser) -> None:
+    request = MagicLinkLoginRequest(email=browser.email)
+    browser.keep(await site.plain.auth.magic_link_login(request, browser.caller))
+
+
+async def mailed_link(site: Site, browser: Browser) -> None:
+    """The queued flow runs from the outbox, the memory store down throughout, and its
+    mail carries the link."""
+    site.memory.down_from = site.memory.calls + 1
+    try:
+        # Only queued flows run; the worker gives up on every other item (mail, webhooks),
+        # which stays in the outbox for account_record to count.
+        worker = OutboxWorker(site.storage.db, site.plain.auth.mailed_links.handlers())
+        while await worker.run_once():
+            pass
+    finally:
+        site.memory.down_from = None
+    left = await site.storage.db.run(
+        lambda c: c.execute(
+            sa.select(outbox).where(outbox.c.kind == MAILED_LINK, outbox.c.failed_at.is_(None))
+        ).all()
+    )
+    assert left == []
+    browser.token = token_in(await queued_mail(site, browser.email))
+
+
+async def reset_password(site: Site, browser: Browser) -> None:
+    request = ResetPasswordRequest(
+        token=browser.token, password=NEW_PASSWORD, confirm_password=NEW_PASSWORD
+    )
+    browser.keep(await site.plain.auth.reset_password(request, browser.caller))
+
+
+@dataclass(frozen=True)
+class Flow:
+    name: str
+    #: run before, with the store up
+    setup: tuple[Step, ...]
+    #: each is run into the outage at each of its memory-store operations (but
+    #: :func:`mailed_link`, which runs with the store down throughout)
+    requests: tuple[Step, ...]
+    #: the account's record afterwards (:func:`account_record`)
+    record: dict[str, Any]
+
+
+def record(
+    user: tuple[str, bool, bool, bool],
+    webhooks: list[str],
+    audit: list[str],
+    mails: tuple[str, ...] = (),
+) -> dict[str, Any]:
+    """``user``: (signup methods, email verified, has a password, sessions ended)."""
+    return {
+        "users": [user],
+        "webhooks": sorted(webhooks),
+        "mails": sorted(mails),
+        "audit": sorted(audit),
+        "links": [],
+    }
+
+
+SIGNED_UP = ["user.created", "user.signup", "user.login"]
+VERIFY_MAIL = "Please verify your email"
+FLOWS = [
+    Flow(
+        "signup",
+        (),
+        (signup,),
+        record(("basic_auth", True, True, False), SIGNED_UP, ["user.signup"]),
+    ),
+    Flow(
+        "login",
+        (signup,),
+        (login,),
+        record(
+            ("basic_auth", True, True, False),
+            [*SIGNED_UP, "user.login"],
+            ["user.signup", "user.login_success"],
+        ),
+    ),
+    Flow(
+        "verify_email",
+        (),
+        (signup_to_verify, verify_email),
+        record(
+            ("basic_auth", True, True, False),
+            SIGNED_UP,
+            ["user.signup", "user.email_verified"],
+            (VERIFY_MAIL,),
+        ),
+    ),
+    Flow(
+        "verify_otp",
+        (signup_with_mfa,),
+        (login_for_a_code, verify_otp),
+        record(
+            ("basic_auth", True, True, False),
+            [*SIGNED_UP, "user.mfa_challenge_issued", "user.mfa_passed", "user.login"],
+            ["user.signup", "user.mfa_challenge_issued", "user.mfa_passed", "user.login_success"],
+            ("OTP for your multi factor authentication",),
+        ),
+    ),
+    Flow(
+        "reset_password",
+        (signup,),
+        (forgot_password, mailed_link, reset_password),
+        record(
+            ("basic_auth", True, True, True),
+            SIGNED_UP,
+            ["user.signup", "user.forgot_password_requested", "user.password_reset"],
+            ("Reset Password",),
+        ),
+    ),
+    Flow(
+        "magic_link_login",
+        (),
+        (magic_link_login, mailed_link, verify_email),
+        record(
+            ("magic_link_login", True, False, False),
+            SIGNED_UP,
+            ["user.magic_link_requested", "user.email_verified"],
+            (VERIFY_MAIL,),
+        ),
+    ),
+]
+
+
+async def run(site: Site, flow: Flow, email: str, at: tuple[int, int] | None) -> bool:
+    """The flow for a new account; with ``at`` = (request, N), that request meets the
+    outage at its N-th memory-store operation. Whether it did."""
+    browser, memory = Browser(email), site.memory
+    for step in flow.setup:
+        await step(site, browser)
+    reached = False
+    for index, request in enumerate(flow.requests):
+        if at is None or at[0] != index:
+            await request(site, browser)
+            continue
+        before = await snapshot(site)
+        down_from = memory.down_from = memory.calls + at[1]
+        try:
+            await request(site, browser)
+            failed = False
+        except StorageUnavailable:
+            failed = True
+        finally:
+            reached = memory.reached
+            memory.down_from = None
+        if failed:
+            step = f"{request.__name__} down from operation {at[1]} ({memory.names[down_from - 1]})"
+            assert await snapshot(site) == before, f"{step}: failed, and wrote"
+            try:
+                await request(site, browser)  # the identical retry, the store back
+            except Exception as exc:
+                raise AssertionError(f"{step}: the retry failed") from exc
+    return reached
+
+
+@pytest.mark.parametrize("flow", FLOWS, ids=[f.name for f in FLOWS])
+async def test_an_outage_at_any_step_leaves_nothing_or_a_retry_that_succeeds(
+    site: Site, flow: Flow
+) -> None:
+    addresses = (f"outage-{n}@example.com" for n in itertools.count())
+    email = next(addresses)
+    await run(site, flow, email, None)
+    assert await account_record(site, email) == flow.record
+    outages = 0
+    for index, request in enumerate(flow.requests):
+        if request is mailed_link:
+            continue
+        for n in itertools.count(1):
+            email = next(addresses)
+            reached = await run(site, flow, email, (index, n))
+            assert await account_record(site, email) == flow.record, (request.__name__, n)
+            if not reached:
+                break
+            outages += 1
+    assert outages > 0, "the flow never touched the memory store"
+
+
+async def test_of_two_uses_of_one_link_the_loser_drops_the_session_it_kept(site: Site) -> None:
+    """The session is kept before the link is spent (the durable commit last): the request
+    that finds the link spent by another, between the two, keeps no session."""
+    winner, loser = Browser("race@example.com"), Browser("race@example.com")
+    await signup_to_verify(site, winner)
+    loser.token, loser.cookies = winner.token, dict(winner.cookies)
+    site.memory.interleave = lambda: verify_email(site, winner)  # before the loser's first step
+    with pytest.raises(InvalidArgument, match="invalid verification token"):
+        await verify_email(site, loser)
+    assert site.memory.interleave is None
+    user = await site.storage.db.run(lambda c: user_rows.get_by_email(c, "race@example.com"))
+    assert user is not None
+    (kept,) = await site.verifying.auth.sessions.listing(user.id)
+    claims = site.verifying.auth.cookies.open(winner.cookies["cookie_session"])
+    assert claims is not None
+    assert kept.nonce == claims["nonce"]
+    assert await account_record(site, "race@example.com") == FLOWS[2].record

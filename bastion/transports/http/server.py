@@ -114,15 +114,20 @@ class _Exchange:
             if self.started:
                 raise RuntimeError("response already started")
             self.started = True
-            headers = [(bytes(k).lower(), bytes(v)) for k, v in message.get("headers", ())]
-            names = {name for name, _ in headers}
-            if b"date" not in names:
+            # h11 lowers the names itself; only Date and Connection are looked for here.
+            headers = list(message.get("headers", ()))
+            dated = closes = False
+            for name, _ in headers:
+                lowered = bytes(name).lower()
+                dated = dated or lowered == b"date"
+                closes = closes or lowered == b"connection"
+            if not dated:
                 headers.append((b"date", conn.date.now()))
-            if conn.closing and b"connection" not in names:
+            if conn.closing and not closes:
                 headers.append((b"connection", b"close"))
             status = message["status"]
             self.head_event = h11.Response(
-                status_code=status, headers=headers, reason=_phrase(status)
+                status_code=status, headers=headers, reason=_PHRASES.get(status, b"")
             )
         elif kind == "http.response.body":
             if not self.started:
@@ -168,16 +173,14 @@ class _Exchange:
         }
 
 
-def _phrase(status: int) -> bytes:
-    """The status line's reason phrase (clients ignore it; people reading a trace do not)."""
-    try:
-        return HTTPStatus(status).phrase.encode()
-    except ValueError:
-        return b""
+#: The status line's reason phrases (clients ignore them; people reading a trace do not).
+_PHRASES = {status.value: status.phrase.encode() for status in HTTPStatus}
 
 
 def _unquote(raw: bytes) -> str:
-    return unquote_to_bytes(raw).decode("utf-8", "replace")
+    if b"%" in raw:
+        raw = unquote_to_bytes(raw)
+    return raw.decode("utf-8", "replace")
 
 
 def _address(sockname: Any) -> tuple[str, int] | None:
@@ -373,9 +376,7 @@ class HttpServer:
                 return False
         if conn.h11.their_state is not h11.DONE:
             return False
-        conn.h11.start_next_cycle()
-        conn.reading_head = True
-        conn.head[:] = conn.h11.trailing_data[0]
+        conn.next_cycle()
         return True
 
 

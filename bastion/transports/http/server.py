@@ -55,10 +55,8 @@ class _Exchange:
         self.conn = conn
         self.request = request
         self.head = request.method == b"HEAD"
-        self.expects_continue = any(
-            name == b"expect" and value.lower() == b"100-continue"
-            for name, value in request.headers
-        )
+        #: h11 has read ``Expect: 100-continue`` (and no answer has gone out yet)
+        self.expects_continue = conn.h11.they_are_waiting_for_100_continue
         self.body_done = False
         self.body_bytes = 0
         #: the status the server answers with itself when the body could not be read

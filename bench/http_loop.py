@@ -20,6 +20,7 @@ the server got. ``--trees`` measures other checkouts of bastion in the same run
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import subprocess
@@ -91,9 +92,13 @@ async def _raw_connection(stream: Any) -> None:
 async def _serve(kind: str, port: int) -> None:
     import trio
 
+    async def raw(stream: Any) -> None:
+        with contextlib.suppress(trio.BrokenResourceError):  # wrk resets them as it ends
+            await _raw_connection(stream)
+
     listeners = await trio.open_tcp_listeners(port, host="127.0.0.1")
     if kind == "raw":
-        await trio.serve_listeners(_raw_connection, listeners)
+        await trio.serve_listeners(raw, listeners)
     from bastion.transports.http.server import HttpServer
 
     await HttpServer(trivial_app).serve(listeners, trio.Event())

@@ -27,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import MutableMapping
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 BODY = b'{"keys":[]}'
 
 
-async def trivial_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+async def trivial_app(scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
     """A fixed small JSON answer; reads nothing (the lifespan is not supported)."""
     if scope["type"] != "http":
         raise ValueError("no lifespan")

@@ -93,7 +93,8 @@ async def test_the_key_set_is_encoded_once_per_signer_and_follows_a_new_one() ->
     jwks = next(view.handler for view in views if view.path == "/.well-known/jwks.json")
 
     async def kids() -> list[str]:
-        return [key["kid"] for key in json.loads((await jwks(edge_request("/jwks"))).body)["keys"]]
+        body = bytes((await jwks(edge_request("/jwks"))).body)
+        return [key["kid"] for key in json.loads(body)["keys"]]
 
     assert await kids() == await kids() == [first.kid]
     auth.signer = second  # new keys come with a new signer

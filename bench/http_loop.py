@@ -180,6 +180,9 @@ def main() -> None:
     parser.add_argument("--trees", default=f"this={ROOT}", help="name=path,... (bastion trees)")
     parser.add_argument("--only", default="raw,server,jwks", help="which servers to measure")
     parser.add_argument(
+        "--connections", type=int, default=16, help="wrk's connections (raw and server only)"
+    )
+    parser.add_argument(
         "--threads", action="store_true", help="per-thread CPU of a bastion process instead"
     )
     parser.add_argument("--serve", nargs=2, metavar=("KIND", "PORT"), help=argparse.SUPPRESS)
@@ -220,7 +223,7 @@ def main() -> None:
                     serve = "raw" if kind.startswith("raw") else "server"
                     process, url = _start(serve, tree)
                     try:
-                        result = _wrk(process.pid, url, args.seconds, None)
+                        result = _wrk(process.pid, url, args.seconds, None, args.connections)
                     finally:
                         process.terminate()
                         process.wait()
@@ -228,7 +231,8 @@ def main() -> None:
                 rows.setdefault((label, name), []).append(result)
                 load.append(os.getloadavg()[0])
     print(
-        f"machine: {os.cpu_count()} cores; wrk -t1 -c16, {args.seconds}s x {args.rounds} rounds;"
+        f"machine: {os.cpu_count()} cores; wrk -t1 -c{args.connections} (jwks: -c16),"
+        f" {args.seconds}s x {args.rounds} rounds;"
         f" load average (1 min) {min(load):.2f}-{max(load):.2f}"
     )
     for (label, name), results in rows.items():

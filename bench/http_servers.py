@@ -69,8 +69,10 @@ def _cpu_seconds(pid: int) -> float:
     return total
 
 
-def _wrk(pid: int, url: str, seconds: int, script: Path | None) -> dict[str, float]:
-    args = ["wrk", "-t1", "-c16", f"-d{seconds}s", "--latency", url]
+def _wrk(
+    pid: int, url: str, seconds: int, script: Path | None, connections: int = 16
+) -> dict[str, float]:
+    args = ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--latency", url]
     if script is not None:
         args[1:1] = ["-s", str(script)]
     before = _cpu_seconds(pid)

@@ -104,20 +104,18 @@ class Connection:
         """Feed h11 what the client sends next, waiting ``patience`` s and not past
         ``deadline`` (trio.TooSlowError after). A plain socket holding data is read at once,
         without a cancel scope or a trip through trio's scheduler."""
-        data = None
         sock = self.socket
-        if sock is not None:
-            try:
-                data = os.read(sock.fileno(), READ_SIZE)
-            except BlockingIOError:
-                pass
-            except OSError:  # reset, or closed (-1) by a stop
-                raise ClientGone from None
+        data = None if sock is None else _read_now(sock)
         if data is None:
             self.waited = True
             with trio.move_on_at(min(deadline, trio.current_time() + patience)):
                 try:
-                    data = bytes(await self.stream.receive_some(READ_SIZE))
+                    if sock is None:
+                        data = bytes(await self.stream.receive_some(READ_SIZE))
+                    else:
+                        while data is None:
+                            await trio.lowlevel.wait_readable(sock)
+                            data = _read_now(sock)
                 except (trio.BrokenResourceError, trio.ClosedResourceError):
                     raise ClientGone from None
             if data is None:
@@ -220,6 +218,16 @@ class Connection:
             await self.write(h11.EndOfMessage())
         except (h11.LocalProtocolError, ClientGone):
             pass
+
+
+def _read_now(sock: trio.socket.SocketType) -> bytes | None:
+    """What ``sock`` holds now (b"": the client's end of sending), None when nothing yet."""
+    try:
+        return os.read(sock.fileno(), READ_SIZE)
+    except BlockingIOError:
+        return None
+    except OSError:  # reset, or closed (-1) by a stop
+        raise ClientGone from None
 
 
 def strict_head(head: bytes, size: int, request: h11.Request) -> None:

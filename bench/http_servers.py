@@ -69,8 +69,10 @@ def _cpu_seconds(pid: int) -> float:
     return total
 
 
-def _wrk(pid: int, url: str, seconds: int, script: Path | None) -> dict[str, float]:
-    args = ["wrk", "-t1", "-c16", f"-d{seconds}s", "--latency", url]
+def _wrk(
+    pid: int, url: str, seconds: int, script: Path | None, connections: int = 16
+) -> dict[str, float]:
+    args = ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--latency", url]
     if script is not None:
         args[1:1] = ["-s", str(script)]
     before = _cpu_seconds(pid)
@@ -96,19 +98,12 @@ VALIDATE = "POST /v1/validate_jwt_token"
 CHECK = "POST /v1/check_permissions (1 check)"
 
 
-def measure(
-    spec: str,
-    seconds: int,
-    tmp: Path,
-    *,
-    memory_store_url: str | None = None,
-    endpoints: tuple[str, ...] = (JWKS, VALIDATE, CHECK),
-) -> dict[str, dict[str, float]]:
-    """``spec``: ``h11``, ``hypercorn`` or ``h11:N`` (N ``--workers``); the memory store is
-    a fresh Redis database unless ``memory_store_url`` names one (Sentinel, Cluster)."""
+def server_flags(spec: str, memory_store_url: str | None = None) -> list[str]:
+    """The benchmarked server's flags: a fresh PostgreSQL database, Redis as the memory
+    store, no rate limit, errors-only logging; ``spec`` as for :func:`measure`."""
     server_kind, _, workers = spec.partition(":")
     kept = ("--log-level", "--rate-limit")
-    flags = [
+    return [
         *(
             f
             for f in base_flags("postgres", fresh_postgres_url("bench-http"))
@@ -120,6 +115,19 @@ def measure(
         f"--http-server={server_kind}",
         f"--workers={workers or 1}",
     ]
+
+
+def measure(
+    spec: str,
+    seconds: int,
+    tmp: Path,
+    *,
+    memory_store_url: str | None = None,
+    endpoints: tuple[str, ...] = (JWKS, VALIDATE, CHECK),
+) -> dict[str, dict[str, float]]:
+    """``spec``: ``h11``, ``hypercorn`` or ``h11:N`` (N ``--workers``); the memory store is
+    a fresh Redis database unless ``memory_store_url`` names one (Sentinel, Cluster)."""
+    flags = server_flags(spec, memory_store_url)
     with running(flags, tmp, name=spec.replace(":", "x")) as server:
         admin = {"origin": server.url, "x-service-admin-secret": ADMIN_SECRET}
         with httpx.Client(base_url=server.url, headers=admin, timeout=30) as client:

@@ -4,6 +4,7 @@ Expect: 100-continue, HEAD, chunked bodies, graceful drain."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -19,10 +20,14 @@ from bastion.transports.http.server import HttpServer, ServerLimits, open_listen
 Message = dict[str, Any]
 
 
+#: An answer larger than the socket buffers between server and client hold.
+LARGE = bytes(range(256)) * (32 * 1024)
+
+
 async def app(scope: Message, receive: Any, send: Any) -> None:
     """Echoes the request: method, path, query and the body it read. ``/slow`` sleeps
     first; ``/early`` answers without reading the body; ``/trickle`` sends its head and
-    half its body, sleeps, then the rest."""
+    half its body, sleeps, then the rest; ``/large`` answers :data:`LARGE`."""
     if scope["type"] == "lifespan":
         while True:
             message = await receive()
@@ -42,14 +47,17 @@ async def app(scope: Message, receive: Any, send: Any) -> None:
                 break
     if scope["path"] == "/slow":
         await trio.sleep(0.5)
-    answer = json.dumps(
-        {
-            "method": scope["method"],
-            "path": scope["path"],
-            "query": scope["query_string"].decode(),
-            "body": body.decode(),
-        }
-    ).encode()
+    if scope["path"] == "/large":
+        answer = LARGE
+    else:
+        answer = json.dumps(
+            {
+                "method": scope["method"],
+                "path": scope["path"],
+                "query": scope["query_string"].decode(),
+                "body": body.decode(),
+            }
+        ).encode()
     await send(
         {
             "type": "http.response.start",
@@ -154,6 +162,18 @@ async def test_two_hundred_requests_on_one_keep_alive_connection() -> None:
             assert status == 200
             assert json.loads(body)["query"] == f"i={n}"
             assert "date" in headers
+
+
+async def test_an_answer_larger_than_the_socket_takes_arrives_whole_to_a_slow_reader() -> None:
+    # time enough to read it all: the write limit bounds the whole of the rest
+    async with serving(dataclasses.replace(LIMITS, body_timeout=10.0)) as site:
+        stream, buffer = await site.connect(), bytearray()
+        await stream.send_all(get("/large") + get("/after"))
+        await trio.sleep(0.3)  # the server fills what the socket takes, then must wait
+        status, _, body = await read_response(stream, buffer)
+        assert status == 200
+        assert body == LARGE
+        assert json.loads((await read_response(stream, buffer))[2])["path"] == "/after"
 
 
 async def test_pipelined_requests_are_answered_in_order() -> None:

@@ -1,13 +1,21 @@
-"""Route views of the HTTP app, called directly (no server, no storage)."""
+"""Route views of the HTTP app, and the key set view, called directly (no server, no
+storage)."""
 
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 from typing import Any
 
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from bastion.core.settings import settings_from_flags
 from bastion.service.context import CallerContext, Reply
-from bastion.transports.http.app import route_view
+from bastion.service.tokens import TokenSigner
+from bastion.transports.http.app import caller_context, route_view
 from bastion.transports.http.routes import Route
+from bastion.transports.rest.oauth import provider_views
 from tests.transports.asgi import edge_request
 
 
@@ -42,3 +50,53 @@ async def test_an_ordinary_route_runs_every_time() -> None:
     assert json.loads((await view(edge_request("/echo"))).body) == {"n": 2}
     # a repeated query parameter keeps its first value
     assert calls == [{"a": "1"}, {}]
+
+
+def _rsa_signer() -> TokenSigner:
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    private = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ).decode()
+    public = (
+        key.public_key()
+        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+        .decode()
+    )
+    flags = {
+        "admin-secret": "a",
+        "client-id": "client-1",
+        "client-secret": "s",
+        "database-type": "sqlite",
+        "database-url": "./x.db",
+        "jwt-type": "RS256",
+        "jwt-private-key": private,
+        "jwt-public-key": public,
+    }
+    return TokenSigner(settings_from_flags(flags))
+
+
+async def test_the_key_set_is_encoded_once_per_signer_and_follows_a_new_one() -> None:
+    first, second = _rsa_signer(), _rsa_signer()
+    made: list[TokenSigner] = []
+    auth = SimpleNamespace(signer=first, policy=SimpleNamespace(issuer="https://issuer.test"))
+
+    def counted(signer: TokenSigner) -> Any:
+        def jwks() -> dict[str, Any]:
+            made.append(signer)
+            return TokenSigner.jwks(signer)
+
+        return jwks
+
+    for signer in (first, second):
+        signer.jwks = counted(signer)  # type: ignore[method-assign]
+    views = provider_views(SimpleNamespace(auth=auth), caller_context)  # type: ignore[arg-type]
+    jwks = next(view.handler for view in views if view.path == "/.well-known/jwks.json")
+
+    async def kids() -> list[str]:
+        body = bytes((await jwks(edge_request("/jwks"))).body)
+        return [key["kid"] for key in json.loads(body)["keys"]]
+
+    assert await kids() == await kids() == [first.kid]
+    auth.signer = second  # new keys come with a new signer
+    assert await kids() == await kids() == [second.kid]
+    assert made == [first, second]

@@ -61,6 +61,7 @@ MAX_BODY_BYTES = 1024 * 1024
 #: How long an unread request body is waited for once the answer is known.
 BODY_SECONDS = 30.0
 _EDGE = "bastion.edge"
+_HTTP1 = ("1.1", "1.0")
 
 #: How a view reads the caller of its request.
 CallerOf = Callable[[Request], CallerContext]
@@ -131,7 +132,7 @@ class HttpApp:
             edge.request_id(headers.get("x-request-id")),
         )
         scope[_EDGE] = state
-        body = BodyReceiver(receive, MAX_BODY_BYTES, _declared_length(headers))
+        body = BodyReceiver(receive, MAX_BODY_BYTES, _declared_length(scope, headers))
         request = Request(scope, body)
         match = self.dispatcher.match(scope["method"], scope["path"])
         try:
@@ -270,10 +271,17 @@ def _failure(exc: Exception, path: str) -> Response:
     return error_response(errors.Internal("internal server error"))
 
 
-def _declared_length(headers: Headers) -> int | None:
+def _declared_length(scope: Scope, headers: Headers) -> int | None:
+    """The body's length when known before reading it. HTTP/1 frames a body only by
+    Content-Length or Transfer-Encoding: with neither there is none (0), and nothing
+    is left to finish after the answer (HTTP/2 may send a body without either)."""
     declared = headers.get("content-length")
+    if declared is None:
+        if scope.get("http_version") in _HTTP1 and "transfer-encoding" not in headers:
+            return 0
+        return None
     # The servers refuse a malformed or repeated Content-Length before the app sees it.
-    return int(declared) if declared is not None and declared.isdigit() else None
+    return int(declared) if declared.isdigit() else None
 
 
 async def _lifespan(receive: Receive, send: Send) -> None:

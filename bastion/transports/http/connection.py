@@ -4,6 +4,8 @@ checks h11 leaves to its user (request smuggling shapes), and the server's own a
 
 from __future__ import annotations
 
+import math
+import os
 import time
 from dataclasses import dataclass, field
 from email.utils import formatdate
@@ -70,75 +72,115 @@ class Connection:
     h11: h11.Connection = field(init=False)
     #: the answer being made must say ``Connection: close`` (an error, or a stop)
     closing: bool = False
-    #: the bytes of the request head being read, checked once h11 has parsed it
-    head: bytearray = field(default_factory=bytearray)
+    #: the pieces of the request head read so far, checked once h11 has parsed it
+    head: list[bytes] = field(default_factory=list)
     reading_head: bool = True
+    #: the plain TCP socket, read and written at once when it is ready (None: TLS)
+    socket: trio.socket.SocketType | None = field(init=False)
+    #: the last read had to wait (and so was a checkpoint)
+    waited: bool = False
 
     def __post_init__(self) -> None:
         self.h11 = h11.Connection(
             h11.SERVER, max_incomplete_event_size=self.limits.max_header_bytes
         )
+        stream = self.stream
+        self.socket = stream.socket if isinstance(stream, trio.SocketStream) else None
 
     def _parsed(self) -> Any:
         event = self.h11.next_event()
         if isinstance(event, h11.Request):
-            unread = len(self.h11.trailing_data[0])
-            head = bytes(self.head[: len(self.head) - unread])
-            if len(head) > self.limits.max_header_bytes:
+            head = b"".join(self.head)
+            size = len(head) - len(self.h11.trailing_data[0])
+            if size > self.limits.max_header_bytes:
                 raise h11.RemoteProtocolError("request head too large", error_status_hint=431)
-            strict_head(head, event)
+            strict_head(head, size, event)
             self.reading_head = False
             self.head.clear()
         return event
 
-    async def _receive(self) -> bytes:
-        try:
-            data = bytes(await self.stream.receive_some(READ_SIZE))
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            raise ClientGone from None
+    async def _receive(self, patience: float, deadline: float = math.inf) -> None:
+        """Feed h11 what the client sends next, waiting ``patience`` s and not past
+        ``deadline`` (trio.TooSlowError after). A plain socket holding data is read at once,
+        without a cancel scope or a trip through trio's scheduler."""
+        sock = self.socket
+        data = None if sock is None else _read_now(sock)
+        if data is None:
+            self.waited = True
+            with trio.move_on_at(min(deadline, trio.current_time() + patience)):
+                try:
+                    if sock is None:
+                        data = bytes(await self.stream.receive_some(READ_SIZE))
+                    else:
+                        while data is None:
+                            await trio.lowlevel.wait_readable(sock)
+                            data = _read_now(sock)
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    raise ClientGone from None
+            if data is None:
+                raise trio.TooSlowError
         # b"" is EOF: h11 answers ConnectionClosed, or a protocol error mid-message.
         self.h11.receive_data(data)
-        if self.reading_head:
-            self.head += data
-        return data
+        if self.reading_head and data:
+            self.head.append(data)
 
     async def next_head(self) -> Any:
         """The next request (or the connection's end): an idle connection waits up to
         ``keep_alive_timeout`` for its first byte, then the whole head must arrive within
-        ``header_timeout`` (a deadline, not per read: trickling bytes does not extend it)."""
+        ``header_timeout`` (a deadline, not per read: trickling bytes does not extend it).
+        A checkpoint, whether or not it had to wait (once per request, where a read and a
+        write through trio's streams took two trips through the scheduler)."""
         limits = self.limits
-        patience = limits.header_timeout if self.head else limits.keep_alive_timeout
-        deadline = trio.current_time() + patience
+        self.waited = False
+        deadline = math.inf
+        if not self.head:  # idle: h11 would only say NEED_DATA
+            await self._receive(limits.keep_alive_timeout)
         while (event := self._parsed()) is h11.NEED_DATA:
-            started = bool(self.head)
-            with trio.move_on_at(deadline):
-                data = await self._receive()
-                if data and not started:
-                    deadline = trio.current_time() + limits.header_timeout
-                continue
-            raise trio.TooSlowError
+            if deadline == math.inf:  # the head has begun: from now on, its deadline
+                deadline = trio.current_time() + limits.header_timeout
+            await self._receive(math.inf, deadline)
+        if not self.waited:
+            await trio.lowlevel.checkpoint()
         return event
 
     async def next_event(self, patience: float) -> Any:
         """The next h11 event of a body, reading as needed (``patience`` s per read)."""
         while (event := self._parsed()) is h11.NEED_DATA:
-            with trio.move_on_after(patience):
-                await self._receive()
-                continue
-            raise trio.TooSlowError
+            await self._receive(patience)
         return event
 
+    def next_cycle(self) -> None:
+        """Ready h11 and the head's buffer for the next request (pipelined bytes kept)."""
+        self.h11.start_next_cycle()
+        self.reading_head = True
+        unread = self.h11.trailing_data[0]
+        if unread:
+            self.head.append(unread)
+
     async def write(self, *events: Any) -> None:
-        """Send h11 events, in one write. Shielded: a write cut half-way would leave h11's
-        state and the wire apart (the application may be cancelled while it answers), but
-        bounded by ``body_timeout`` so a client that stops reading cannot hold it."""
+        """Send h11 events, in one write. A plain socket with room takes it at once (no
+        cancel scope, no wait). Otherwise shielded: a write cut half-way would leave
+        h11's state and the wire apart (the application may be cancelled while it
+        answers), but bounded by ``body_timeout`` so a client that stops reading cannot
+        hold it."""
         data = b"".join(self.h11.send(event) or b"" for event in events)
         if not data:
             return
+        sent = 0
+        sock = self.socket
+        if sock is not None:
+            try:
+                sent = os.write(sock.fileno(), data)
+            except BlockingIOError:
+                pass
+            except OSError:
+                raise ClientGone from None
+            if sent == len(data):
+                return
         with trio.move_on_after(self.limits.body_timeout) as scope:
             scope.shield = True
             try:
-                await self.stream.send_all(data)
+                await self.stream.send_all(memoryview(data)[sent:])
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 raise ClientGone from None
         if scope.cancelled_caught:
@@ -177,18 +219,32 @@ class Connection:
             pass
 
 
-def strict_head(head: bytes, request: h11.Request) -> None:
+def _read_now(sock: trio.socket.SocketType) -> bytes | None:
+    """What ``sock`` holds now (b"": the client's end of sending), None when nothing yet."""
+    try:
+        return os.read(sock.fileno(), READ_SIZE)
+    except BlockingIOError:
+        return None
+    except OSError:  # reset, or closed (-1) by a stop
+        raise ClientGone from None
+
+
+def strict_head(head: bytes, size: int, request: h11.Request) -> None:
     """What h11 tolerates but a server behind or in front of a proxy must not: lines ended
     by a bare LF, folded header lines (obs-fold), and a body framed by both Content-Length
     and Transfer-Encoding. Any of them lets two parsers see different requests
-    (request smuggling): refused with 400."""
-    lines = head.split(b"\n")
-    if any(not line.endswith(b"\r") for line in lines[:-1]):
+    (request smuggling): refused with 400. ``head[:size]`` is the request's head."""
+    if head.count(b"\n", 0, size) != head.count(b"\r\n", 0, size):
         raise h11.RemoteProtocolError("line ended without CR", error_status_hint=400)
-    if any(line[:1] in (b" ", b"\t") for line in lines[1:]):
+    if head.find(b"\n ", 0, size) >= 0 or head.find(b"\n\t", 0, size) >= 0:
         raise h11.RemoteProtocolError("folded header line", error_status_hint=400)
-    names = {name for name, _ in request.headers}
-    if b"content-length" in names and b"transfer-encoding" in names:
+    framing = 0
+    for name, _ in request.headers:
+        if name == b"content-length":
+            framing |= 1
+        elif name == b"transfer-encoding":
+            framing |= 2
+    if framing == 3:
         raise h11.RemoteProtocolError(
             "both Content-Length and Transfer-Encoding", error_status_hint=400
         )

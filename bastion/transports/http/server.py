@@ -64,10 +64,8 @@ class _Exchange:
         self.conn = conn
         self.request = request
         self.head = request.method == b"HEAD"
-        self.expects_continue = any(
-            name == b"expect" and value.lower() == b"100-continue"
-            for name, value in request.headers
-        )
+        #: h11 has read ``Expect: 100-continue`` (and no answer has gone out yet)
+        self.expects_continue = conn.h11.they_are_waiting_for_100_continue
         self.body_done = False
         self.body_bytes = 0
         #: the status the server answers with itself when the body could not be read
@@ -123,15 +121,20 @@ class _Exchange:
             if self.started:
                 raise RuntimeError("response already started")
             self.started = True
-            headers = [(bytes(k).lower(), bytes(v)) for k, v in message.get("headers", ())]
-            names = {name for name, _ in headers}
-            if b"date" not in names:
+            # h11 lowers the names itself; only Date and Connection are looked for here.
+            headers = list(message.get("headers", ()))
+            dated = closes = False
+            for name, _ in headers:
+                lowered = bytes(name).lower()
+                dated = dated or lowered == b"date"
+                closes = closes or lowered == b"connection"
+            if not dated:
                 headers.append((b"date", conn.date.now()))
-            if conn.closing and b"connection" not in names:
+            if conn.closing and not closes:
                 headers.append((b"connection", b"close"))
             status = message["status"]
             self.head_event = h11.Response(
-                status_code=status, headers=headers, reason=_phrase(status)
+                status_code=status, headers=headers, reason=_PHRASES.get(status, b"")
             )
         elif kind == "http.response.body":
             if not self.started:
@@ -177,16 +180,14 @@ class _Exchange:
         }
 
 
-def _phrase(status: int) -> bytes:
-    """The status line's reason phrase (clients ignore it; people reading a trace do not)."""
-    try:
-        return HTTPStatus(status).phrase.encode()
-    except ValueError:
-        return b""
+#: The status line's reason phrases (clients ignore them; people reading a trace do not).
+_PHRASES = {status.value: status.phrase.encode() for status in HTTPStatus}
 
 
 def _unquote(raw: bytes) -> str:
-    return unquote_to_bytes(raw).decode("utf-8", "replace")
+    if b"%" in raw:
+        raw = unquote_to_bytes(raw)
+    return raw.decode("utf-8", "replace")
 
 
 def _address(sockname: Any) -> tuple[str, int] | None:
@@ -405,9 +406,7 @@ class HttpServer:
                 return False
         if conn.h11.their_state is not h11.DONE:
             return False
-        conn.h11.start_next_cycle()
-        conn.reading_head = True
-        conn.head[:] = conn.h11.trailing_data[0]
+        conn.next_cycle()
         return True
 
 

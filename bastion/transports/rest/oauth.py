@@ -8,6 +8,7 @@ that cannot be sent to a trusted redirect URI is a 400 of the same shape.
 from __future__ import annotations
 
 import html
+import json
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
@@ -157,8 +158,17 @@ def provider_views(oauth: OAuthService, caller_context: CallerOf) -> list[View]:
     async def openid_configuration(_: Request) -> Response:
         return json_response(discovery_document(oauth), headers={"Cache-Control": "max-age=300"})
 
+    # Every relying party fetches the key set, often: it is encoded once per signer (a
+    # signer's keys are fixed when it is made; new keys come with a new signer).
+    encoded: list[Any] = [None, b""]  # the signer, its key set as JSON
+
     async def jwks(_: Request) -> Response:
-        return json_response(auth.signer.jwks(), headers={"Cache-Control": "max-age=300"})
+        signer = auth.signer
+        if encoded[0] is not signer:
+            encoded[:] = [signer, json.dumps(signer.jwks(), separators=(",", ":")).encode()]
+        return Response(
+            encoded[1], media_type="application/json", headers={"Cache-Control": "max-age=300"}
+        )
 
     async def authorize(request: Request) -> Response:
         if request.method == "POST":

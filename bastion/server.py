@@ -43,6 +43,10 @@ log = logging.getLogger("bastion.server")
 GRACE_SECONDS = 10.0
 #: How long an idle keep-alive HTTP connection stays open.
 KEEP_ALIVE_SECONDS = 5.0
+#: A ``--workers`` worker's wait, at a stop, between closing its copy of the shared HTTP
+#: socket and telling clients to close: time for its siblings, signalled at the same
+#: moment, to close theirs, so that a client told to close finds the port closed.
+SHARED_LISTENER_SETTLE = 0.25
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +108,7 @@ async def _http_listener(
         max_body_bytes=2 * max(MAX_BODY_BYTES, settings.graphql_max_body_bytes),
         keep_alive_timeout=KEEP_ALIVE_SECONDS,
         shutdown_timeout=GRACE_SECONDS,
+        stop_settle=0.0 if inherited_fd is None else SHARED_LISTENER_SETTLE,
     )
     if inherited_fd is None:
         try:

@@ -44,6 +44,12 @@ class ServerLimits:
     keep_alive_timeout: float = 5.0
     max_connections: int = 1000
     shutdown_timeout: float = 10.0
+    #: At a stop, how long after closing its listeners the server goes on answering
+    #: keep-alive before it tells clients to close. Non-zero where other processes share
+    #: the listening socket (``--workers``): the port stays open until the last of them
+    #: closes its copy, and a client told to close meanwhile could reconnect into a
+    #: backlog that the last close resets.
+    stop_settle: float = 0.0
 
 
 class ClientGone(Exception):

@@ -11,8 +11,9 @@ connections are served at once; more wait in the listen backlog.
 
 Stopping (:meth:`HttpServer.serve`'s ``stop``) is graceful, all within ``shutdown_timeout``:
 the listeners close, but the connections already in their listen backlog are accepted
-first (closing a listener resets them) and served; from then on every response not yet
-begun says ``Connection: close``; requests in flight finish; an idle keep-alive connection
+first (closing a listener resets them) and served; from then on (or ``stop_settle`` later,
+where other processes share the listening socket) every response not yet begun says
+``Connection: close``; requests in flight finish; an idle keep-alive connection
 waits :data:`STOP_GRACE` more for a request already on its way, then closes.
 
 With an ``ssl.SSLContext`` every connection is TLS (``trio.SSLStream``): the handshake
@@ -281,8 +282,20 @@ class HttpServer:
             for stream in _backlog(listener):
                 connections.start_soon(self._connection, stream, False)
             listener.socket.close()
-        self._stopping = True
         connections.cancel_scope.deadline = trio.current_time() + self.limits.shutdown_timeout
+        if self.limits.stop_settle > 0:
+            connections.start_soon(self._close_after_settle)
+        else:
+            self._close_connections()
+
+    async def _close_after_settle(self) -> None:
+        await trio.sleep(self.limits.stop_settle)
+        self._close_connections()
+
+    def _close_connections(self) -> None:
+        """From now on every answer says ``Connection: close``; idle connections wait only
+        the grace."""
+        self._stopping = True
         for conn in self._connections:
             conn.closing = True
         for waiting in self._waiting.values():

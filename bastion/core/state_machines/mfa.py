@@ -45,7 +45,9 @@ verify (``VerifyOtpRequested``)
      verified (a completed phone signup), ``user.login`` (and ``user.signup`` for a
      signup) sent, audited; the mfa cookie is cleared. A code another request spent since
      5 (the same code on another challenge) aborts the transaction: the driver drops the
-     session kept in 6 and answers "invalid otp", as for any replayed code.
+     session kept in 6 and answers "invalid otp", as for any replayed code (this
+     challenge, taken in 7, is gone: a login starts over; no failure is audited, the
+     transaction that would have held it rolled back).
   Every challenge issued, passed or failed is audited and ``RecordMfaOutcome``: counted
   and sent as the ``user.mfa_*`` webhook event of the same name.
 resend (``ResendOtpRequested``)

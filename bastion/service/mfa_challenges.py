@@ -12,7 +12,8 @@ begun on one server process can be finished on another:
 
 Codes are generated from the injected randomness and compared with the keyed digest of
 :mod:`core.auth.otp`. Authenticator effects (``LoadAuthenticator``, ``EnrolAuthenticator``,
-``RecordTotpStep``, ``UseRecoveryCode``) need the SQL side and are not handled here.
+and the spending ``RecordTotpStep``, ``UseRecoveryCode``) need the SQL side and are not
+handled here.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """The reference driver runs whole flows over its memory store, chaining machines through
 their handoffs: phone signup -> SMS code, email signup -> link -> verification, magic link,
-password reset by email and by phone, refresh, and a TOTP enrolment."""
+password reset by email and by phone, refresh, and a TOTP enrolment; an authenticator or
+recovery code that another request spends meanwhile is refused and keeps no session."""
 
 from __future__ import annotations
 
@@ -12,12 +13,15 @@ from urllib.parse import parse_qs, urlparse
 import pyotp
 import pytest
 
-from bastion.core.auth.mfa import MfaPolicy
+from bastion.core.auth import totp
+from bastion.core.auth.mfa import EnrolmentResponse, MfaPolicy
 from bastion.core.auth.otp import derive_key
 from bastion.core.auth.responses import AuthResponse
-from bastion.core.errors import BastionError
+from bastion.core.errors import BastionError, InvalidArgument
 from bastion.core.reference import Argon2Hasher, JwtSigner, MemoryStore, OtpCodes, SyncDriver
 from bastion.core.state_machines import (
+    Effect,
+    Event,
     ForgotPasswordRequested,
     LoginMachine,
     LoginRequested,
@@ -30,6 +34,7 @@ from bastion.core.state_machines import (
     SessionMachine,
     SignupMachine,
     SignupRequested,
+    TakeChallenge,
     VerificationMachine,
     VerifyEmailRequested,
     VerifyOtpRequested,
@@ -202,3 +207,53 @@ def test_a_totp_login_enrols_then_accepts_the_authenticator_code() -> None:
     assert isinstance(done, AuthResponse)
     assert done.access_token
     assert next(iter(d.store.authenticators.values())).verified
+
+
+@pytest.mark.parametrize("kind", ["authenticator", "recovery_code"])
+def test_a_code_spent_by_another_request_meanwhile_is_refused_and_keeps_no_session(
+    kind: str,
+) -> None:
+    """The code is checked against the authenticator loaded, and spent in the final
+    commit: spent by another request in between (here, as the challenge is taken), that
+    commit refuses with "invalid otp" and the session kept for the sign-in is dropped."""
+    d = driver(MfaPolicy(enable_mfa=True, enforce_mfa=True, enable_totp_login=True))
+    d.env = dataclasses.replace(d.env, clock=FixedClock(at=NOW), ids=CountingIds())
+    d.run(
+        fresh(d, SignupMachine),
+        SignupRequested(email="ann@example.com", password=STRONG, confirm_password=STRONG),
+    )
+    login = LoginRequested(email="ann@example.com", password=STRONG)
+    shown = d.run(fresh(d, LoginMachine), login)
+    assert isinstance(shown, EnrolmentResponse)
+    secret, codes = shown.authenticator_secret, shown.authenticator_recovery_codes
+    first = pyotp.TOTP(secret).at(NOW)
+    enrol = VerifyOtpRequested(
+        challenge_id=d.cookies["mfa"], code=first, is_totp=True, email="ann@example.com"
+    )
+    d.run(fresh(d, MfaMachine), enrol)
+    d.run(fresh(d, LoginMachine), login)
+    code = pyotp.TOTP(secret).at(NOW + totp.STEP_SECONDS) if kind == "authenticator" else codes[0]
+    ((user_id, found),) = d.store.authenticators.items()
+    spent_elsewhere = dataclasses.replace(
+        found,
+        last_used_step=NOW // totp.STEP_SECONDS + 1,
+        recovery_digests=tuple(
+            d for d in found.recovery_digests if d != totp.recovery_digest(codes[0])
+        ),
+    )
+    sessions = set(d.store.sessions)
+    answer = d.answer
+
+    def racing(effect: Effect) -> Event:
+        if isinstance(effect, TakeChallenge):
+            d.store.authenticators[user_id] = spent_elsewhere
+        return answer(effect)
+
+    d.answer = racing  # type: ignore[method-assign]
+    verify = VerifyOtpRequested(
+        challenge_id=d.cookies["mfa"], code=code, is_totp=True, email="ann@example.com"
+    )
+    with pytest.raises(InvalidArgument, match="invalid otp"):
+        d.run(fresh(d, MfaMachine), verify)
+    assert set(d.store.sessions) == sessions
+    assert d.store.authenticators[user_id] == spent_elsewhere

@@ -13,23 +13,32 @@ before its N-th operation, one run (a fresh account each time) asserts:
 
 The queued mailed-link flows (``forgot_password``, ``magic_link_login``) run from the
 outbox with the memory store down throughout: they need the database only.
+
+``verify_otp`` runs with each kind of code: emailed, from an authenticator app (a step
+after the enrolment's), a recovery code. Two verifies racing with one authenticator or
+recovery code, each on its own challenge, are run so that the winner commits between the
+loser's check of the code and the loser's commit: exactly one signs in.
 """
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import itertools
 import json
 import re
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pyotp
 import pytest
 import sqlalchemy as sa
 import trio
 
+from bastion.core.auth import totp
 from bastion.core.errors import InvalidArgument
 from bastion.core.settings import Settings, settings_from_flags
 from bastion.core.state_machines.effects import WebhookEvent
@@ -70,7 +79,8 @@ TABLES = (users, outbox, audit_logs, verification_requests, authenticators)
 class Outage:
     """A memory store that goes down at its ``down_from``-th operation and stays down
     (every later operation fails too) until ``down_from`` is cleared. ``interleave``, if
-    set, runs (once) before the next operation: another request between two steps."""
+    set, runs (once) before the next operation (named ``interleave_before``, if set):
+    another request between two steps."""
 
     def __init__(self, store: MemoryStore) -> None:
         self._store = store
@@ -80,13 +90,15 @@ class Outage:
         self.names: list[str] = []
         self.down_from: int | None = None
         self.interleave: Callable[[], Awaitable[object]] | None = None
+        self.interleave_before: str | None = None
 
     def __getattr__(self, name: str) -> Callable[..., Awaitable[Any]]:
         operation = getattr(self._store, name)
 
         async def counted(*args: Any, **kwargs: Any) -> Any:
-            if self.interleave is not None:
+            if self.interleave is not None and self.interleave_before in (None, name):
                 other, self.interleave = self.interleave, None
+                self.interleave_before = None
                 await other()
             self.calls += 1
             self.names.append(name)
@@ -109,6 +121,8 @@ class Site:
     memory: Outage
     plain: Runtime
     verifying: Runtime
+    #: second factor: an authenticator app
+    totp: Runtime
 
 
 @dataclass
@@ -119,6 +133,10 @@ class Browser:
     cookies: dict[str, str] = field(default_factory=dict)
     token: str = ""
     code: str = ""
+    #: the authenticator app's secret, recovery codes and the step its enrolment used
+    secret: str = ""
+    recovery_codes: list[str] = field(default_factory=list)
+    step: int = 0
 
     @property
     def caller(self) -> CallerContext:
@@ -195,6 +213,11 @@ async def site(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[
             verifying=Runtime.build(
                 _settings(**{"enable-email-verification": "true"}), storage, Metrics()
             ),
+            totp=Runtime.build(
+                _settings(**{"enable-email-otp": "false", "enable-totp-login": "true"}),
+                storage,
+                Metrics(),
+            ),
         )
 
 
@@ -213,7 +236,8 @@ async def snapshot(site: Site) -> dict[str, list[tuple[Any, ...]]]:
 
 async def account_record(site: Site, email: str) -> dict[str, Any]:
     """What the database holds for the account, without ids and times: its user row's
-    flags, its webhooks, mails, audit actions and pending links, each with its count."""
+    flags, its webhooks, mails, audit actions and pending links, each with its count, and
+    its authenticator app (verified, recovery codes left)."""
 
     def read(conn: sa.Connection) -> dict[str, Any]:
         rows = conn.execute(sa.select(users).where(users.c.email == email)).all()
@@ -233,6 +257,7 @@ async def account_record(site: Site, email: str) -> dict[str, Any]:
                 verification_requests.c.email == email
             )
         ).scalars()
+        apps = conn.execute(sa.select(authenticators).where(authenticators.c.user_id.in_(ids)))
         return {
             "users": sorted(
                 (
@@ -247,6 +272,9 @@ async def account_record(site: Site, email: str) -> dict[str, Any]:
             "mails": sorted(mails),
             "audit": sorted(actions),
             "links": sorted(links),
+            "authenticators": sorted(
+                (a.verified_at is not None, len(json.loads(a.recovery_codes or "[]"))) for a in apps
+            ),
         }
 
     return await site.storage.db.run(read)
@@ -323,6 +351,46 @@ async def verify_otp(site: Site, browser: Browser) -> None:
     assert reply.body["access_token"]
 
 
+def code_at(secret: str, step: int) -> str:
+    return str(pyotp.TOTP(secret).at(step * totp.STEP_SECONDS))
+
+
+async def enrol_authenticator(site: Site, browser: Browser) -> None:
+    """The first login sets the authenticator up; its code for the current step completes
+    the enrolment (and signs in)."""
+    request = LoginRequest(email=browser.email, password=PASSWORD)
+    reply = browser.keep(await site.totp.auth.login(request, browser.caller))
+    browser.secret = reply.body["authenticator_secret"]
+    browser.recovery_codes = list(reply.body["authenticator_recovery_codes"])
+    browser.step = int(time.time()) // totp.STEP_SECONDS
+    verify = VerifyOtpRequest(
+        email=browser.email, otp=code_at(browser.secret, browser.step), is_totp=True
+    )
+    assert browser.keep(await site.totp.auth.verify_otp(verify, browser.caller)).body[
+        "access_token"
+    ]
+
+
+async def login_for_totp(site: Site, browser: Browser) -> None:
+    request = LoginRequest(email=browser.email, password=PASSWORD)
+    reply = browser.keep(await site.totp.auth.login(request, browser.caller))
+    assert reply.body["should_show_totp_screen"] is True
+
+
+async def verify_totp(site: Site, browser: Browser) -> None:
+    """The code of the step after the enrolment's (accepted within +-1 step of now)."""
+    code = code_at(browser.secret, browser.step + 1)
+    request = VerifyOtpRequest(email=browser.email, otp=code, is_totp=True)
+    reply = browser.keep(await site.totp.auth.verify_otp(request, browser.caller))
+    assert reply.body["access_token"]
+
+
+async def verify_recovery_code(site: Site, browser: Browser) -> None:
+    request = VerifyOtpRequest(email=browser.email, otp=browser.recovery_codes[0], is_totp=True)
+    reply = browser.keep(await site.totp.auth.verify_otp(request, browser.caller))
+    assert reply.body["access_token"]
+
+
 async def verify_email(site: Site, browser: Browser) -> None:
     request = VerifyEmailRequest(token=browser.token)
     reply = browser.keep(await site.verifying.auth.verify_email(request, browser.caller))
@@ -384,18 +452,27 @@ def record(
     webhooks: list[str],
     audit: list[str],
     mails: tuple[str, ...] = (),
+    authenticator: tuple[bool, int] | None = None,
 ) -> dict[str, Any]:
-    """``user``: (signup methods, email verified, has a password, sessions ended)."""
+    """``user``: (signup methods, email verified, has a password, sessions ended);
+    ``authenticator``: (verified, recovery codes left)."""
     return {
         "users": [user],
         "webhooks": sorted(webhooks),
         "mails": sorted(mails),
         "audit": sorted(audit),
         "links": [],
+        "authenticators": [] if authenticator is None else [authenticator],
     }
 
 
 SIGNED_UP = ["user.created", "user.signup", "user.login"]
+#: webhooks and audit actions of a sign-up and two logins with a second factor (the
+#: enrolment's and the flow's)
+TWO_FACTOR_LOGINS = (
+    [*SIGNED_UP, *["user.mfa_challenge_issued", "user.mfa_passed", "user.login"] * 2],
+    ["user.signup", *["user.mfa_challenge_issued", "user.mfa_passed", "user.login_success"] * 2],
+)
 VERIFY_MAIL = "Please verify your email"
 FLOWS = [
     Flow(
@@ -434,6 +511,28 @@ FLOWS = [
             [*SIGNED_UP, "user.mfa_challenge_issued", "user.mfa_passed", "user.login"],
             ["user.signup", "user.mfa_challenge_issued", "user.mfa_passed", "user.login_success"],
             ("OTP for your multi factor authentication",),
+        ),
+    ),
+    Flow(
+        "verify_otp_authenticator",
+        (signup_with_mfa, enrol_authenticator),
+        (login_for_totp, verify_totp),
+        record(
+            ("basic_auth", True, True, False),
+            TWO_FACTOR_LOGINS[0],
+            TWO_FACTOR_LOGINS[1],
+            authenticator=(True, totp.RECOVERY_CODE_COUNT),
+        ),
+    ),
+    Flow(
+        "verify_otp_recovery_code",
+        (signup_with_mfa, enrol_authenticator),
+        (login_for_totp, verify_recovery_code),
+        record(
+            ("basic_auth", True, True, False),
+            TWO_FACTOR_LOGINS[0],
+            TWO_FACTOR_LOGINS[1],
+            authenticator=(True, totp.RECOVERY_CODE_COUNT - 1),
         ),
     ),
     Flow(
@@ -483,12 +582,13 @@ async def run(site: Site, flow: Flow, email: str, at: tuple[int, int] | None) ->
             reached = memory.reached
             memory.down_from = None
         if failed:
-            step = f"{request.__name__} down from operation {at[1]} ({memory.names[down_from - 1]})"
-            assert await snapshot(site) == before, f"{step}: failed, and wrote"
+            operation = memory.names[down_from - 1]
+            where = f"{request.__name__} down from operation {at[1]} ({operation})"
+            assert await snapshot(site) == before, f"{where}: failed, and wrote"
             try:
                 await request(site, browser)  # the identical retry, the store back
             except Exception as exc:
-                raise AssertionError(f"{step}: the retry failed") from exc
+                raise AssertionError(f"{where}: the retry failed") from exc
     return reached
 
 
@@ -531,3 +631,49 @@ async def test_of_two_uses_of_one_link_the_loser_drops_the_session_it_kept(site:
     assert claims is not None
     assert kept.nonce == claims["nonce"]
     assert await account_record(site, "race@example.com") == FLOWS[2].record
+
+
+@pytest.mark.parametrize(
+    "verify", [verify_totp, verify_recovery_code], ids=["authenticator", "recovery_code"]
+)
+async def test_of_two_verifies_with_one_code_exactly_one_signs_in(site: Site, verify: Step) -> None:
+    """Each on its own challenge, so both takes succeed: the winner signs in between the
+    loser's check of the code (against the authenticator it loaded) and the loser's take.
+    Only the compare-and-set in the loser's commit can refuse it: "invalid otp", the
+    session it kept dropped, nothing written."""
+    email = f"race-{verify.__name__}@example.com"
+    winner = Browser(email)
+    await signup_with_mfa(site, winner)
+    await enrol_authenticator(site, winner)
+    loser = dataclasses.replace(winner, cookies={})
+    for browser in (winner, loser):
+        await login_for_totp(site, browser)
+    user = await site.storage.db.run(lambda c: user_rows.get_by_email(c, email))
+    assert user is not None
+    sessions = site.totp.auth.sessions
+    kept_before = {s.id for s in await sessions.listing(user.id)}
+    before = await account_record(site, email)
+    site.memory.interleave_before = "take"
+    site.memory.interleave = lambda: verify(site, winner)
+    with pytest.raises(InvalidArgument, match="invalid otp"):
+        await verify(site, loser)
+    assert site.memory.interleave is None, "the winner never ran"
+    after = await account_record(site, email)
+    signed_in = {
+        "webhooks": ["user.login", "user.mfa_passed"],
+        "audit": ["user.login_success", "user.mfa_passed"],
+    }
+    for kind, added in signed_in.items():
+        assert collections.Counter(after[kind]) - collections.Counter(before[kind]) == (
+            collections.Counter(added)
+        ), kind
+        assert len(after[kind]) == len(before[kind]) + len(added), kind
+    spent = 1 if verify is verify_recovery_code else 0
+    assert after["authenticators"] == [(True, totp.RECOVERY_CODE_COUNT - spent)]
+    claims = site.totp.auth.cookies.open(winner.cookies["cookie_session"])
+    assert claims is not None
+    new = [s for s in await sessions.listing(user.id) if s.id not in kept_before]
+    assert [s.nonce for s in new] == [claims["nonce"]], "the loser kept its session"
+    await login_for_totp(site, loser)
+    with pytest.raises(InvalidArgument, match="invalid otp"):  # and the code stays spent
+        await verify(site, loser)

@@ -69,7 +69,6 @@ from bastion.core.state_machines import (
     PersistSession,
     RecordMfaOutcome,
     RecordTotpStep,
-    RecoveryCodeUsed,
     RehashPassword,
     RelationsChecked,
     Respond,
@@ -83,7 +82,6 @@ from bastion.core.state_machines import (
     StoredTokenLoaded,
     TakeChallenge,
     TokensIssued,
-    TotpStepRecorded,
     UpdateUser,
     UserAlreadyExists,
     UserCreated,
@@ -126,10 +124,19 @@ class SyncDriver:
         #: the session family tokens are minted under (a refresh keeps its family)
         self.sid: str | None = None
         self._queued: list[Callable[[], None]] = []
+        #: the sessions the current request kept: (user id, nonce)
+        self._kept: list[tuple[str, str]] = []
 
     def run(self, machine: Machine[Any], event: Event) -> Result:
         """Feed ``event`` and carry out the effects until the flow answers or refuses
         (raises the ``BastionError`` its ``Fail`` names)."""
+        self._kept = []
+        try:
+            return self._run(machine, event)
+        finally:
+            self._kept = []
+
+    def _run(self, machine: Machine[Any], event: Event) -> Result:
         effects = machine.handle(event)
         while True:
             reply: Event | None = None
@@ -141,7 +148,7 @@ class SyncDriver:
                     self.commit()
                     return effect.result
                 if isinstance(effect, Handoff):
-                    return self.run(MACHINES[effect.flow](self.env), effect.event)
+                    return self._run(MACHINES[effect.flow](self.env), effect.event)
                 if effect.replies:
                     self.commit()
                     reply = self.answer(effect)
@@ -156,10 +163,18 @@ class SyncDriver:
         self._queued.append(self.write(effect))
 
     def commit(self) -> None:
-        """Apply the queued writes together (a real store: one transaction)."""
+        """Apply the queued writes together (a real store: one transaction). A link or code
+        that another request spent first stops the commit: the sessions this request kept
+        for it never reach the caller. This store cannot roll back: writes queued before the
+        failing one stay (the MFA flow queues its spend first)."""
         queued, self._queued = self._queued, []
-        for write in queued:
-            write()
+        try:
+            for write in queued:
+                write()
+        except InvalidArgument:
+            for user_id, nonce in self._kept:
+                _end_one(self.store, user_id, nonce)
+            raise
 
     # -- effects that wait for an answer ----------------------------------------------------
 
@@ -273,22 +288,6 @@ class SyncDriver:
         )
         return AuthenticatorEnrolled(secret=secret, recovery_codes=codes)
 
-    def _record_step(self, e: RecordTotpStep) -> Event:
-        found = self.store.authenticators.get(e.user_id)
-        if found is None or (found.last_used_step is not None and e.step <= found.last_used_step):
-            return TotpStepRecorded(ok=False)
-        updated = dataclasses.replace(found, last_used_step=e.step, verified=True)
-        self.store.authenticators[e.user_id] = updated
-        return TotpStepRecorded(ok=True)
-
-    def _use_recovery_code(self, e: UseRecoveryCode) -> Event:
-        found = self.store.authenticators.get(e.user_id)
-        if found is None or e.digest not in found.recovery_digests:
-            return RecoveryCodeUsed(ok=False)
-        left = tuple(d for d in found.recovery_digests if d != e.digest)
-        self.store.authenticators[e.user_id] = dataclasses.replace(found, recovery_digests=left)
-        return RecoveryCodeUsed(ok=True)
-
     # -- effects that only write: queued until the next commit ------------------------------
 
     def write(self, effect: Effect) -> Callable[[], None]:
@@ -311,7 +310,12 @@ class SyncDriver:
                 return lambda: outbox.mfa_outcomes.append(outcome)
             case DeleteVerificationRequest(request_id=request_id):
                 return lambda: _consume(store, request_id)
+            case RecordTotpStep(user_id=user_id, step=step):
+                return lambda: _record_step(store, user_id, step)
+            case UseRecoveryCode(user_id=user_id, digest=digest):
+                return lambda: _use_recovery_code(store, user_id, digest)
             case PersistSession(user_id=user_id, tokens=tokens):
+                self._kept.append((user_id, tokens.nonce))
                 return lambda: _persist(store, user_id, tokens)
             case DeleteSession(user_id=user_id, nonce=nonce):
                 return lambda: _end_one(store, user_id, nonce)
@@ -345,6 +349,21 @@ def _drop(store: MemoryStore, challenge_id: str) -> None:
 def _consume(store: MemoryStore, request_id: str) -> None:
     if store.requests.pop(request_id, None) is None:
         raise InvalidArgument("invalid token")  # used by someone else first
+
+
+def _record_step(store: MemoryStore, user_id: str, step: int) -> None:
+    found = store.authenticators.get(user_id)
+    if found is None or (found.last_used_step is not None and step <= found.last_used_step):
+        raise InvalidArgument("invalid otp")  # spent by someone else first
+    store.authenticators[user_id] = dataclasses.replace(found, last_used_step=step, verified=True)
+
+
+def _use_recovery_code(store: MemoryStore, user_id: str, digest: str) -> None:
+    found = store.authenticators.get(user_id)
+    if found is None or digest not in found.recovery_digests:
+        raise InvalidArgument("invalid otp")  # spent by someone else first
+    left = tuple(d for d in found.recovery_digests if d != digest)
+    store.authenticators[user_id] = dataclasses.replace(found, recovery_digests=left)
 
 
 def _persist(store: MemoryStore, user_id: str, tokens: Any) -> None:
@@ -384,8 +403,6 @@ _ANSWERS: dict[type[Effect], Callable[[SyncDriver, Any], Event]] = {
     CountAttempt: SyncDriver._count_attempt,
     LoadAuthenticator: SyncDriver._load_authenticator,
     EnrolAuthenticator: SyncDriver._enrol,
-    RecordTotpStep: SyncDriver._record_step,
-    UseRecoveryCode: SyncDriver._use_recovery_code,
 }
 
 _WRITES: frozenset[type[Effect]] = frozenset(
@@ -398,6 +415,8 @@ _WRITES: frozenset[type[Effect]] = frozenset(
         SendSms,
         RecordMfaOutcome,
         DeleteVerificationRequest,
+        RecordTotpStep,
+        UseRecoveryCode,
         PersistSession,
         DeleteSession,
         DeleteUserSessions,

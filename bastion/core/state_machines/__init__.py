@@ -83,12 +83,10 @@ from bastion.core.state_machines.mfa_effects import (
     LoadChallenge,
     RecordMfaOutcome,
     RecordTotpStep,
-    RecoveryCodeUsed,
     SendSms,
     SetMfaCookie,
     StoreChallenge,
     TakeChallenge,
-    TotpStepRecorded,
     UseRecoveryCode,
 )
 from bastion.core.state_machines.mfa_setup import MfaSetupMachine, MfaSetupRequested
@@ -226,7 +224,6 @@ __all__ = [
     "RecordCredentialUse",
     "RecordMfaOutcome",
     "RecordTotpStep",
-    "RecoveryCodeUsed",
     "RedirectToLogin",
     "RefreshRequested",
     "RegistrationOptionsRequested",
@@ -265,7 +262,6 @@ __all__ = [
     "TakeChallenge",
     "TakeCode",
     "TokensIssued",
-    "TotpStepRecorded",
     "UpdateUser",
     "UseRecoveryCode",
     "UserAlreadyExists",

@@ -28,10 +28,10 @@ verify (``VerifyOtpRequested``)
   4. Then one attempt is counted (atomically, before comparing), so at most
      ``MAX_ATTEMPTS`` codes are ever compared; past that the challenge is dead.
   5. Then the code: an email/SMS code against its digest; an authenticator code for
-     now +-1 step and only for a step later than the last accepted one (recorded by
-     compare-and-set); else, once enrolled, a recovery code (removed by compare-and-set).
-     EVERY wrong code, whatever the method, is InvalidArgument "invalid otp"; the
-     attempt that exhausts the challenge also drops it.
+     now +-1 step and only for a step later than the last accepted one; else, once
+     enrolled, a recovery code still unused. EVERY wrong code, whatever the method, is
+     InvalidArgument "invalid otp"; the attempt that exhausts the challenge also drops it.
+     An authenticator or recovery code is only checked here: it is spent in 8.
   6. The user must still exist and not be revoked; tokens are issued as at login and the
      session kept (marked as won by a second factor just now).
   7. Then the challenge is taken atomically: of two concurrent verifies exactly one
@@ -39,9 +39,15 @@ verify (``VerifyOtpRequested``)
      email/SMS code is consumed by this. The take is the last memory-store step and the
      commit follows it (issue 27): a store that fails before leaves the challenge, so
      the identical retry signs in; nothing durable is written before.
-  8. In one transaction: an identifier the code proved is marked verified (a completed
-     phone signup), ``user.login`` (and ``user.signup`` for a signup) sent, audited; the
-     mfa cookie is cleared.
+  8. In one transaction: an authenticator code's step is recorded or a recovery code
+     removed, each a compare-and-set (issue 27: spent earlier, a store failing after it
+     lost the code, a recovery code for good); an identifier the code proved is marked
+     verified (a completed phone signup), ``user.login`` (and ``user.signup`` for a
+     signup) sent, audited; the mfa cookie is cleared. A code another request spent since
+     5 (the same code on another challenge) aborts the transaction: the driver drops the
+     session kept in 6 and answers "invalid otp", as for any replayed code (this
+     challenge, taken in 7, is gone: a login starts over; no failure is audited, the
+     transaction that would have held it rolled back).
   Every challenge issued, passed or failed is audited and ``RecordMfaOutcome``: counted
   and sent as the ``user.mfa_*`` webhook event of the same name.
 resend (``ResendOtpRequested``)
@@ -76,7 +82,15 @@ from bastion.core.errors import (
     ResourceExhausted,
     Unauthenticated,
 )
-from bastion.core.state_machines._machine import Effect, Event, Fail, Machine, Table, edge
+from bastion.core.state_machines._machine import (
+    SECRET,
+    Effect,
+    Event,
+    Fail,
+    Machine,
+    Table,
+    edge,
+)
 from bastion.core.state_machines.effects import (
     AuditAction,
     AuditRecord,
@@ -113,12 +127,10 @@ from bastion.core.state_machines.mfa_effects import (
     MfaOutcome,
     RecordMfaOutcome,
     RecordTotpStep,
-    RecoveryCodeUsed,
     SendSms,
     SetMfaCookie,
     StoreChallenge,
     TakeChallenge,
-    TotpStepRecorded,
     UseRecoveryCode,
 )
 from bastion.core.state_machines.session_start import issue_tokens, keep_session
@@ -169,10 +181,6 @@ class State(enum.Enum):
     CHECKING_CODE = "checking_code"
     #: verify: waiting for the user's authenticator
     LOADING_AUTHENTICATOR = "loading_authenticator"
-    #: verify: waiting for the compare-and-set of the accepted time step
-    RECORDING_STEP = "recording_step"
-    #: verify: waiting for the recovery code's removal
-    USING_RECOVERY_CODE = "using_recovery_code"
     #: verify: waiting for the user
     LOADING_USER = "loading_user"
     #: verify: waiting for ``TokensIssued``
@@ -227,13 +235,7 @@ TABLE: Table[State] = {
     ),
     (State.CHECKING_CODE, CodeChecked): edge("_on_code_checked", State.LOADING_USER, State.FAILED),
     (State.LOADING_AUTHENTICATOR, AuthenticatorLoaded): edge(
-        "_on_authenticator", State.RECORDING_STEP, State.USING_RECOVERY_CODE, State.FAILED
-    ),
-    (State.RECORDING_STEP, TotpStepRecorded): edge(
-        "_on_consumed", State.LOADING_USER, State.FAILED
-    ),
-    (State.USING_RECOVERY_CODE, RecoveryCodeUsed): edge(
-        "_on_consumed", State.LOADING_USER, State.FAILED
+        "_on_authenticator", State.LOADING_USER, State.FAILED
     ),
     (State.LOADING_USER, UserLoaded): edge("_on_user", State.ISSUING_TOKENS, State.FAILED),
     (State.ISSUING_TOKENS, TokensIssued): edge("_on_tokens", State.TAKING_CHALLENGE),
@@ -266,8 +268,10 @@ class MfaContext:
     is_totp: bool = False
     attempts: int = 0
     resend: bool = False
-    #: the code was a recovery code
-    recovery: bool = False
+    #: verify: the authenticator code's time step, spent in the final commit (rule 8)
+    step: int | None = None
+    #: verify: the recovery code's digest, spent in the final commit (rule 8)
+    recovery_digest: str | None = dataclasses.field(default=None, repr=False, metadata=SECRET)
     #: the code proved a still unverified identifier (a signup completes)
     signup: bool = False
     #: the identifier the caller named (verify and resend must match the challenge's)
@@ -513,22 +517,12 @@ class MfaMachine(Machine[State]):
             found.secret, code, now=self._env.clock.now(), last_used_step=found.last_used_step
         )
         if step is not None:
-            return [RecordTotpStep(user_id=challenge.user_id, step=step)], State.RECORDING_STEP
+            self.ctx.step = step
+            return self._load_user()
         digest = totp.find_recovery_code(code, found.recovery_digests) if found.verified else None
         if digest is None:
             return self._wrong_code()
-        self.ctx.recovery = True
-        return [UseRecoveryCode(user_id=challenge.user_id, digest=digest)], (
-            State.USING_RECOVERY_CODE
-        )
-
-    def _on_consumed(
-        self, event: TotpStepRecorded | RecoveryCodeUsed
-    ) -> tuple[list[Effect], State]:
-        self._need_secret()
-        if not event.ok:
-            self.ctx.recovery = False
-            return self._wrong_code()
+        self.ctx.recovery_digest = digest
         return self._load_user()
 
     def _load_user(self) -> tuple[list[Effect], State]:
@@ -614,8 +608,8 @@ class MfaMachine(Machine[State]):
                 user_id=user.id, login_method=challenge.login_method, nonce=tokens.nonce
             )
             return [ended, *refused], state
-        recipe = challenge.auth_recipe
-        effects: list[Effect] = [ClearMfaCookie()]
+        recipe, recovery = challenge.auth_recipe, self.ctx.recovery_digest is not None
+        effects: list[Effect] = [*self._spend(challenge.user_id), ClearMfaCookie()]
         if self.ctx.signup or self.ctx.enrolled:  # rule 8: the row changed in _on_user
             effects.append(UpdateUser(user=user))
         if self.ctx.signup:
@@ -649,19 +643,28 @@ class MfaMachine(Machine[State]):
                 actor_id=user.id,
                 actor_email=user.email,
                 resource_id=user.id,
-                metadata={"mfa_method": challenge.method.value, "recovery_code": self.ctx.recovery},
+                metadata={"mfa_method": challenge.method.value, "recovery_code": recovery},
             ),
             AuditRecord(
                 action=AuditAction.MFA_PASSED,
                 actor_id=user.id,
                 actor_email=user.email,
                 resource_id=user.id,
-                metadata={"method": challenge.method.value, "recovery_code": self.ctx.recovery},
+                metadata={"method": challenge.method.value, "recovery_code": recovery},
             ),
             RecordMfaOutcome(user_id=user.id, method=challenge.method, outcome=MfaOutcome.PASSED),
             Respond(result=AuthResponse.with_tokens(OTP_VERIFIED, user, tokens)),
         ]
         return effects, State.DONE
+
+    def _spend(self, user_id: str) -> list[Effect]:
+        """Rule 8: the authenticator or recovery code, spent first in the final commit (a
+        driver that cannot roll back stops at it before writing the rest)."""
+        if self.ctx.step is not None:
+            return [RecordTotpStep(user_id=user_id, step=self.ctx.step)]
+        if self.ctx.recovery_digest is not None:
+            return [UseRecoveryCode(user_id=user_id, digest=self.ctx.recovery_digest)]
+        return []
 
     # -- resend -----------------------------------------------------------------------------
 

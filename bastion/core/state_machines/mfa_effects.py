@@ -8,10 +8,14 @@ What the driver must guarantee, because the machine relies on it:
 - ``CountAttempt`` is an atomic increment of a counter that lives as long as the
   challenge; it runs BEFORE the code is compared, so parallel guesses cannot outrun the
   limit.
-- ``RecordTotpStep`` is a compare-and-set: it succeeds only if the stored
-  ``last_used_step`` is still below ``step`` (and then also marks the authenticator
-  verified, which completes an enrolment); ``UseRecoveryCode`` removes one digest and
-  succeeds only if it was still there.
+- ``RecordTotpStep`` and ``UseRecoveryCode`` spend an authenticator or recovery code. They
+  come with the flow's last writes and are committed in THEIR transaction, each as a
+  compare-and-set: ``RecordTotpStep`` moves the stored ``last_used_step`` to ``step`` only
+  if it is still below (and marks the authenticator verified, which completes an
+  enrolment), ``UseRecoveryCode`` removes one digest only if it is still there. When the
+  compare-and-set finds the code spent by another request, the driver aborts the whole
+  transaction, drops the session the flow kept and answers InvalidArgument "invalid otp"
+  (issue 27: nothing durable is written before a verify's last step).
 - ``GenerateCode`` and ``EnrolAuthenticator`` draw from ``secrets`` (through
   :mod:`core.auth.otp` / :mod:`core.auth.totp`); the raw code and the new secret and
   recovery codes travel back once, are never stored in the clear, never logged.
@@ -46,12 +50,10 @@ __all__ = [
     "MfaOutcome",
     "RecordMfaOutcome",
     "RecordTotpStep",
-    "RecoveryCodeUsed",
     "SendSms",
     "SetMfaCookie",
     "StoreChallenge",
     "TakeChallenge",
-    "TotpStepRecorded",
     "UseRecoveryCode",
 ]
 
@@ -121,16 +123,6 @@ class AuthenticatorEnrolled(Event):
             raise ValueError("an enrolment needs a secret and recovery codes")
 
 
-@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
-class TotpStepRecorded(Event):
-    ok: bool
-
-
-@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
-class RecoveryCodeUsed(Event):
-    ok: bool
-
-
 # -- effects that wait for a reply -----------------------------------------------------
 
 
@@ -193,25 +185,26 @@ class EnrolAuthenticator(Effect):
     user_id: str
 
 
+# -- fire-and-forget effects ---------------------------------------------------------------
+
+
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class RecordTotpStep(Effect):
-    """Compare-and-set ``last_used_step`` to ``step`` and mark the authenticator verified."""
+    """Spend an authenticator code, in the commit of the writes queued with it: set
+    ``last_used_step`` to ``step`` and mark the authenticator verified, only if the stored
+    step is still below ``step``; else abort that commit ("invalid otp")."""
 
-    replies: ClassVar[tuple[type[Event], ...]] = (TotpStepRecorded,)
     user_id: str
     step: int
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class UseRecoveryCode(Effect):
-    """Remove one recovery-code digest; ok only if it was still unused."""
+    """Spend a recovery code, in the commit of the writes queued with it: remove its
+    digest, only if it is still unused; else abort that commit ("invalid otp")."""
 
-    replies: ClassVar[tuple[type[Event], ...]] = (RecoveryCodeUsed,)
     user_id: str
     digest: str = dataclasses.field(repr=False)
-
-
-# -- fire-and-forget effects ---------------------------------------------------------------
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)

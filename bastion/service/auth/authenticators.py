@@ -2,6 +2,8 @@
 
 The driver hands every effect of :data:`AUTHENTICATOR_EFFECTS` to
 :meth:`AuthenticatorStore.execute` and feeds the returned event back to the machine.
+Spending a code (``RecordTotpStep``, ``UseRecoveryCode``) is a write of the flow's final
+transaction, queued by the driver itself (:mod:`bastion.service.auth.driver`).
 Secrets are sealed with :class:`~bastion.service.secretbox.SecretBox` (key derived from
 ``--client-secret``, bound to the user id) before they reach the database and opened
 only here; recovery codes are stored as digests. The compare-and-set guarantees
@@ -19,10 +21,6 @@ from bastion.core.state_machines.mfa_effects import (
     AuthenticatorLoaded,
     EnrolAuthenticator,
     LoadAuthenticator,
-    RecordTotpStep,
-    RecoveryCodeUsed,
-    TotpStepRecorded,
-    UseRecoveryCode,
 )
 from bastion.service.secretbox import SecretBox, SecretBoxError
 from bastion.storage import authenticators as rows
@@ -30,7 +28,7 @@ from bastion.storage.sql.database import Database
 
 __all__ = ["AUTHENTICATOR_EFFECTS", "AuthenticatorStore"]
 
-AUTHENTICATOR_EFFECTS = (LoadAuthenticator, EnrolAuthenticator, RecordTotpStep, UseRecoveryCode)
+AUTHENTICATOR_EFFECTS = (LoadAuthenticator, EnrolAuthenticator)
 
 
 class AuthenticatorStore:
@@ -56,18 +54,6 @@ class AuthenticatorStore:
             return AuthenticatorLoaded(authenticator=await self.load(effect.user_id))
         if isinstance(effect, EnrolAuthenticator):
             return await self.enrol(effect.user_id, now)
-        if isinstance(effect, RecordTotpStep):
-            user_id, step = effect.user_id, effect.step
-            ok = await self._db.run(
-                lambda conn: rows.record_step(conn, user_id, step, now=now), write=True
-            )
-            return TotpStepRecorded(ok=ok)
-        if isinstance(effect, UseRecoveryCode):
-            user_id, digest = effect.user_id, effect.digest
-            ok = await self._db.run(
-                lambda conn: rows.use_recovery_code(conn, user_id, digest, now=now), write=True
-            )
-            return RecoveryCodeUsed(ok=ok)
         raise TypeError(f"not an authenticator effect: {type(effect).__name__}")
 
     async def load(self, user_id: str) -> Authenticator | None:

@@ -12,7 +12,9 @@ it causes commit together or not at all, and SQL always commits before sessions 
 dropped (architecture.md, "State that spans stores"). ``CreateUser`` commits what is queued
 before it in its own transaction, with the new row (its webhooks and audit row), or drops
 it when the identity is taken. A flow that keeps a session before its commit (issue 27:
-the durable commit comes last) and then finds its link already used drops that session.
+the durable commit comes last) and then finds its link, authenticator code or recovery
+code already spent (a compare-and-set in that commit) rolls the commit back and drops
+that session.
 """
 
 from __future__ import annotations
@@ -72,12 +74,15 @@ from bastion.core.state_machines.login import (
     SecondFactorNotRequired,
     SecondFactorRequired,
 )
+from bastion.core.state_machines.mfa import INVALID_OTP
 from bastion.core.state_machines.mfa_effects import (
     ClearMfaCookie,
     MfaOutcome,
     RecordMfaOutcome,
+    RecordTotpStep,
     SendSms,
     SetMfaCookie,
+    UseRecoveryCode,
 )
 from bastion.core.state_machines.session import INVALID_REFRESH_TOKEN
 from bastion.service.auth.authenticators import AUTHENTICATOR_EFFECTS
@@ -88,6 +93,7 @@ from bastion.service.auth.sessions import REFRESH, REFRESH_GRACE_SECONDS
 from bastion.service.context import CallerContext, Cookie
 from bastion.service.mfa_challenges import CHALLENGE_EFFECTS
 from bastion.storage import StorageUnavailable
+from bastion.storage import authenticators as authenticator_rows
 from bastion.storage import passkeys as passkey_rows
 from bastion.storage import users as user_rows
 from bastion.storage import verification as requests
@@ -117,7 +123,12 @@ class _OneInsert:
 
 
 class _Consumed(Exception):
-    """A verification request was used (or replaced) by someone else first."""
+    """A verification request, an authenticator code or a recovery code was used (or the
+    request replaced) by someone else first; ``message``: the refusal, if not the link's."""
+
+    def __init__(self, message: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
 
 
 class FlowRun:
@@ -184,12 +195,12 @@ class FlowRun:
 
         try:
             await self.auth.storage.db.run(apply, write=True)
-        except _Consumed:
-            # Someone else used the link first: the session kept for this use never
-            # reaches the caller.
+        except _Consumed as consumed:
+            # Someone else used the link or code first: the session kept for this use
+            # never reaches the caller.
             for user_id, sid, nonce in self._kept:
                 await self.auth.sessions.delete(user_id, sid, nonce)
-            raise InvalidArgument(self._consumed_message) from None
+            raise InvalidArgument(consumed.message or self._consumed_message) from None
 
     @property
     def _now(self) -> int:
@@ -375,6 +386,12 @@ class FlowRun:
         elif isinstance(effect, DeleteVerificationRequest):
             request_id = effect.request_id
             self._sql.append(lambda conn: _consume(conn, request_id))
+        elif isinstance(effect, RecordTotpStep):
+            user_id, step, now = effect.user_id, effect.step, self._now
+            self._sql.append(lambda conn: _record_step(conn, user_id, step, now))
+        elif isinstance(effect, UseRecoveryCode):
+            user_id, digest, now = effect.user_id, effect.digest, self._now
+            self._sql.append(lambda conn: _use_recovery_code(conn, user_id, digest, now))
         elif isinstance(effect, PersistSession):
             await self._flush()
             sid = self.sid or effect.tokens.nonce
@@ -500,3 +517,13 @@ def _drop_pending_links(conn: sa.Connection, user_id: str) -> None:
 def _consume(conn: sa.Connection, request_id: str) -> None:
     if not requests.consume(conn, request_id):
         raise _Consumed
+
+
+def _record_step(conn: sa.Connection, user_id: str, step: int, now: int) -> None:
+    if not authenticator_rows.record_step(conn, user_id, step, now=now):
+        raise _Consumed(INVALID_OTP)  # this step or a later one was accepted meanwhile
+
+
+def _use_recovery_code(conn: sa.Connection, user_id: str, digest: str, now: int) -> None:
+    if not authenticator_rows.use_recovery_code(conn, user_id, digest, now=now):
+        raise _Consumed(INVALID_OTP)  # spent meanwhile (or the codes were replaced)

@@ -26,8 +26,6 @@ from bastion.core.state_machines.mfa_effects import (
     ChallengeTaken,
     CodeChecked,
     CodeGenerated,
-    RecoveryCodeUsed,
-    TotpStepRecorded,
 )
 from tests.core.state_machines.harness import EMAIL, NOW, PHONE, tokens, user, variants
 
@@ -190,8 +188,6 @@ SAMPLES: dict[type[Event], list[Event]] = {
         AttemptCounted(attempts=otp.MAX_ATTEMPTS + 1),
     ],
     CodeChecked: [CodeChecked(ok=True), CodeChecked(ok=False)],
-    TotpStepRecorded: [TotpStepRecorded(ok=True), TotpStepRecorded(ok=False)],
-    RecoveryCodeUsed: [RecoveryCodeUsed(ok=True), RecoveryCodeUsed(ok=False)],
     ChallengeTaken: [ChallengeTaken(ok=True), ChallengeTaken(ok=False)],
     UserLoaded: [
         UserLoaded(user=account()),
@@ -208,7 +204,7 @@ ALL_EVENT_TYPES: tuple[type[Event], ...] = tuple(SAMPLES)
 
 def _find(event_type: type[Event], **fields: Any) -> Event:
     for event in SAMPLES[event_type]:
-        inner = getattr(event, "challenge", None) or event
+        inner = getattr(event, "challenge", None) or getattr(event, "authenticator", None) or event
         if all(getattr(inner, k, None) == v for k, v in fields.items()):
             return event
     raise LookupError(f"no {event_type.__name__} sample with {fields}")
@@ -225,6 +221,12 @@ SCENARIOS: list[dict[type[Event], Event]] = [
     {
         VerifyOtpRequested: _find(VerifyOtpRequested, code=RECOVERY, is_totp=True),
         ChallengeLoaded: _find(ChallengeLoaded, method=Method.TOTP, enrolling=False),
+    },
+    {  # an authenticator set up at login: enrolled, then its first code completes it
+        ChallengeRequested: _find(ChallengeRequested, method=Method.TOTP),
+        AuthenticatorLoaded: _find(AuthenticatorLoaded, verified=False),
+        VerifyOtpRequested: _find(VerifyOtpRequested, code=TOTP_NOW),
+        ChallengeLoaded: _find(ChallengeLoaded, method=Method.TOTP, enrolling=True),
     },
     {
         ChallengeRequested: _find(ChallengeRequested, purpose=Purpose.SIGNUP),

@@ -20,7 +20,7 @@ from bastion.core.errors import (
     ResourceExhausted,
     Unauthenticated,
 )
-from bastion.core.state_machines._machine import Effect, to_dot
+from bastion.core.state_machines._machine import Effect, LocalFlowError, to_dot
 from bastion.core.state_machines.effects import (
     AuditAction,
     AuditRecord,
@@ -72,12 +72,10 @@ from bastion.core.state_machines.mfa_effects import (
     MfaOutcome,
     RecordMfaOutcome,
     RecordTotpStep,
-    RecoveryCodeUsed,
     SendSms,
     SetMfaCookie,
     StoreChallenge,
     TakeChallenge,
-    TotpStepRecorded,
     UseRecoveryCode,
 )
 from tests.core.state_machines.drive import drive, last
@@ -414,7 +412,13 @@ def test_an_email_code_proves_an_unverified_email() -> None:
     )
 
 
-def test_authenticator_code_is_recorded_then_the_challenge_taken() -> None:
+def spends(effects: list[Effect]) -> list[Effect]:
+    return [e for e in effects if isinstance(e, RecordTotpStep | UseRecoveryCode)]
+
+
+def test_an_authenticator_code_is_spent_first_in_the_final_commit() -> None:
+    """Checked against the loaded authenticator, spent (compare-and-set) only with the
+    commit after the take (rule 8, issue 27): a store failing before leaves it unspent."""
     machine = MfaMachine(env())
     steps = drive(
         machine,
@@ -422,14 +426,17 @@ def test_authenticator_code_is_recorded_then_the_challenge_taken() -> None:
         ChallengeLoaded(challenge=totp_challenge()),
         AttemptCounted(attempts=1),
         AuthenticatorLoaded(authenticator=authenticator()),
-        TotpStepRecorded(ok=True),
         UserLoaded(user=account()),
         TokensIssued(tokens=tokens()),
+        ChallengeTaken(ok=True),
     )
     assert steps[2] == [LoadAuthenticator(user_id="user-1")]
-    assert steps[3] == [RecordTotpStep(user_id="user-1", step=CURRENT_STEP)]
-    assert steps[4] == [LoadUser(user_id="user-1")]
-    assert steps[6][-1] == TakeChallenge(challenge_id=CHALLENGE_ID, user_id="user-1")
+    assert steps[3] == [LoadUser(user_id="user-1")]
+    assert steps[5][-1] == TakeChallenge(challenge_id=CHALLENGE_ID, user_id="user-1")
+    assert not spends([e for step in steps[:-1] for e in step])
+    assert steps[6][:2] == [RecordTotpStep(user_id="user-1", step=CURRENT_STEP), ClearMfaCookie()]
+    assert spends(steps[6]) == steps[6][:1]
+    assert isinstance(steps[6][-1], Respond)
 
 
 def test_the_first_code_of_an_enrolment_is_accepted_by_an_unverified_authenticator() -> None:
@@ -439,8 +446,12 @@ def test_the_first_code_of_an_enrolment_is_accepted_by_an_unverified_authenticat
         ChallengeLoaded(challenge=totp_challenge(enrolling=True)),
         AttemptCounted(attempts=1),
         AuthenticatorLoaded(authenticator=authenticator(verified=False, last_used_step=None)),
+        UserLoaded(user=account()),
+        TokensIssued(tokens=tokens()),
+        ChallengeTaken(ok=True),
     )
-    assert effects == [RecordTotpStep(user_id="user-1", step=CURRENT_STEP)]
+    assert effects[0] == RecordTotpStep(user_id="user-1", step=CURRENT_STEP)
+    assert isinstance(effects[-1], Respond)
 
 
 def test_a_recovery_code_is_used_once_and_audited() -> None:
@@ -451,12 +462,14 @@ def test_a_recovery_code_is_used_once_and_audited() -> None:
         ChallengeLoaded(challenge=totp_challenge()),
         AttemptCounted(attempts=1),
         AuthenticatorLoaded(authenticator=authenticator()),
-        RecoveryCodeUsed(ok=True),
         UserLoaded(user=user),
         TokensIssued(tokens=minted),
         ChallengeTaken(ok=True),
     )
-    assert steps[3] == [UseRecoveryCode(user_id="user-1", digest=RECOVERY_DIGEST)]
+    assert steps[3] == [LoadUser(user_id="user-1")]
+    assert not spends([e for step in steps[:-1] for e in step])
+    assert steps[-1][0] == UseRecoveryCode(user_id="user-1", digest=RECOVERY_DIGEST)
+    assert spends(steps[-1]) == steps[-1][:1]
     assert (
         AuditRecord(
             action=AuditAction.LOGIN_SUCCESS,
@@ -467,6 +480,45 @@ def test_a_recovery_code_is_used_once_and_audited() -> None:
         )
         in steps[-1]
     )
+
+
+@pytest.mark.parametrize("code", [TOTP_NOW, RECOVERY], ids=["authenticator", "recovery"])
+def test_a_verify_that_loses_the_take_spends_no_code(code: str) -> None:
+    """Of two verifies of one challenge, the loser drops its session and spends nothing:
+    the code is the winner's to spend."""
+    minted = tokens()
+    effects = last(
+        MfaMachine(env()),
+        verify(code, is_totp=True),
+        *TOTP_LOADED,
+        AuthenticatorLoaded(authenticator=authenticator()),
+        UserLoaded(user=account()),
+        TokensIssued(tokens=minted),
+        ChallengeTaken(ok=False),
+    )
+    assert effects == [
+        DeleteSession(user_id="user-1", login_method="basic_auth", nonce=minted.nonce),
+        NO_SESSION,
+    ]
+
+
+def test_a_recovery_code_in_flight_is_never_parked() -> None:
+    """Its digest waits in the context for the final commit: it is not written out, and a
+    parked copy (which could sign in without spending it) refuses to go on."""
+    machine = MfaMachine(env())
+    drive(
+        machine,
+        verify(RECOVERY, is_totp=True),
+        *TOTP_LOADED,
+        AuthenticatorLoaded(authenticator=authenticator()),
+    )
+    assert machine.state is State.LOADING_USER
+    assert not machine.resumable
+    parked = machine.to_dict()
+    assert RECOVERY_DIGEST not in repr(parked)
+    restored = MfaMachine.from_dict(parked, env())
+    with pytest.raises(LocalFlowError, match="cannot go on"):
+        restored.handle(UserLoaded(user=account()))
 
 
 def failed_attempt(method: Method, attempt: int = 1) -> list[Effect]:
@@ -507,12 +559,6 @@ TOTP_LOADED = (ChallengeLoaded(challenge=totp_challenge()), AttemptCounted(attem
             id="replayed-authenticator-code",
         ),
         pytest.param(
-            (verify(TOTP_NOW, is_totp=True), *TOTP_LOADED,
-             AuthenticatorLoaded(authenticator=authenticator()), TotpStepRecorded(ok=False)),
-            Method.TOTP,
-            id="authenticator-code-used-concurrently",
-        ),
-        pytest.param(
             (verify(RECOVERY, is_totp=True), *TOTP_LOADED,
              AuthenticatorLoaded(authenticator=authenticator(recovery_digests=()))),
             Method.TOTP,
@@ -520,9 +566,9 @@ TOTP_LOADED = (ChallengeLoaded(challenge=totp_challenge()), AttemptCounted(attem
         ),
         pytest.param(
             (verify(RECOVERY, is_totp=True), *TOTP_LOADED,
-             AuthenticatorLoaded(authenticator=authenticator()), RecoveryCodeUsed(ok=False)),
+             AuthenticatorLoaded(authenticator=authenticator(recovery_digests=("other",)))),
             Method.TOTP,
-            id="recovery-code-used-twice",
+            id="recovery-code-used-before",
         ),
         pytest.param(
             (verify(RECOVERY, is_totp=True), ChallengeLoaded(challenge=totp_challenge(

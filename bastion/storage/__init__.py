@@ -17,7 +17,7 @@ import trio
 from bastion.storage.config import SUPPORTED_DATABASE_TYPES, StorageConfig
 from bastion.storage.errors import StorageUnavailable
 from bastion.storage.memory import MemoryStore, RedisMemoryStore, SqlMemoryStore, memory_store_for
-from bastion.storage.sql.database import Database, open_database
+from bastion.storage.sql.database import Database, open_database, reserved_connections
 from bastion.storage.sql.migrate import SchemaMismatch, migrate, pending_revisions
 from bastion.storage.webhook_listeners import WebhookListeners
 
@@ -28,6 +28,7 @@ __all__ = [
     "StorageConfig",
     "StorageUnavailable",
     "open_storage",
+    "reserved_connections",
 ]
 
 

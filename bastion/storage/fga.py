@@ -444,13 +444,15 @@ class SqlFgaStore:
         return int(self._clock())
 
     async def revision(self) -> int:
-        return await self.db.run(lambda conn: _max_revision(conn, self.store_id))
+        return await self.db.run(lambda conn: _max_revision(conn, self.store_id), reserved=True)
 
     async def changes_since(self, revision: int) -> list[Change] | None:
-        return await self.db.run(lambda conn: _changes_since(self.store_id, revision, conn))
+        return await self.db.run(
+            lambda conn: _changes_since(self.store_id, revision, conn), reserved=True
+        )
 
     async def snapshot(self) -> Snapshot:
-        return await self.db.run(lambda conn: _snapshot(self.store_id, conn))
+        return await self.db.run(lambda conn: _snapshot(self.store_id, conn), reserved=True)
 
     async def write_model(self, model: StoredModel) -> int:
         now, sid = self._now(), self.store_id

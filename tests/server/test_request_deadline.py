@@ -1,12 +1,14 @@
 """--request-timeout (issue 27): with ``service_users`` locked by another connection for
 longer than the deadline, logins answer 503 ``unavailable`` with Retry-After instead of
-waiting for the lock; their connections return to the pool, so an FGA check (which never
-reads ``service_users``) still answers while the lock is held, and a login after it
-succeeds. On PostgreSQL + Redis and on MariaDB."""
+waiting for the lock; their connections return to the pool, and a login after it succeeds.
+More logins than the pool has connections wait on the lock at once, and an FGA check
+(which never reads ``service_users``) is answered while they wait: the engine's reads use
+connections the stalled requests cannot take. On PostgreSQL + Redis and on MariaDB."""
 
 from __future__ import annotations
 
 import contextlib
+import time
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -93,10 +95,18 @@ def test_a_login_waiting_on_a_locked_table_answers_503_and_frees_its_connection(
             return http.post("/v1/login", json={**credentials, "email": f"{n}-{email}"})
 
         with users_locked, ThreadPoolExecutor(BLOCKED_LOGINS) as pool:
-            answers = list(pool.map(login, range(BLOCKED_LOGINS)))
+            logins = [pool.submit(login, n) for n in range(BLOCKED_LOGINS)]
+            # Time for the logins to reach the locked table (not a limit: were the check
+            # to come first anyway, it would only prove less).
+            time.sleep(0.5)
             checked = http.post("/v1/check_permissions", json=check, headers=ADMIN)
+            # Answered while the logins still wait on the lock: they hold every
+            # connection they may, and the check's reads use the ones kept from them.
+            waiting = sum(not future.done() for future in logins)
+            answers = [future.result() for future in logins]
         after = http.post("/v1/login", json=credentials)
 
+    assert waiting == BLOCKED_LOGINS
     for answer in answers:
         assert answer.status_code == 503, answer.text
         assert answer.json()["code"] == "unavailable"

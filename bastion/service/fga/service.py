@@ -38,6 +38,7 @@ from bastion.service.fga.requests import (
     optional_text,
     subject,
 )
+from bastion.storage import reserved_connections
 
 __all__ = ["CONTEXTUAL_REFUSED", "LIST_LIMIT", "NOT_ENABLED", "FgaService"]
 
@@ -127,7 +128,7 @@ class FgaService(FgaAdministration):
     async def check_permissions(
         self, request: CheckPermissionsRequest, caller: CallerContext
     ) -> Reply:
-        with self._counted("check_permissions"):
+        with self._counted("check_permissions"), reserved_connections():
             _, engine = self._enabled()
             checks = request.checks
             if checks is None or (isinstance(checks, list) and not checks):
@@ -195,7 +196,7 @@ class FgaService(FgaAdministration):
     async def list_permissions(
         self, request: ListPermissionsRequest, caller: CallerContext
     ) -> Reply:
-        with self._counted("list_permissions"):
+        with self._counted("list_permissions"), reserved_connections():
             _, engine = self._enabled()
             relation = request.relation
             object_type = request.object_type

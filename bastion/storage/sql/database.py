@@ -27,6 +27,14 @@ connection. A statement stopped by one of them raises :class:`StorageUnavailable
 ``run_locked`` given its own ``lock_wait`` (the migration) waits that long instead, its
 statements unbounded.
 
+A stalled table (a long migration's lock, a stuck transaction) holds the connections of
+the requests waiting on it until their deadline. So that it cannot take every connection,
+:data:`RESERVED_CONNECTIONS` of the pool serve only calls marked ``reserved`` (the
+authorization engine's follow reads: store revision, changelog, snapshot) and every call
+made under :func:`reserved_connections` (the authorization checks' route class, whose
+requests also read sessions or the admin budget from a SQL memory store); everything
+else shares the rest of the pool.
+
 ``notify_on_commit(conn, topic)`` inside ``fn`` asks that the callbacks registered with
 ``Database.on_commit(topic, callback)`` run (in trio, in this process) once the transaction
 has committed; a rolled-back transaction notifies nobody. The outbox uses it to wake its
@@ -41,8 +49,9 @@ import sqlite3
 import ssl
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Collection
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Collection, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from contextvars import ContextVar
 from functools import partial
 from typing import Any, TypeVar
 
@@ -55,7 +64,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from bastion.storage.config import StorageConfig, dialect_of, sqlalchemy_url
 from bastion.storage.errors import StorageUnavailable
 
-__all__ = ["Database", "notify_on_commit", "open_database"]
+__all__ = ["Database", "notify_on_commit", "open_database", "reserved_connections"]
 
 T = TypeVar("T")
 
@@ -120,6 +129,14 @@ class Database:
         self._engine = engine
         self._async_engine = async_engine
         self._limiter = limiter
+        total = 0 if limiter is None else int(limiter.total_tokens)
+        #: Calls not marked ``reserved`` take a token here first: they can never hold the
+        #: last RESERVED_CONNECTIONS connections. None for a pool too small to spare them.
+        self._shared = (
+            trio.CapacityLimiter(total - RESERVED_CONNECTIONS)
+            if total > RESERVED_CONNECTIONS
+            else None
+        )
         self._loop = loop
         self._on_commit: dict[str, list[Callable[[], None]]] = {}
         #: Connections opened (a reconnect after a failover shows here) and calls that
@@ -149,12 +166,16 @@ class Database:
         """Call ``callback`` (in trio) after each commit that asked for ``topic``."""
         self._on_commit.setdefault(topic, []).append(callback)
 
-    async def run(self, fn: Callable[[sa.Connection], T], *, write: bool = False) -> T:
-        """``fn(connection)`` in one transaction; ``write`` = it will write (SQLite locks early)."""
+    async def run(
+        self, fn: Callable[[sa.Connection], T], *, write: bool = False, reserved: bool = False
+    ) -> T:
+        """``fn(connection)`` in one transaction; ``write`` = it will write (SQLite locks
+        early); ``reserved``: a read that may use the connections kept from everything
+        else (the authorization engine's follow reads)."""
         begin = None
         if self._dialect == "sqlite":
             begin = "BEGIN IMMEDIATE" if write else "BEGIN"
-        return await self._call(fn, begin=begin, mysql_lock=None)
+        return await self._call(fn, begin=begin, mysql_lock=None, reserved=reserved)
 
     async def read(self, fn: Callable[[sa.Connection], T]) -> T:
         """``fn(connection)`` for a read that needs no transaction: ONE statement (or several
@@ -240,11 +261,26 @@ class Database:
         abandon: bool = False,
         autocommit: bool = False,
         replay: bool = True,
+        reserved: bool = False,
     ) -> T:
         """``replay``: a connection lost before anything was committed (a pooled connection
         the database or a failover closed) is replaced and ``fn`` runs once more; the
         database rolled the lost transaction back, so nothing is written twice. A connection
         lost while committing is never replayed: whether it committed is unknown."""
+        if reserved or self._shared is None or _RESERVED.get():
+            return await self._call_unshared(fn, begin, mysql_lock, abandon, autocommit, replay)
+        async with self._shared:
+            return await self._call_unshared(fn, begin, mysql_lock, abandon, autocommit, replay)
+
+    async def _call_unshared(
+        self,
+        fn: Callable[[sa.Connection], T],
+        begin: str | None,
+        mysql_lock: tuple[tuple[str, ...], float] | None,
+        abandon: bool,
+        autocommit: bool,
+        replay: bool,
+    ) -> T:
         try:
             attempt = 0
             while True:
@@ -544,6 +580,22 @@ def _sole_exception(group: BaseExceptionGroup[BaseException]) -> BaseException |
 #: numbers (lock wait timeout, max_execution_time, max_statement_time, metadata lock).
 _PG_TIMEOUTS = frozenset({"57014", "55P03"})
 _MYSQL_TIMEOUTS = frozenset({1205, 3024, 1969})
+
+
+#: Connections of the pool only ``reserved`` calls may use (when the pool has more).
+RESERVED_CONNECTIONS = 2
+_RESERVED: ContextVar[bool] = ContextVar("bastion_reserved_connections", default=False)
+
+
+@contextmanager
+def reserved_connections() -> Iterator[None]:
+    """Every database call made within (by this task) may use the reserved connections:
+    for a route class a stalled table must not starve (authorization checks)."""
+    token = _RESERVED.set(True)
+    try:
+        yield
+    finally:
+        _RESERVED.reset(token)
 
 
 #: A transaction chosen as a deadlock's victim (PostgreSQL's SQLSTATE, MySQL's errno) is

@@ -517,6 +517,25 @@ def test_an_email_code_challenge(site: Site) -> None:
         assert client.get("/v1/profile").json()["email"] == email
 
 
+def test_start_again_drops_the_parked_login(site: Site) -> None:
+    """ "Start again" on the code page is a guarded form that clears the ``mfa`` cookie: a
+    sign-in begun after it (a passkey alone, another account) is not taken for the parked
+    login's second factor."""
+    email = unique_email("restart")
+    with browser(site.main) as client:
+        assert signup(client, email, is_multi_factor_auth_enabled=True).status_code == 200
+    with browser(site.main) as client:
+        challenged = page_login(client, email)
+        assert "mfa" in client.cookies
+        forged = client.post("/app/restart", data={}, headers={"origin": "https://evil.example"})
+        assert forged.status_code == 403
+        assert "mfa" in client.cookies
+        restarted = submit(client, challenged, "/app/restart")
+        assert restarted.status_code == 200, restarted.text
+        assert 'name="password"' in restarted.text
+        assert "mfa" not in client.cookies
+
+
 def test_resending_the_email_code_too_soon_shows_the_services_refusal(site: Site) -> None:
     email = unique_email("resend")
     with browser(site.main) as client:

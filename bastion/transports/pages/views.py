@@ -421,6 +421,13 @@ class LoginPages(AccountPages):
 
     # -- the signed-in page -------------------------------------------------------------------
 
+    async def restart_submit(self, request: Request) -> Response:
+        """ "Start again" from the code page: the parked login's ``mfa`` cookie goes, so a
+        sign-in begun now (a passkey alone, another account) is not taken for its second
+        factor."""
+        _, query = await self._posted(request)
+        return await self._show_login(request, query, cookies=self.auth.cookies.clear_mfa())
+
     async def logout_submit(self, request: Request) -> Response:
         _, query = await self._posted(request)
         reply = await self.auth.logout(LogoutRequest(), self.caller(request))
@@ -442,6 +449,7 @@ class LoginPages(AccountPages):
             ("GET", "/app/mfa", self.mfa_page),
             ("POST", "/app/mfa", self.mfa_submit),
             ("POST", "/app/mfa/resend", self.mfa_resend),
+            ("POST", "/app/restart", self.restart_submit),
             ("GET", "/app/magic-link", self.magic_link_page),
             ("POST", "/app/magic-link", self.magic_link_submit),
             ("GET", "/app/forgot-password", self.forgot_password_page),

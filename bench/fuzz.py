@@ -20,9 +20,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.dbfixtures import fresh_postgres_url, fresh_redis_url  # noqa: E402
-from tests.server.harness import ADMIN_SECRET, base_flags, running  # noqa: E402
-
-SCHEMATHESIS = str(Path(sys.executable).with_name("schemathesis"))
+from tests.server.harness import base_flags, running  # noqa: E402
+from tests.server.test_schemathesis import schemathesis_command  # noqa: E402
 
 
 def main() -> None:
@@ -37,20 +36,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp, running(flags, Path(tmp)) as server:
         started = time.monotonic()
         run = subprocess.run(
-            [
-                SCHEMATHESIS,
-                "run",
-                f"{server.url}/openapi.json",
-                "--checks=not_a_server_error",
-                "--phases=fuzzing",
-                f"--max-examples={args.examples}",
-                f"--seed={args.seed}",
-                "--workers=1",
-                "--generation-database=none",
-                "--exclude-path=/playground",  # 503 by design without its optional bundle
-                f"--header=Origin: {server.url}",
-                f"--header=x-service-admin-secret: {ADMIN_SECRET}",
-            ],
+            schemathesis_command(server.url, args.examples, args.seed),
             cwd=tmp,
             check=False,
         )

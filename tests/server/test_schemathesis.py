@@ -19,6 +19,27 @@ EXAMPLES = 8
 SEED = 27
 
 
+def schemathesis_command(url: str, examples: int, seed: int) -> list[str]:
+    """schemathesis over every operation ``url``'s /openapi.json documents, fuzzing only,
+    failing on any server error, as the admin and from the server's own origin (also the
+    long run's, ``bench/fuzz.py``)."""
+    return [
+        SCHEMATHESIS,
+        "run",
+        f"{url}/openapi.json",
+        "--checks=not_a_server_error",
+        "--phases=fuzzing",
+        f"--max-examples={examples}",
+        f"--seed={seed}",
+        "--workers=1",
+        "--generation-database=none",
+        # 503 by design while the optional GraphiQL bundle is not built (it says so)
+        "--exclude-path=/playground",
+        f"--header=Origin: {url}",
+        f"--header=x-service-admin-secret: {ADMIN_SECRET}",
+    ]
+
+
 def test_no_documented_route_answers_a_server_error(tmp_path: Path) -> None:
     flags = [
         *base_flags("postgres", fresh_postgres_url("schemathesis")),
@@ -29,21 +50,7 @@ def test_no_documented_route_answers_a_server_error(tmp_path: Path) -> None:
         assert {"/oauth/token", "/authorize", "/userinfo", "/logout", "/verify_email"} <= set(paths)
         assert {"/app", "/oauth_login/{provider}", "/v1/signup"} <= set(paths)
         run = subprocess.run(
-            [
-                SCHEMATHESIS,
-                "run",
-                f"{server.url}/openapi.json",
-                "--checks=not_a_server_error",
-                "--phases=fuzzing",
-                f"--max-examples={EXAMPLES}",
-                f"--seed={SEED}",
-                "--workers=1",
-                "--generation-database=none",
-                # 503 by design while the optional GraphiQL bundle is not built (it says so)
-                "--exclude-path=/playground",
-                f"--header=Origin: {server.url}",
-                f"--header=x-service-admin-secret: {ADMIN_SECRET}",
-            ],
+            schemathesis_command(server.url, EXAMPLES, SEED),
             cwd=tmp_path,
             capture_output=True,
             text=True,

@@ -101,6 +101,7 @@ def test_public_exports() -> None:
         "StorageConfig",
         "StorageUnavailable",
         "open_storage",
+        "reserved_connections",
     ]
     for name in storage.__all__:
         assert getattr(storage, name) is not None

@@ -50,7 +50,7 @@ import ssl
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Collection, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import asynccontextmanager, contextmanager, nullcontext
 from contextvars import ContextVar
 from functools import partial
 from typing import Any, TypeVar
@@ -267,62 +267,51 @@ class Database:
         the database or a failover closed) is replaced and ``fn`` runs once more; the
         database rolled the lost transaction back, so nothing is written twice. A connection
         lost while committing is never replayed: whether it committed is unknown."""
-        if reserved or self._shared is None or _RESERVED.get():
-            return await self._call_unshared(fn, begin, mysql_lock, abandon, autocommit, replay)
-        async with self._shared:
-            return await self._call_unshared(fn, begin, mysql_lock, abandon, autocommit, replay)
-
-    async def _call_unshared(
-        self,
-        fn: Callable[[sa.Connection], T],
-        begin: str | None,
-        mysql_lock: tuple[tuple[str, ...], float] | None,
-        abandon: bool,
-        autocommit: bool,
-        replay: bool,
-    ) -> T:
-        try:
-            attempt = 0
-            while True:
-                attempt += 1
-                try:
-                    result, topics = await self._call_once(
-                        fn, begin, mysql_lock, abandon, autocommit
-                    )
-                    break
-                except _LostBeforeCommit as lost:
-                    if not replay:
-                        raise lost.error from None
-                    replay = False
-                    self._stats["replayed"] += 1
-                except exc.DBAPIError as e:
-                    # The database chose this transaction as a deadlock's victim and rolled
-                    # it back: running it again (after a random pause, so that the same
-                    # contenders do not meet again) is what it asks for.
-                    if attempt >= _DEADLOCK_ATTEMPTS or not _deadlocked(e):
-                        raise
-                    await trio.sleep(random.uniform(0, _DEADLOCK_PAUSE * attempt))  # noqa: S311
-        except StorageUnavailable:
-            self._stats["unavailable"] += 1
-            raise
-        except exc.DBAPIError as e:
-            if e.connection_invalidated:
+        # Every call but a reserved one holds a token of the shared part of the pool.
+        shared = None if reserved or _RESERVED.get() else self._shared
+        async with shared if shared is not None else nullcontext():
+            try:
+                attempt = 0
+                while True:
+                    attempt += 1
+                    try:
+                        result, topics = await self._call_once(
+                            fn, begin, mysql_lock, abandon, autocommit
+                        )
+                        break
+                    except _LostBeforeCommit as lost:
+                        if not replay:
+                            raise lost.error from None
+                        replay = False
+                        self._stats["replayed"] += 1
+                    except exc.DBAPIError as e:
+                        # The database chose this transaction as a deadlock's victim and rolled
+                        # it back: running it again (after a random pause, so that the same
+                        # contenders do not meet again) is what it asks for.
+                        if attempt >= _DEADLOCK_ATTEMPTS or not _deadlocked(e):
+                            raise
+                        await trio.sleep(random.uniform(0, _DEADLOCK_PAUSE * attempt))  # noqa: S311
+            except StorageUnavailable:
                 self._stats["unavailable"] += 1
-                raise StorageUnavailable(
-                    f"lost the connection to the {self._dialect} database"
-                ) from e
-            if _timed_out(e) or _deadlocked(e):
-                self._stats["unavailable"] += 1
-                raise StorageUnavailable(
-                    f"the {self._dialect} database did not answer within {self._timeout:g}s"
-                    if _timed_out(e)
-                    else f"the {self._dialect} database is busy (deadlocks)"
-                ) from e
-            raise
-        for topic in topics:
-            for callback in self._on_commit.get(topic, ()):
-                callback()
-        return result
+                raise
+            except exc.DBAPIError as e:
+                if e.connection_invalidated:
+                    self._stats["unavailable"] += 1
+                    raise StorageUnavailable(
+                        f"lost the connection to the {self._dialect} database"
+                    ) from e
+                if _timed_out(e) or _deadlocked(e):
+                    self._stats["unavailable"] += 1
+                    raise StorageUnavailable(
+                        f"the {self._dialect} database did not answer within {self._timeout:g}s"
+                        if _timed_out(e)
+                        else f"the {self._dialect} database is busy (deadlocks)"
+                    ) from e
+                raise
+            for topic in topics:
+                for callback in self._on_commit.get(topic, ()):
+                    callback()
+            return result
 
     async def _call_once(
         self,

@@ -13,6 +13,13 @@ key under the ``kid`` that the old tokens carry, and relying parties that pick k
 (``<client id>-secondary`` for the second key), as in Authorizer. A token naming a ``kid``
 that is none of ours is refused; the client id itself (tokens of earlier builds) is
 accepted and tried against every key.
+
+A token whose signature held is remembered (:data:`VERIFIED_CACHE_ENTRIES` of them, per
+signer): the same access token presented again (a client validating it on every call of
+its own) skips the signature check and the JSON decoding, about a third of the CPU of a
+``validate_jwt_token`` beside the memory store's read. Only the signature is remembered;
+the claims (expiry first) and the session are checked on every use, as before. A signer's
+keys never change (new keys come with a new signer), so nothing it remembers goes stale.
 """
 
 from __future__ import annotations
@@ -31,6 +38,9 @@ from bastion.core.errors import Unauthenticated
 from bastion.core.settings import Settings
 
 Key = OctKey | RSAKey | ECKey
+
+#: How many verified tokens one signer remembers; all are forgotten when it is full.
+VERIFIED_CACHE_ENTRIES = 10_000
 
 
 class InvalidToken(Unauthenticated):
@@ -76,6 +86,7 @@ class TokenSigner:
         )
         self.kid = self._primary.kid
         self._keys = [self._primary]
+        self._verified: dict[str, dict[str, Any]] = {}
         if settings.jwt_secondary_type:
             self._keys.append(
                 _load(
@@ -110,13 +121,20 @@ class TokenSigner:
 
     def verify(self, token: str) -> dict[str, Any]:
         """The token's claims if its signature holds under one of our keys; claims are
-        not checked."""
+        not checked. The caller gets its own copy of them."""
+        known = self._verified.get(token)
+        if known is not None:
+            return dict(known)
         for candidate in self._candidates(token):
             try:
                 decoded = jwt.decode(token, candidate.key, algorithms=[candidate.algorithm])
             except (JoseError, ValueError, TypeError):
                 continue
-            return dict(decoded.claims)
+            claims = dict(decoded.claims)
+            if len(self._verified) >= VERIFIED_CACHE_ENTRIES:
+                self._verified.clear()
+            self._verified[token] = claims
+            return dict(claims)
         raise InvalidToken("invalid token")
 
     def jwks(self) -> dict[str, Any]:

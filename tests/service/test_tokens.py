@@ -138,3 +138,35 @@ def test_garbage_refused(rsa_pem: tuple[str, str]) -> None:
     for token in ("", "a.b", "a.b.c", "....", "eyJ.eyJ.sig"):
         with pytest.raises(InvalidToken):
             signer.verify(token)
+
+
+def test_a_verified_token_is_remembered_never_its_forgeries(
+    rsa_pem: tuple[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    signer = _signer("HS256", rsa_pem)
+    token = signer.sign({"sub": "u1", "roles": ["user"]})
+    first = signer.verify(token)
+    first["sub"] = "changed by the caller"
+    # the second use is answered from memory (the signature is not checked again) ...
+    monkeypatch.setattr(jwt, "decode", None)
+    assert signer.verify(token) == {"sub": "u1", "roles": ["user"]}
+    # ... and a forgery is not a remembered token: its signature is checked (and fails)
+    head, payload, sig = token.split(".")
+    forged = base64.urlsafe_b64encode(json.dumps({"sub": "admin"}).encode()).rstrip(b"=")
+    monkeypatch.undo()
+    for bad in (f"{head}.{forged.decode()}.{sig}", f"{head}.{payload}.{sig[:-2]}AA"):
+        with pytest.raises(InvalidToken):
+            signer.verify(bad)
+
+
+def test_the_remembered_tokens_are_bounded(
+    rsa_pem: tuple[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("bastion.service.tokens.VERIFIED_CACHE_ENTRIES", 3)
+    signer = _signer("HS256", rsa_pem)
+    tokens = [signer.sign({"sub": f"u{i}"}) for i in range(7)]
+    for token in tokens:
+        signer.verify(token)
+        assert len(signer._verified) <= 3
+    # a forgotten token still verifies (again, by its signature)
+    assert signer.verify(tokens[0])["sub"] == "u0"

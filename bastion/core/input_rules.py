@@ -21,31 +21,72 @@ MAX_DEPTH = 64
 
 
 def refusal(value: Any, where: str = "request") -> str | None:
-    """Why ``value`` may not be accepted, or None."""
-    return _walk(value, where, 0)
+    """Why ``value`` may not be accepted, or None.
+
+    The walk builds no field path for an acceptable value (nearly every one): the path
+    of a refused one is put together on the way back out.
+    """
+    found = _walk(value, 0)
+    if found is None:
+        return None
+    steps, problem = found
+    for step in reversed(steps):
+        where = f"{where}{step}"
+    return problem(where)
 
 
-def _walk(value: Any, where: str, depth: int) -> str | None:
-    if isinstance(value, str):
-        return _text_refusal(value, where)
-    if isinstance(value, Mapping | list | tuple):
+#: A refusal found inside a value: the steps to it (``.key``, ``[3]``, `` (a key)``,
+#: outermost last) and its message given the full path.
+_Found = tuple[list[str], "_Problem"]
+
+
+class _Problem:
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __call__(self, where: str) -> str:
+        return f"{where} {self.text}"
+
+
+_NUL = _Problem("contains a NUL character")
+_SURROGATE = _Problem("is not valid text (an unpaired surrogate)")
+_DEEP = _Problem(f"is nested more than {MAX_DEPTH} levels deep")
+
+
+def _walk(value: Any, depth: int) -> _Found | None:
+    kind = type(value)
+    if kind is str:
+        problem = _text_problem(value)
+        return None if problem is None else ([], problem)
+    if kind is dict or kind is list or kind is tuple or isinstance(value, Mapping | list | tuple):
         if depth >= MAX_DEPTH:
-            return f"{where} is nested more than {MAX_DEPTH} levels deep"
-        items = value.items() if isinstance(value, Mapping) else enumerate(value)
-        for key, item in items:
-            path = f"{where}.{key}" if isinstance(value, Mapping) else f"{where}[{key}]"
-            if isinstance(key, str) and (found := _text_refusal(key, f"{where} (a key)")):
-                return found
-            if found := _walk(item, path, depth + 1):
-                return found
+            return [], _DEEP
+        if isinstance(value, Mapping):
+            for key, item in value.items():
+                if type(key) is str and (problem := _text_problem(key)) is not None:
+                    return [" (a key)"], problem
+                if (found := _walk(item, depth + 1)) is not None:
+                    found[0].append(f".{key}")
+                    return found
+        else:
+            for index, item in enumerate(value):
+                if (found := _walk(item, depth + 1)) is not None:
+                    found[0].append(f"[{index}]")
+                    return found
+    elif isinstance(value, str):
+        return _walk(str(value), depth)
     return None
 
 
-def _text_refusal(text: str, where: str) -> str | None:
+def _text_problem(text: str) -> _Problem | None:
     if "\x00" in text:
-        return f"{where} contains a NUL character"
+        return _NUL
+    if text.isascii():
+        return None
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        return f"{where} is not valid text (an unpaired surrogate)"
+        return _SURROGATE
     return None

@@ -29,16 +29,19 @@ def run_for_call(
     fn: Callable[[], Awaitable[T]],
 ) -> T:
     scope_holder: list[trio.CancelScope] = []
-    ended = False
+    ended = returned = False
 
     def on_call_end() -> None:
+        # grpcio calls this when the call ends, which for nearly every call is after the
+        # handler returned: then there is nothing left to cancel (and no trip into trio).
         nonlocal ended
         ended = True
-        if scope_holder:
+        if scope_holder and not returned:
             with contextlib.suppress(trio.RunFinishedError):
-                trio.from_thread.run_sync(scope_holder[0].cancel, trio_token=token)
+                token.run_sync_soon(scope_holder[0].cancel)
 
     async def runner() -> tuple[bool, T | None]:
+        nonlocal returned
         with trio.CancelScope() as scope:
             remaining = context.time_remaining()
             if remaining is not None:
@@ -46,7 +49,10 @@ def run_for_call(
             scope_holder.append(scope)
             if ended:
                 scope.cancel()
-            return True, await fn()
+            try:
+                return True, await fn()
+            finally:
+                returned = True
         return False, None
 
     if not context.add_callback(on_call_end):

@@ -33,6 +33,7 @@ from bastion.storage_config import storage_config
 from bastion.transports.grpc.server import GrpcListener
 from bastion.transports.grpc.services import registrations
 from bastion.transports.http.app import MAX_BODY_BYTES
+from bastion.transports.http.balance import WorkerShare
 from bastion.transports.http.server import HttpServer, ServerLimits, open_listeners
 from bastion.web import build_http_app
 from bastion.workers import worker_slot
@@ -77,11 +78,13 @@ async def _http_listener(
     *,
     flag: str,
     inherited_fd: int | None = None,
+    share: WorkerShare | None = None,
 ) -> Serve:
     """Bind ``host:port`` now (a taken port fails start-up before anything serves) and
     return what serves ``app`` there until a stop, reporting its address when it started.
     ``flag`` names the option that chose the port (for the error a taken port gives);
-    ``inherited_fd``: a listening socket the ``--workers`` parent bound and handed down."""
+    ``inherited_fd``: a listening socket the ``--workers`` parent bound and handed down,
+    ``share``: this worker's part in taking connections from it."""
     if settings.http_server == "hypercorn":
         try:
             config, sockets = _hypercorn_config(host, port, settings)
@@ -118,7 +121,8 @@ async def _http_listener(
     else:
         inherited = socket.socket(fileno=inherited_fd)
         listeners = [trio.SocketListener(trio.socket.from_stdlib_socket(inherited))]
-    return partial(HttpServer(app, limits, tls=_tls_context(settings)).serve, listeners)
+    server = HttpServer(app, limits, tls=_tls_context(settings), share=share)
+    return partial(server.serve, listeners)
 
 
 def _tls_context(settings: Settings) -> ssl.SSLContext | None:
@@ -202,6 +206,7 @@ async def serve(
             app,
             flag="--http-port",
             inherited_fd=None if slot is None else slot.http_fd,
+            share=None if slot is None else slot.share(settings.workers),
         )
         # A worker's own metrics listen on loopback; its parent serves them all as one.
         metrics_host, metrics_port = (

@@ -35,6 +35,7 @@ from prometheus_client.samples import Sample
 from bastion.core.settings import Settings
 from bastion.storage import open_storage
 from bastion.storage_config import storage_config
+from bastion.transports.http.balance import ABSENT, AcceptShares, WorkerShare
 from bastion.transports.http.server import HttpServer, ServerLimits, open_listeners
 
 __all__ = ["WORKER_ENV", "WorkerSlot", "run_workers", "worker_slot"]
@@ -65,6 +66,14 @@ class WorkerSlot:
     @property
     def metrics_file(self) -> Path:
         return self.run_dir / f"worker-{self.index}.metrics"
+
+    def share(self, workers: int) -> WorkerShare:
+        """This worker's slot in the connection counts every worker publishes."""
+        return WorkerShare(AcceptShares(shares_file(self.run_dir), workers), self.index)
+
+
+def shares_file(run_dir: Path) -> Path:
+    return run_dir / "connections"
 
 
 def worker_slot() -> WorkerSlot | None:
@@ -116,6 +125,8 @@ class _Supervisor:
         self.grpc_port = grpc_port
         self.stopping = False
         self.processes: dict[int, trio.Process] = {}
+        AcceptShares.create(shares_file(run_dir), settings.workers)
+        self.shares = AcceptShares(shares_file(run_dir), settings.workers)
 
     def _command(self) -> list[str]:
         return [sys.executable, "-m", "bastion", *self.argv]
@@ -129,6 +140,8 @@ class _Supervisor:
             )
             self.processes[index] = process
             code = await process.wait()
+            # Its connections are gone; until another starts, the others take them all.
+            self.shares.publish(index, ABSENT)
             if self.stopping:
                 return
             log.warning("worker exited; starting another", extra={"worker": index, "code": code})

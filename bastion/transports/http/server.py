@@ -35,6 +35,7 @@ from urllib.parse import unquote_to_bytes
 import h11
 import trio
 
+from bastion.transports.http.balance import WorkerShare
 from bastion.transports.http.connection import (
     REASONS,
     ClientGone,
@@ -206,8 +207,13 @@ class HttpServer:
         limits: ServerLimits | None = None,
         *,
         tls: ssl.SSLContext | None = None,
+        share: WorkerShare | None = None,
     ) -> None:
+        """``share``: this worker's slot when ``--workers`` processes share the listener."""
         self.app = app
+        self.share = share
+        #: connections accepted and not yet closed (what ``share`` publishes)
+        self._held = 0
         self.limits = limits or ServerLimits()
         self.tls = tls
         self._scheme = "https" if tls is not None else "http"
@@ -231,11 +237,15 @@ class HttpServer:
             await lifespan.start(self._lifespan, shutdown)
             async with trio.open_nursery() as connections:
                 async with trio.open_nursery() as accepting:
+                    self._hold(0)
                     for listener in listeners:
                         accepting.start_soon(self._accept, listener, connections)
                     task_status.started(bound_address(listeners, self._scheme))
                     await stop.wait()
                     accepting.cancel_scope.cancel()
+                if self.share is not None:
+                    self.share.leave()
+                    self.share = None
                 self._drain(listeners, connections)
             shutdown.set()
 
@@ -308,11 +318,19 @@ class HttpServer:
         while True:
             await self._slots.acquire()
             try:
+                if self.share is not None:
+                    await self.share.take_turn()
                 stream = await listener.accept()
             except BaseException:
                 self._slots.release()
                 raise
+            self._hold(1)
             connections.start_soon(self._connection, stream, True)
+
+    def _hold(self, change: int) -> None:
+        self._held += change
+        if self.share is not None:
+            self.share.publish(self._held)
 
     async def _connection(self, stream: trio.SocketStream, holds_slot: bool) -> None:
         """``holds_slot``: false for a connection taken from the backlog at a stop, served
@@ -335,6 +353,7 @@ class HttpServer:
             self._connections.discard(conn)
             if holds_slot:
                 self._slots.release()
+                self._hold(-1)
             with contextlib.suppress(trio.ClosedResourceError, trio.BrokenResourceError):
                 await wire.aclose()
 

@@ -84,6 +84,8 @@ class FgaStores(Protocol):
 
     #: The read replica the stores' views follow (``--database-replica-url``), if any.
     replica: ReplicaReads | None
+    #: Where the stores' writes are announced (Redis as the memory store), if anywhere.
+    generations: Generations | None
 
     def store(self, store_id: str) -> FgaStore: ...
 
@@ -254,6 +256,7 @@ class MemoryFgaStores:
     """The same contract in this process's memory; the default store exists from the start."""
 
     replica: ReplicaReads | None = None
+    generations: Generations | None = None
 
     def __init__(self) -> None:
         now = int(time.time())

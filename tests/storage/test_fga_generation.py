@@ -142,9 +142,20 @@ def redis_url() -> str:
     return fresh_redis_url()
 
 
+@pytest.fixture(params=["redis", "redis-sentinel", "redis-cluster"])
+def any_redis_url(request: pytest.FixtureRequest) -> str:
+    """One server (the trio client), a Sentinel's master (the same), a Cluster (redis-py
+    in threads)."""
+    if request.param == "redis":
+        return fresh_redis_url()
+    topologies: dict[str, str] = request.getfixturevalue("redis_topologies")
+    return topologies[request.param]
+
+
 async def test_a_write_through_one_process_is_used_by_the_next_refresh_of_another(
-    postgres_url: str, redis_url: str
+    postgres_url: str, any_redis_url: str
 ) -> None:
+    redis_url = any_redis_url
     async with process(postgres_url, redis_url) as a, process(postgres_url, redis_url) as b:
         await b.engine.fresh()
         assert b.engine.model is None
@@ -165,7 +176,8 @@ async def test_a_write_through_one_process_is_used_by_the_next_refresh_of_anothe
         assert a.users() == []
 
 
-async def test_nothing_changed_means_no_sql_read(postgres_url: str, redis_url: str) -> None:
+async def test_nothing_changed_means_no_sql_read(postgres_url: str, any_redis_url: str) -> None:
+    redis_url = any_redis_url
     async with process(postgres_url, redis_url) as a, process(postgres_url, redis_url) as b:
         await a.store.write_model(MODEL)
         await b.engine.fresh()

@@ -184,6 +184,9 @@ async def serve(
                 lambda: {**storage.statistics(), "replica": replica.db.statistics()}
             )
             metrics.watch_replica(replica.statistics)
+        generations = None if fga_stores is None else fga_stores.generations
+        if generations is not None:
+            metrics.watch_generations(generations.reads)
         runtime = Runtime.build(settings, storage, metrics, fga_stores=fga_stores)
         metrics.watch_outbox(runtime.outbox)
         token = trio.lowlevel.current_trio_token()

@@ -134,6 +134,11 @@ class Metrics:
         authorization engine's reads went, and whether the replica is up."""
         self.registry.register(_ReplicaCollector(statistics))
 
+    def watch_generations(self, reads: Mapping[str, int]) -> None:
+        """Report the authorization engine's reads of its stores' generations in Redis
+        (:mod:`storage.fga_generation`), by outcome."""
+        self.registry.register(_GenerationCollector(reads))
+
     def asgi_app(self) -> Callable[[Scope, Receive, Send], Awaitable[None]]:
         """``/metrics`` as an ASGI app that also answers hypercorn's lifespan protocol.
 
@@ -252,3 +257,21 @@ class _ReplicaCollector(Collector):
             "1 while the read replica answers; 0 from a failure until it answers again.",
             value=stats.get("up", 0),
         )
+
+
+class _GenerationCollector(Collector):
+    def __init__(self, reads: Mapping[str, int]) -> None:
+        self._reads = reads
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        family = CounterMetricFamily(
+            "bastion_fga_generation_reads",
+            "The authorization engine's reads of a store's generation in Redis, by outcome: "
+            "current (the SQL revision read is skipped if this process refreshed under it), "
+            "writing (a write in progress: SQL is read), unavailable (Redis failed: SQL is "
+            "read).",
+            labels=["outcome"],
+        )
+        for outcome, value in self._reads.items():
+            family.add_metric([outcome], value)
+        yield family

@@ -27,6 +27,7 @@ from bastion.storage.fga import (
     decode_token,
     encode_token,
 )
+from bastion.storage.fga_generation import GatedFgaStore, Generations
 from bastion.storage.fga_replica import ReplicaReads, ReplicatedFgaStore
 from bastion.storage.sql.database import Database
 from bastion.storage.sql.schema import (
@@ -83,6 +84,8 @@ class FgaStores(Protocol):
 
     #: The read replica the stores' views follow (``--database-replica-url``), if any.
     replica: ReplicaReads | None
+    #: Where the stores' writes are announced (Redis as the memory store), if anywhere.
+    generations: Generations | None
 
     def store(self, store_id: str) -> FgaStore: ...
 
@@ -149,7 +152,10 @@ def _write_assertions(store_id: str, model_id: str, text: str, conn: sa.Connecti
 
 
 class SqlFgaStores:
-    """``replica``: each store's view follows it there (:mod:`storage.fga_replica`)."""
+    """``replica``: each store's view follows it there (:mod:`storage.fga_replica`);
+    ``generations``: each store's writes are announced there, and without a replica the
+    engine reads the revision only when they say it may have moved
+    (:mod:`storage.fga_generation`)."""
 
     def __init__(
         self,
@@ -157,13 +163,17 @@ class SqlFgaStores:
         clock: Callable[[], float] = time.time,
         *,
         replica: ReplicaReads | None = None,
+        generations: Generations | None = None,
     ) -> None:
         self.db = db
         self.replica = replica
+        self.generations = generations
         self._clock = clock
 
     def store(self, store_id: str) -> FgaStore:
-        primary = SqlFgaStore(self.db, self._clock, store_id=store_id)
+        primary: FgaStore = SqlFgaStore(self.db, self._clock, store_id=store_id)
+        if self.generations is not None:
+            primary = GatedFgaStore(primary, self.generations, store_id)
         if self.replica is None:
             return primary
         follower = SqlFgaStore(self.replica.db, self._clock, store_id=store_id)
@@ -246,6 +256,7 @@ class MemoryFgaStores:
     """The same contract in this process's memory; the default store exists from the start."""
 
     replica: ReplicaReads | None = None
+    generations: Generations | None = None
 
     def __init__(self) -> None:
         now = int(time.time())

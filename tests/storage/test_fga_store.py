@@ -1,5 +1,6 @@
-"""The authorization store's contract on every backend (memory, SQLite, PostgreSQL, MariaDB),
-and the per-process engine state that follows it through the changelog."""
+"""The authorization store's contract on every backend (memory, SQLite, PostgreSQL, MariaDB,
+and PostgreSQL announcing its writes in Redis), and the per-process engine state that
+follows it through the changelog."""
 
 from __future__ import annotations
 
@@ -21,11 +22,15 @@ from bastion.storage.fga import (
     TupleConflict,
     TupleFilter,
 )
+from bastion.storage.fga_generation import GatedFgaStore, Generations
+from bastion.storage.memory import RedisMemoryStore
 from bastion.storage.sql import open_database
-from bastion.storage.sql.schema import fga_changelog, fga_models, fga_tuples
+from bastion.storage.sql.schema import DEFAULT_FGA_STORE, fga_changelog, fga_models, fga_tuples
+from tests.dbfixtures import fresh_redis_url
 from tests.storage.helpers import config_for
 
-BACKENDS = ["memory", "sqlite", "postgres", "mariadb"]
+#: ``+redis``: each handle announces its writes in one Redis (``storage.fga_generation``).
+BACKENDS = ["memory", "sqlite", "postgres", "mariadb", "postgres+redis"]
 MODEL = StoredModel(
     "01HZZZZZZZZZZZZZZZZZZZZZZZ",
     "model\n  schema 1.1\n\ntype user\n\ntype doc\n  relations\n    define viewer: [user]\n",
@@ -51,7 +56,9 @@ def open_store(request: pytest.FixtureRequest, shared_database_urls: dict[str, s
             yield store
 
         return memory
+    kind, _, gate = kind.partition("+")
     url = shared_database_urls[kind]
+    redis_url = fresh_redis_url() if gate else ""
     cleared = False
 
     @asynccontextmanager
@@ -61,7 +68,15 @@ def open_store(request: pytest.FixtureRequest, shared_database_urls: dict[str, s
             if not cleared:
                 await db.run(_clear, write=True)
                 cleared = True
-            yield SqlFgaStore(db)
+            if not gate:
+                yield SqlFgaStore(db)
+                return
+            redis = RedisMemoryStore(redis_url, pool_size=2, timeout=5)
+            try:
+                generations = Generations(redis.client)
+                yield GatedFgaStore(SqlFgaStore(db), generations, DEFAULT_FGA_STORE)
+            finally:
+                await redis.aclose()
 
     return sql
 

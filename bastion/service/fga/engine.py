@@ -8,14 +8,22 @@ into the index (or, after a reset or far behind, a snapshot is reloaded). So a t
 model written through any instance is used by the next request on every other instance
 that shares the store; there is no time-based staleness.
 
+With Redis as the memory store the revision is read only when it may have moved: the
+store's *generation* there (:mod:`storage.fga_generation`, one Redis call, no worker
+thread) is read first, and when it is the one this process last refreshed under, nothing
+was written since that refresh began, so the SQL read is skipped. A generation Redis
+cannot give (unreachable, a write in progress) means the SQL read, as does ``consistent``.
+
 With a read replica (``--database-replica-url``) the revision, changelog and snapshot are
 read there (:mod:`storage.fga_replica`): a write through another process is then seen
 once the replica has replayed it (its replication lag is the staleness bound); this
 process's own writes, and any request asking for ``consistent`` (OpenFGA's
 ``HIGHER_CONSISTENCY``), are seen at once, read from the primary if the replica lags.
+The generation does not gate those reads: it tells that the primary moved, not whether
+the replica has caught up.
 
-Requests arriving together share one revision query (single flight), but a request is
-only ever answered from a refresh that *started* after it arrived, so the guarantee above
+Requests arriving together share one refresh (single flight), but a request is only
+ever answered from a refresh that *started* after it arrived, so the guarantee above
 holds for it. Check results are cached per (model id, revision): a write makes older
 entries unreachable.
 """
@@ -32,6 +40,7 @@ from bastion.core.fga.graph import ReverseGraph
 from bastion.core.fga.tuples import MemoryTupleReader, TupleKey
 from bastion.core.fga.typesystem import TypeSystem
 from bastion.storage.fga import Change, FgaStore, StoredModel
+from bastion.storage.fga_generation import GatedFgaStore
 from bastion.storage.fga_replica import ReplicatedFgaStore
 
 __all__ = ["ActiveModel", "EngineState"]
@@ -67,6 +76,10 @@ class EngineState:
         self._arrivals = 0
         self._covered = 0
         self._refreshing: trio.Event | None = None
+        #: Redis's generation of the store when the last completed refresh began.
+        self._generation: bytes | None = None
+        #: A ``consistent`` call waits: the next refresh reads SQL whatever the generation.
+        self._probe = False
 
     @property
     def cache_scope(self) -> tuple[str, int]:
@@ -78,9 +91,11 @@ class EngineState:
         With a read replica, "the store" is the replica, never behind this process's own
         writes; ``consistent`` (OpenFGA's ``HIGHER_CONSISTENCY``) makes it the primary.
         """
-        if consistent and isinstance(self.store, ReplicatedFgaStore):
-            # Before the ticket: the refresh that covers this call starts after it.
-            await self.store.reach_primary()
+        if consistent:
+            if isinstance(self.store, ReplicatedFgaStore):
+                # Before the ticket: the refresh that covers this call starts after it.
+                await self.store.reach_primary()
+            self._probe = True
         ticket = self._arrivals
         self._arrivals += 1
         while self._covered <= ticket:
@@ -97,6 +112,17 @@ class EngineState:
                 done.set()
 
     async def _refresh(self) -> None:
+        probe, self._probe = self._probe, False
+        # Read BEFORE the SQL refresh it authorises (see storage.fga_generation).
+        generation = (
+            await self.store.generation() if isinstance(self.store, GatedFgaStore) else None
+        )
+        if generation is not None and generation == self._generation and not probe:
+            return
+        await self._follow()
+        self._generation = generation
+
+    async def _follow(self) -> None:
         revision = await self.store.revision()
         if revision == self.revision:
             return

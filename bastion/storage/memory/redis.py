@@ -91,6 +91,12 @@ class RedisMemoryStore:
         self._timeout = timeout
         self._client = client or redis_client(url, pool_size=pool_size, timeout=timeout)
 
+    @property
+    def client(self) -> RedisClient:
+        """The connection pool, for what keeps its own keys here (the authorization
+        engine's generations: :mod:`storage.fga_generation`)."""
+        return self._client
+
     async def get(self, key: str) -> bytes | None:
         value: bytes | None = await self._client.execute("GET", key)
         return value

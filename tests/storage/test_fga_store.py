@@ -4,6 +4,7 @@ follows it through the changelog."""
 
 from __future__ import annotations
 
+import gc
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
@@ -216,6 +217,9 @@ async def test_engine_state_far_behind_reloads_a_snapshot(open_store: Opener) ->
         await follower.fresh()
         batch = [key(f"user:{i}") for i in range(MAX_REPLAY + 1)]
         await writer.write_tuples(batch)
+        frozen = gc.get_freeze_count()
         await follower.fresh()
         assert follower.snapshots_loaded == 2
         assert len(follower.index) == MAX_REPLAY + 1
+        # the loaded index is kept out of the cyclic collector's full collections
+        assert gc.get_freeze_count() >= frozen + MAX_REPLAY + 1

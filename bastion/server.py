@@ -7,6 +7,7 @@ and requests in flight finish (up to :data:`GRACE_SECONDS`), storage closes last
 
 from __future__ import annotations
 
+import gc
 import logging
 import signal
 import socket
@@ -230,6 +231,9 @@ async def serve(
                     grpc_listener.start()
                     grpc_address = f"{settings.host}:{grpc_listener.port}"
                 listening = Listening(http_address, metrics_address, grpc_address)
+                # What start-up built (modules, the schema, the route table) lives as long
+                # as the process: kept out of the cyclic collector's full collections.
+                gc.freeze()
                 if slot is not None:
                     slot.metrics_file.write_text(metrics_address)
                 log.info(

@@ -48,14 +48,14 @@ LOGIN_USERS = 32
 #: Authorizer's published figures on 2 vCPU (the issue's yardstick).
 AUTHORIZER = {"validate": 5_670, "check": 5_001}
 #: What ``--only`` can name (all by default).
-MEASURES = ("ceiling", "jwks", "validate", "check", "check100", "login", "grpc")
+MEASURES = ("ceiling", "floor", "jwks", "validate", "check", "check100", "login", "grpc")
 
 
-def ceiling(seconds: int) -> dict[str, float]:
-    """Two raw h11 processes on one port (``SO_REUSEPORT``)."""
+def ceiling(seconds: int, *extra: str) -> dict[str, float]:
+    """Two raw h11 processes on one port (``SO_REUSEPORT``); ``extra``: their options."""
     port = free_port()
     procs = [
-        subprocess.Popen([sys.executable, str(ROOT / "bench" / "raw_h11.py"), str(port)])
+        subprocess.Popen([sys.executable, str(ROOT / "bench" / "raw_h11.py"), str(port), *extra])
         for _ in range(2)
     ]
     try:
@@ -206,6 +206,9 @@ def main() -> None:
         if "ceiling" in only
         else {"rps": float("nan"), "cpu_ms": 0.0, "p99_ms": 0.0}
     )
+    # The same two processes, each request also reading one key from Redis: the floor of
+    # any token validation that checks a session kept in Redis.
+    floor = ceiling(args.seconds, "--redis", "127.0.0.1:6379") if "floor" in only else None
     with tempfile.TemporaryDirectory() as tmp:
         got = bastion(args.seconds, args.tuples, Path(tmp), only)
     verify = raw_verify_rate(args.seconds) if "login" in only else float("nan")
@@ -218,6 +221,11 @@ def main() -> None:
         f"| ceiling: 2 raw h11 processes | {top:,.0f} | {raw['cpu_ms']:.3f} | "
         f"{raw['p99_ms']:.1f} | 1.00 | |"
     )
+    if floor is not None:
+        print(
+            f"| the same + one Redis GET a request (a validation's floor) | {floor['rps']:,.0f}"
+            f" | {floor['cpu_ms']:.3f} | {floor['p99_ms']:.1f} | {floor['rps'] / top:.2f} | |"
+        )
     rows = [
         ("jwks", "jwks, --workers 2", ">= 0.50 x ceiling"),
         ("validate", "validate_jwt_token", f">= 0.29 x, >= {AUTHORIZER['validate']:,}"),

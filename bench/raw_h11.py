@@ -4,21 +4,31 @@ request with one small JSON document, nothing else (no routing, no limits, no ti
 Each process binds its own socket to the port with ``SO_REUSEPORT``, so several processes
 share it and the kernel spreads connections between them. Run (what ``bench/fast_path.py``
 does): ``.venv/bin/python bench/raw_h11.py PORT`` once per process.
+
+``--redis HOST:PORT``: each request also reads one key from Redis through bastion's own
+trio Redis client before it answers: the floor of a token validation (the HTTP exchange
+and the one memory-store read it cannot skip), with nothing of bastion's around it.
 """
 
 from __future__ import annotations
 
+import argparse
 import socket
 import sys
+from pathlib import Path
 
 import h11
 import trio
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bastion.storage.memory.resp import ConnectOptions, Pool
 
 BODY = b'{"ok":true}'
 HEADERS = [("content-type", "application/json"), ("content-length", str(len(BODY)))]
 
 
-async def _serve(stream: trio.SocketStream) -> None:
+async def _serve(stream: trio.SocketStream, redis: Pool | None) -> None:
     conn = h11.Connection(h11.SERVER)
     try:
         while True:
@@ -30,6 +40,8 @@ async def _serve(stream: trio.SocketStream) -> None:
             if isinstance(event, h11.Request):
                 continue
             if isinstance(event, h11.EndOfMessage):
+                if redis is not None:
+                    await redis.request([["GET", "bench:session"]])
                 out = conn.send(h11.Response(status_code=200, headers=HEADERS))
                 out += conn.send(h11.Data(data=BODY)) + conn.send(h11.EndOfMessage())
                 await stream.send_all(out)
@@ -42,14 +54,26 @@ async def _serve(stream: trio.SocketStream) -> None:
         await stream.aclose()
 
 
-async def main(port: int) -> None:
+async def main(port: int, redis_address: str) -> None:
+    redis = None
+    if redis_address:
+        host, _, redis_port = redis_address.rpartition(":")
+
+        async def locate() -> tuple[str, int]:
+            return host, int(redis_port)
+
+        redis = Pool(locate, ConnectOptions(timeout=5.0), size=32)
     sock = trio.socket.socket()
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     await sock.bind(("127.0.0.1", port))
     sock.listen(1024)
-    await trio.serve_listeners(_serve, [trio.SocketListener(sock)])
+    await trio.serve_listeners(lambda stream: _serve(stream, redis), [trio.SocketListener(sock)])
 
 
 if __name__ == "__main__":
-    trio.run(main, int(sys.argv[1]))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("port", type=int)
+    parser.add_argument("--redis", default="", help="HOST:PORT: one GET per request")
+    args = parser.parse_args()
+    trio.run(main, args.port, args.redis)

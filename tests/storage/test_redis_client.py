@@ -115,7 +115,54 @@ async def test_pipelines_answer_in_order_under_concurrency(server: RedisProcess)
         async with trio.open_nursery() as nursery:
             for n in range(16):
                 nursery.start_soon(one, n)
-        assert client.statistics()["connections_opened"] == 2
+                if n % 2:
+                    await trio.lowlevel.checkpoint()  # not all in one scheduler pass
+        assert client.statistics()["connections_opened"] <= 2
+    finally:
+        await client.aclose()
+
+
+async def test_requests_of_one_scheduler_pass_share_one_round_trip(server: RedisProcess) -> None:
+    client = redis_client(url(server), pool_size=16, timeout=5)
+    got: dict[int, object] = {}
+
+    async def one(n: int) -> None:
+        await client.execute("SET", f"b:{n}", n)
+        got[n] = await client.execute("GET", f"b:{n}")
+
+    try:
+        async with trio.open_nursery() as nursery:
+            for n in range(16):
+                nursery.start_soon(one, n)
+        assert got == {n: str(n).encode() for n in range(16)}
+        # one connection, not one per caller: the 16 SETs went out as one pipeline, then
+        # the 16 GETs as another
+        assert client.statistics()["connections_opened"] == 1
+    finally:
+        await client.aclose()
+
+
+async def test_a_caller_cancelled_in_a_shared_round_trip_strands_no_other(
+    server: RedisProcess,
+) -> None:
+    client = redis_client(url(server), pool_size=4, timeout=5)
+    try:
+        await client.execute("SET", "k", b"v")
+        results: list[object] = []
+        async with trio.open_nursery() as nursery:
+
+            async def cancelled() -> None:
+                with trio.CancelScope() as scope:
+                    scope.cancel()
+                    await client.execute("GET", "k")
+                results.append("cancelled")
+
+            async def kept() -> None:
+                results.append(await client.execute("GET", "k"))
+
+            nursery.start_soon(cancelled)
+            nursery.start_soon(kept)
+        assert sorted(map(str, results)) == ["b'v'", "cancelled"]
     finally:
         await client.aclose()
 

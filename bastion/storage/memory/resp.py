@@ -19,6 +19,14 @@ Rules:
   on any connection error).
 - Any such failure also makes the pool forget where the server is (the next connection
   asks its locator again: a Sentinel's master moves) and close its idle connections.
+- Requests made in the same pass of trio's scheduler (the requests of several HTTP
+  callers woken together) go out as one pipeline on one connection: one write, one read
+  and one wake-up of the server for all of them. Redis shares the machine's cores with
+  the server, and a round trip a request was most of what a token validation cost
+  (bench/RESULTS.md). Each caller gets the replies to its own commands; the first one
+  sends for all, shielded when others joined, so that its cancellation cannot strand
+  them (the pool's timeout still bounds it); a caller cancelled while waiting leaves,
+  its commands run. A request nobody joined is cancellable midway, as above.
 """
 
 from __future__ import annotations
@@ -235,6 +243,18 @@ async def connect(address: Address, options: ConnectOptions) -> Connection:
     return connection
 
 
+class _Batch:
+    """Requests made in one pass of the scheduler, sent as one pipeline."""
+
+    __slots__ = ("commands", "done", "error", "replies")
+
+    def __init__(self) -> None:
+        self.commands: list[Command] = []
+        self.done = trio.Event()
+        self.replies: list[Any] = []
+        self.error: BaseException | None = None
+
+
 class Pool:
     """At most ``size`` connections to wherever ``locate`` says the server is."""
 
@@ -256,9 +276,43 @@ class Pool:
         self._closed = False
         self.opened = 0
         self.unavailable = 0
+        #: the batch that requests made now join, until its first caller sends it
+        self._forming: _Batch | None = None
 
     async def request(self, commands: Sequence[Command]) -> list[Any]:
-        """The replies to ``commands``, sent as one pipeline on one connection."""
+        """The replies to ``commands``, sent as one pipeline on one connection, with
+        those of the other requests made in the same scheduler pass."""
+        batch = self._forming
+        if batch is not None:
+            start = len(batch.commands)
+            batch.commands.extend(commands)
+            await batch.done.wait()
+            if batch.error is not None:
+                if isinstance(batch.error, StorageUnavailable):
+                    raise StorageUnavailable(str(batch.error)) from batch.error
+                raise StorageUnavailable("the redis memory store failed") from batch.error
+            return batch.replies[start : start + len(commands)]
+        batch = self._forming = _Batch()
+        batch.commands.extend(commands)
+        try:
+            with trio.CancelScope(shield=True):
+                await trio.lowlevel.checkpoint()  # the others of this pass join meanwhile
+            self._forming = None
+            if len(batch.commands) == len(commands):
+                batch.replies = await self._request(commands)  # alone: cancellable midway
+            else:
+                with trio.CancelScope(shield=True):
+                    batch.replies = await self._request(batch.commands)
+        except BaseException as exc:
+            batch.error = exc
+            raise
+        finally:
+            if self._forming is batch:
+                self._forming = None
+            batch.done.set()
+        return batch.replies[: len(commands)]
+
+    async def _request(self, commands: Sequence[Command]) -> list[Any]:
         failures = 0
         while True:
             try:

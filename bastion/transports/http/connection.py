@@ -163,13 +163,13 @@ class Connection:
         if unread:
             self.head.append(unread)
 
-    async def write(self, *events: Any) -> None:
-        """Send h11 events, in one write. A plain socket with room takes it at once (no
-        cancel scope, no wait). Otherwise shielded: a write cut half-way would leave
-        h11's state and the wire apart (the application may be cancelled while it
-        answers), but bounded by ``body_timeout`` so a client that stops reading cannot
-        hold it."""
-        data = b"".join(self.h11.send(event) or b"" for event in events)
+    async def write(self, *events: Any, head: bytes = b"") -> None:
+        """Send h11 events, after ``head`` (bytes h11 has already accounted for), in one
+        write. A plain socket with room takes it at once (no cancel scope, no wait).
+        Otherwise shielded: a write cut half-way would leave h11's state and the wire
+        apart (the application may be cancelled while it answers), but bounded by
+        ``body_timeout`` so a client that stops reading cannot hold it."""
+        data = b"".join([head, *(self.h11.send(event) or b"" for event in events)])
         if not data:
             return
         sent = 0

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import math
 import socket
 import ssl
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
@@ -282,8 +281,6 @@ class HttpServer:
         self._date = HttpDate()
         self._slots = trio.Semaphore(self.limits.max_connections)
         self._connections: set[Connection] = set()
-        #: the connections waiting for their next request head, and what cuts that wait
-        self._waiting: dict[Connection, trio.CancelScope] = {}
         self._stopping = False
 
     async def serve(
@@ -366,11 +363,10 @@ class HttpServer:
         self._stopping = True
         for conn in self._connections:
             conn.closing = True
-        for waiting in self._waiting.values():
-            waiting.deadline = self._grace_end()
+            conn.stop_waiting(self._grace())
 
-    def _grace_end(self) -> float:
-        return trio.current_time() + min(STOP_GRACE, self.limits.shutdown_timeout)
+    def _grace(self) -> float:
+        return min(STOP_GRACE, self.limits.shutdown_timeout)
 
     async def _accept(self, listener: trio.SocketListener, connections: trio.Nursery) -> None:
         while True:
@@ -389,6 +385,8 @@ class HttpServer:
         if self.tls is not None:
             wire = trio.SSLStream(stream, self.tls, server_side=True, https_compatible=True)
         conn = Connection(wire, self.limits, self._date, closing=self._stopping)
+        if self._stopping:
+            conn.stop_waiting(self._grace())
         self._connections.add(conn)
         try:
             sock = stream.socket
@@ -411,7 +409,7 @@ class HttpServer:
     ) -> None:
         while True:
             try:
-                event = await self._next_head(conn)
+                event = await conn.next_head()
             except trio.TooSlowError:
                 if conn.head:  # a head begun and not finished; an idle one just closes
                     await conn.simple(408, "Request Timeout")
@@ -430,20 +428,6 @@ class HttpServer:
                 if conn.h11.our_state is h11.DONE and conn.h11.their_state is not h11.DONE:
                     await conn.linger_close()
                 return
-
-    async def _next_head(self, conn: Connection) -> Any:
-        """:meth:`Connection.next_head`, but during a stop an idle connection waits only
-        until its grace ends (a head already begun is still read whole)."""
-        waiting = trio.CancelScope(deadline=self._grace_end() if self._stopping else math.inf)
-        self._waiting[conn] = waiting
-        try:
-            with waiting:
-                return await conn.next_head()
-        finally:
-            del self._waiting[conn]
-        if conn.head:
-            return await conn.next_head()
-        return h11.ConnectionClosed()
 
     async def _run_app(
         self, exchange: _Exchange, server: tuple[str, int] | None, client: tuple[str, int] | None

@@ -167,7 +167,8 @@ class _Exchange:
             "raw_path": raw_path,
             "query_string": query,
             "root_path": "",
-            "headers": [(name, value) for name, value in request.headers],
+            # ASGI names are lower-case (h11's raw items keep the client's case)
+            "headers": [(name.lower(), value) for name, value in request.headers.raw_items()],
             "server": server,
             "client": client,
         }

@@ -195,12 +195,12 @@ def _response_head(
     headers h11 acts on (Content-Length, Transfer-Encoding, Connection: its state, the
     body's framing and keep-alive follow from them as from a whole head), and the other
     header lines, ready to write after its status line. h11 checks each header of an event
-    with two regular expressions, a fifth of a small request's CPU in the server; the
-    lines here are checked all at once, by the same rules, and the framing events of the
-    common answers are made once. A header the application made badly (CR or LF in a
-    value, a name that is no token) raises ``h11.LocalProtocolError`` as h11 would:
-    nothing of the answer has been written, the server answers 500. Names are written
-    lower-case, as h11 writes them."""
+    with two regular expressions and two conversions (an eighth of a jwks request's CPU
+    in cProfile); the lines here are checked all at once, by the same rules, and the
+    framing events of the common answers are made once. A header the application made
+    badly (CR or LF in a value, a name that is no token) raises ``h11.LocalProtocolError``
+    as h11 would: nothing of the answer has been written, the server answers 500. Names
+    are written lower-case, as h11 writes them."""
     framing: list[tuple[bytes, bytes]] = []
     names: list[bytes] = []
     lines: list[bytes] = []

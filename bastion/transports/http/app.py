@@ -86,7 +86,7 @@ class EdgeState:
 
 
 def caller_context(request: Request) -> CallerContext:
-    headers = request.headers
+    headers = _first_values(request.scope["headers"], _CALLER_HEADERS)
     auth = headers.get("authorization", "")
     bearer = auth[7:].strip() if auth[:7].lower() == "bearer " else None
     return CallerContext(
@@ -124,7 +124,7 @@ class HttpApp:
         if scope["type"] != "http":
             return
         started = time.perf_counter()
-        headers = _edge_headers(scope["headers"])
+        headers = _first_values(scope["headers"], _EDGE_HEADERS)
         peer = (scope.get("client") or ("unknown", 0))[0]
         state = EdgeState(
             client_ip(peer, headers.get("x-forwarded-for"), self.runtime.trusted_proxies),
@@ -290,20 +290,30 @@ def _failure(exc: Exception, path: str) -> Response:
     return error_response(errors.Internal("internal server error"))
 
 
-#: The request headers the edge itself reads.
-_EDGE_HEADERS = {
-    name.encode(): name
-    for name in ("x-forwarded-for", "x-request-id", "content-length", "transfer-encoding", "origin")
-}
+def _wanted(*names: str) -> dict[bytes, str]:
+    return {name.encode(): name for name in names}
 
 
-def _edge_headers(raw: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
-    """The headers of :data:`_EDGE_HEADERS` a request has, each with its first value, as
-    Starlette's ``Headers.get`` reads them (ASGI names are lower-case), in one pass
-    instead of one a lookup."""
+#: The request headers the edge itself reads, and those of the caller's context.
+_EDGE_HEADERS = _wanted(
+    "x-forwarded-for", "x-request-id", "content-length", "transfer-encoding", "origin"
+)
+_CALLER_HEADERS = _wanted(
+    "authorization",
+    "user-agent",
+    "x-service-admin-secret",
+    "x-authorizer-admin-secret",
+    "x-authorizer-client-id",
+)
+
+
+def _first_values(raw: Iterable[tuple[bytes, bytes]], wanted: dict[bytes, str]) -> dict[str, str]:
+    """The ``wanted`` headers a request has, each with its first value, as Starlette's
+    ``Headers.get`` reads them (ASGI names are lower-case), in one pass instead of one a
+    lookup."""
     found: dict[str, str] = {}
     for name, value in raw:
-        key = _EDGE_HEADERS.get(name)
+        key = wanted.get(name)
         if key is not None and key not in found:
             found[key] = value.decode("latin-1")
     return found

@@ -2,7 +2,7 @@
 
 Start-up binds every listener before any of them serves, so a taken port is a clean
 failure. SIGTERM or SIGINT starts a graceful stop: the listeners stop accepting, calls
-and requests in flight finish (up to :data:`GRACE_SECONDS`), storage closes last.
+and requests in flight finish (up to ``--shutdown-timeout``), storage closes last.
 """
 
 from __future__ import annotations
@@ -41,8 +41,6 @@ from bastion.workers import worker_slot
 
 log = logging.getLogger("bastion.server")
 
-#: How long requests and calls in flight may take to finish after SIGTERM.
-GRACE_SECONDS = 10.0
 #: How long an idle keep-alive HTTP connection stays open.
 KEEP_ALIVE_SECONDS = 5.0
 #: A ``--workers`` worker's wait, at a stop, between closing its copy of the shared HTTP
@@ -111,7 +109,7 @@ async def _http_listener(
     limits = ServerLimits(
         max_body_bytes=2 * max(MAX_BODY_BYTES, settings.graphql_max_body_bytes),
         keep_alive_timeout=KEEP_ALIVE_SECONDS,
-        shutdown_timeout=GRACE_SECONDS,
+        shutdown_timeout=settings.shutdown_timeout,
         stop_settle=0.0 if inherited_fd is None else SHARED_LISTENER_SETTLE,
     )
     if inherited_fd is None:
@@ -142,7 +140,7 @@ def _hypercorn_config(host: str, port: int, settings: Settings) -> tuple[Hyperco
     if settings.tls_cert_file:
         config.certfile, config.keyfile = settings.tls_cert_file, settings.tls_key_file
     config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
-    config.graceful_timeout = GRACE_SECONDS
+    config.graceful_timeout = settings.shutdown_timeout
     config.keep_alive_timeout = KEEP_ALIVE_SECONDS
     config.accesslog = None
     config.errorlog = logging.getLogger("bastion.hypercorn")
@@ -249,7 +247,7 @@ async def serve(
                 task_status.started(listening)
                 await stop.wait()
                 if grpc_listener is not None:
-                    await grpc_listener.stop(GRACE_SECONDS)
+                    await grpc_listener.stop(settings.shutdown_timeout)
             outer.cancel_scope.cancel()
     log.info("stopped")
 

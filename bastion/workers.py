@@ -159,7 +159,7 @@ class _Supervisor:
                 for process in self.processes.values():
                     if process.returncode is None:
                         process.send_signal(signal.SIGTERM)
-                with trio.move_on_after(ServerLimits().shutdown_timeout + STOP_MARGIN):
+                with trio.move_on_after(self.settings.shutdown_timeout + STOP_MARGIN):
                     for process in self.processes.values():
                         await process.wait()
                 for process in self.processes.values():

@@ -57,6 +57,7 @@ BASE = [
 IMPLEMENTED = {
     "env", "host", "http-port", "http-server", "workers", "metrics-host", "metrics-port",
     "enable-grpc", "recent-sign-in-seconds", "request-timeout",
+    "shutdown-timeout",
     "grpc-port",
     "migrate", "database-replica-url",
     "enable-grpc-reflection", "grpc-tls-cert", "grpc-tls-key", "log-level", "url",
@@ -1114,3 +1115,13 @@ def test_a_read_replica_needs_a_server_database_holding_the_engines_store() -> N
         assert "engine's store there" in refusal(*pg, replica, engine_elsewhere)
     elsewhere = ("--fga-store=postgres", "--fga-store-url=postgresql://other/fga")
     assert "engine's store there" in refusal(*pg, replica, *elsewhere)
+
+
+def test_shutdown_timeout_is_seconds_zero_or_more() -> None:
+    assert parse().shutdown_timeout == 10.0
+    assert parse("--shutdown-timeout=2.5").shutdown_timeout == 2.5
+    assert parse("--shutdown-timeout=0").shutdown_timeout == 0.0
+    assert refusal(*BASE, "--shutdown-timeout=-1") == (
+        "--shutdown-timeout must be a number of seconds, 0 or more"
+    )
+    assert refusal(*BASE, "--shutdown-timeout=inf").startswith("--shutdown-timeout expects")

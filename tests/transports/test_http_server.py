@@ -101,12 +101,12 @@ class Site:
 
 
 @asynccontextmanager
-async def serving(limits: ServerLimits = LIMITS) -> AsyncIterator[Site]:
+async def serving(limits: ServerLimits = LIMITS, application: Any = app) -> AsyncIterator[Site]:
     stop = trio.Event()
     listeners = await open_listeners("127.0.0.1", 0)
     site = Site(listeners[0].socket.getsockname()[1], stop)
     async with trio.open_nursery() as nursery:
-        await nursery.start(HttpServer(app, limits).serve, listeners, stop)
+        await nursery.start(HttpServer(application, limits).serve, listeners, stop)
         try:
             yield site
         finally:
@@ -404,3 +404,85 @@ async def test_the_status_line_carries_its_reason_phrase() -> None:
             while b"\r\n" not in data:
                 data += await stream.receive_some(65536)
         assert data.startswith(b"HTTP/1.1 200 OK\r\n")
+
+
+#: Response headers no client may receive: each would split the head or change its
+#: meaning (the server writes most header lines itself, h11 the framing ones).
+BAD_HEADERS = [
+    (b"x-a", b"one\r\nset-cookie: planted=1"),
+    (b"x-a", b"one\nset-cookie: planted=1"),
+    (b"x-a", b"one\rset-cookie: planted=1"),
+    (b"x-a\r\nset-cookie", b"planted=1"),
+    (b"set-cookie: planted", b"1"),
+    (b"x-a b", b"planted"),
+    (b"", b"planted"),
+    (b"x-a", b" planted"),
+    (b"x-a", b"planted\t"),
+    (b"x-a", b"plan\x00ted"),
+    (b"x-a", b"plan\x7fted"),
+    (b"content-length", b"2\r\nset-cookie: planted=1"),
+    (b"connection", b"close\r\nset-cookie: planted=1"),
+]
+
+
+async def answer_with(scope: Message, receive: Any, send: Any) -> None:
+    """Answers ``/bad/<i>`` with :data:`BAD_HEADERS` ``[i]`` among good headers; ``/good``
+    with a spread of valid ones; ``/stream`` with no Content-Length; ``/close`` saying
+    ``Connection: close`` itself."""
+    if scope["type"] != "http":
+        raise ValueError("no lifespan")
+    path = scope["path"]
+    headers = [(b"content-type", b"text/plain"), (b"content-length", b"2")]
+    if path.startswith("/bad/"):
+        headers.append(BAD_HEADERS[int(path.removeprefix("/bad/"))])
+    elif path == "/good":
+        headers += [(b"X-Mixed-Case", b"a b\tc: d"), (b"x-empty", b""), (b"x-high", b"\xe9t\xe9")]
+    elif path == "/stream":
+        headers = [(b"content-type", b"text/plain")]
+    elif path == "/close":
+        headers.append((b"Connection", b"close"))
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.body", "body": b"ok"})
+
+
+@pytest.mark.parametrize("index", range(len(BAD_HEADERS)))
+async def test_a_malformed_response_header_never_reaches_the_wire(index: int) -> None:
+    async with serving(application=answer_with) as site:
+        stream, data = await site.connect(), b""
+        await stream.send_all(get(f"/bad/{index}"))
+        with trio.fail_after(3):
+            while chunk := await stream.receive_some(65536):
+                data += chunk
+        assert data.startswith(b"HTTP/1.1 500 ")
+        assert b"planted" not in data
+        assert b"text/plain; charset=utf-8" in data  # the server's own answer
+
+
+async def test_response_headers_arrive_as_given_and_h11_frames_the_body() -> None:
+    async with serving(application=answer_with) as site:
+        stream, buffer = await site.connect(), bytearray()
+        await stream.send_all(get("/good"))
+        with trio.fail_after(3):
+            while not buffer.endswith(b"\r\n\r\nok"):
+                buffer += await stream.receive_some(65536)
+        head = bytes(buffer).partition(b"\r\n\r\n")[0]
+        assert head.startswith(b"HTTP/1.1 200 OK\r\n")
+        for line in (b"x-mixed-case: a b\tc: d", b"x-empty: ", b"x-high: \xe9t\xe9", b"date: "):
+            assert b"\r\n" + line in head
+        assert b"content-length: 2" in head
+        assert b"connection" not in head
+        buffer.clear()
+        # No Content-Length: h11 frames the body in chunks, the connection stays open.
+        await stream.send_all(get("/stream"))
+        with trio.fail_after(3):
+            while not buffer.endswith(b"0\r\n\r\n"):
+                buffer += await stream.receive_some(65536)
+        head, _, chunks = bytes(buffer).partition(b"\r\n\r\n")
+        assert b"\r\ntransfer-encoding: chunked" in head.lower()
+        assert chunks == b"2\r\nok\r\n0\r\n\r\n"
+        buffer.clear()
+        # The application's own Connection: close is h11's cue to close after the answer.
+        await stream.send_all(get("/close"))
+        status, headers, body = await read_response(stream, buffer)
+        assert (status, headers["connection"], body) == (200, "close", b"ok")
+        assert await closed(stream)

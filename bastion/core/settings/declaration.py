@@ -69,6 +69,12 @@ class Settings:
         "lock_timeout on PostgreSQL, innodb_lock_wait_timeout and lock_wait_timeout on "
         "MySQL/MariaDB, busy_timeout on SQLite).",
     )
+    shutdown_timeout: float = flag_field(
+        10.0,
+        _S,
+        "Seconds a stop (SIGTERM or SIGINT) gives the HTTP requests and gRPC calls in "
+        "flight to finish; past it they are cut off and the process exits.",
+    )
     metrics_host: str = flag_field("127.0.0.1", _S, "Bind host of the metrics listener.")
     metrics_port: int = flag_field(8081, _S, "Metrics port (GET /metrics only); 0 = any free port.")
     enable_grpc: bool = flag_field(True, _S, "Serve gRPC, and the REST gateway with it.")

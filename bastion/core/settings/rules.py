@@ -153,6 +153,11 @@ def _check_request_timeout(s: Settings) -> None:
         raise ConfigError("--request-timeout must be a positive number of seconds")
 
 
+def _check_shutdown_timeout(s: Settings) -> None:
+    if not s.shutdown_timeout >= 0:
+        raise ConfigError("--shutdown-timeout must be a number of seconds, 0 or more")
+
+
 def _check_workers(s: Settings) -> None:
     if not 1 <= s.workers <= MAX_WORKERS:
         raise ConfigError(f"--workers must be between 1 and {MAX_WORKERS}, got {s.workers}")
@@ -425,6 +430,7 @@ _RULES = (
     _check_workers,
     _check_recent_sign_in,
     _check_request_timeout,
+    _check_shutdown_timeout,
     _check_fga_store,
     _check_database_replica,
     _check_openfga_api,

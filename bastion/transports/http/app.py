@@ -11,12 +11,11 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import trio
-from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.formparsers import MultiPartException
 from starlette.requests import ClientDisconnect, Request
@@ -87,7 +86,7 @@ class EdgeState:
 
 
 def caller_context(request: Request) -> CallerContext:
-    headers = request.headers
+    headers = _first_values(request.scope["headers"], _CALLER_HEADERS)
     auth = headers.get("authorization", "")
     bearer = auth[7:].strip() if auth[:7].lower() == "bearer " else None
     return CallerContext(
@@ -125,7 +124,7 @@ class HttpApp:
         if scope["type"] != "http":
             return
         started = time.perf_counter()
-        headers = Headers(scope=scope)
+        headers = _first_values(scope["headers"], _EDGE_HEADERS)
         peer = (scope.get("client") or ("unknown", 0))[0]
         state = EdgeState(
             client_ip(peer, headers.get("x-forwarded-for"), self.runtime.trusted_proxies),
@@ -140,7 +139,8 @@ class HttpApp:
         except Exception as exc:  # every failure gets an answer in the API's envelope
             response = _failure(exc, scope["path"])
         endpoint = match.endpoint if match is not None else None
-        await self._edge_out(request, response, body, state, endpoint, started)
+        origin = headers.get("origin")
+        await self._edge_out(request, response, body, state, endpoint, started, origin)
         await response(scope, body, send)
 
     async def _answer(
@@ -175,6 +175,8 @@ class HttpApp:
                 return refused
             if route.body_limit is not None:
                 body.limit = route.body_limit
+        if endpoint.instant:
+            return _instant(endpoint.handler(request))
         with trio.move_on_after(self.request_timeout):
             return await endpoint.handler(request)
         # --request-timeout: what the endpoint awaited is cancelled (a PostgreSQL query on
@@ -189,6 +191,7 @@ class HttpApp:
         state: EdgeState,
         endpoint: Endpoint | None,
         started: float,
+        origin: str | None,
     ) -> None:
         # Written on the raw header list: one pass, no case-insensitive lookups.
         raw = response.raw_headers
@@ -201,7 +204,6 @@ class HttpApp:
             # The refused body may still be arriving: the connection cannot be reused.
             raw.append((b"connection", b"close"))
         raw.append((b"vary", b"Origin"))
-        origin = request.headers.get("origin")
         if origin:
             for name, value in edge.cors_headers(origin, self.runtime.origins).items():
                 raw.append((name.lower().encode(), value.encode("latin-1")))
@@ -248,6 +250,23 @@ class _Sample:
         self.latency.observe(seconds)
 
 
+def _instant(answering: Awaitable[Response]) -> Response:
+    """The answer of an endpoint declared never to wait (:attr:`View.instant`), without
+    the deadline's cancel scope (which costs more than the rest of the edge). Nothing
+    that does not wait can be cancelled, so the deadline holds the same. One that waits
+    all the same (its first step asks trio to suspend it) is stopped where it is, before
+    trio sees the request, and fails: a wrong declaration shows at once, never as a
+    request without a deadline."""
+    steps = answering.__await__()
+    try:
+        steps.send(None)
+    except StopIteration as done:
+        answer: Response = done.value
+        return answer
+    steps.close()
+    raise RuntimeError("an endpoint declared instant waited")
+
+
 def _failure(exc: Exception, path: str) -> Response:
     """The answer to a request that raised ``exc``."""
     if isinstance(exc, StorageUnavailable):
@@ -271,7 +290,36 @@ def _failure(exc: Exception, path: str) -> Response:
     return error_response(errors.Internal("internal server error"))
 
 
-def _declared_length(scope: Scope, headers: Headers) -> int | None:
+def _wanted(*names: str) -> dict[bytes, str]:
+    return {name.encode(): name for name in names}
+
+
+#: The request headers the edge itself reads, and those of the caller's context.
+_EDGE_HEADERS = _wanted(
+    "x-forwarded-for", "x-request-id", "content-length", "transfer-encoding", "origin"
+)
+_CALLER_HEADERS = _wanted(
+    "authorization",
+    "user-agent",
+    "x-service-admin-secret",
+    "x-authorizer-admin-secret",
+    "x-authorizer-client-id",
+)
+
+
+def _first_values(raw: Iterable[tuple[bytes, bytes]], wanted: dict[bytes, str]) -> dict[str, str]:
+    """The ``wanted`` headers a request has, each with its first value, as Starlette's
+    ``Headers.get`` reads them (ASGI names are lower-case), in one pass instead of one a
+    lookup."""
+    found: dict[str, str] = {}
+    for name, value in raw:
+        key = wanted.get(name)
+        if key is not None and key not in found:
+            found[key] = value.decode("latin-1")
+    return found
+
+
+def _declared_length(scope: Scope, headers: dict[str, str]) -> int | None:
     """The body's length when known before reading it. HTTP/1 frames a body only by
     Content-Length or Transfer-Encoding: with neither there is none (0), and nothing
     is left to finish after the answer (HTTP/2 may send a body without either)."""
@@ -328,7 +376,8 @@ def create_app(
         dispatcher.add(route.path, (route.method,), Endpoint(route_view(route), route.path, route))
     for register in views:
         for view in register(caller_context):
-            dispatcher.add(view.path, view.methods, Endpoint(view.handler, view.path))
+            endpoint = Endpoint(view.handler, view.path, instant=view.instant)
+            dispatcher.add(view.path, view.methods, endpoint)
     document["paths"].update(view_paths(dispatcher.served(), documented=document["paths"]))
     return HttpApp(runtime, dispatcher, request_timeout=settings.request_timeout)
 

@@ -85,6 +85,10 @@ class Connection:
     socket: trio.socket.SocketType | None = field(init=False)
     #: the last read had to wait (and so was a checkpoint)
     waited: bool = False
+    #: how long, at most, a wait for the next request lasts (a stop shortens it)
+    idle_grace: float = math.inf
+    #: what cuts the wait for the next request's first byte, while one is under way
+    idle_wait: trio.CancelScope | None = None
 
     def __post_init__(self) -> None:
         self.h11 = h11.Connection(
@@ -105,15 +109,20 @@ class Connection:
             self.head.clear()
         return event
 
-    async def _receive(self, patience: float, deadline: float = math.inf) -> None:
+    async def _receive(
+        self, patience: float, deadline: float = math.inf, *, idle: bool = False
+    ) -> None:
         """Feed h11 what the client sends next, waiting ``patience`` s and not past
         ``deadline`` (trio.TooSlowError after). A plain socket holding data is read at once,
-        without a cancel scope or a trip through trio's scheduler."""
+        without a cancel scope or a trip through trio's scheduler. ``idle``: the wait for a
+        request's first byte, which :meth:`stop_waiting` can cut short."""
         sock = self.socket
         data = None if sock is None else _read_now(sock)
         if data is None:
             self.waited = True
-            with trio.move_on_at(min(deadline, trio.current_time() + patience)):
+            with trio.move_on_at(min(deadline, trio.current_time() + patience)) as waiting:
+                if idle:
+                    self.idle_wait = waiting
                 try:
                     if sock is None:
                         data = bytes(await self.stream.receive_some(READ_SIZE))
@@ -123,6 +132,8 @@ class Connection:
                             data = _read_now(sock)
                 except (trio.BrokenResourceError, trio.ClosedResourceError):
                     raise ClientGone from None
+                finally:
+                    self.idle_wait = None
             if data is None:
                 raise trio.TooSlowError
         # b"" is EOF: h11 answers ConnectionClosed, or a protocol error mid-message.
@@ -140,7 +151,7 @@ class Connection:
         self.waited = False
         deadline = math.inf
         if not self.head:  # idle: h11 would only say NEED_DATA
-            await self._receive(limits.keep_alive_timeout)
+            await self._receive(min(limits.keep_alive_timeout, self.idle_grace), idle=True)
         while (event := self._parsed()) is h11.NEED_DATA:
             if deadline == math.inf:  # the head has begun: from now on, its deadline
                 deadline = trio.current_time() + limits.header_timeout
@@ -148,6 +159,13 @@ class Connection:
         if not self.waited:
             await trio.lowlevel.checkpoint()
         return event
+
+    def stop_waiting(self, grace: float) -> None:
+        """A stop: from now on a wait for the next request lasts at most ``grace`` s (one
+        under way too); a request head already begun is still read whole."""
+        self.idle_grace = grace
+        if self.idle_wait is not None:
+            self.idle_wait.deadline = min(self.idle_wait.deadline, trio.current_time() + grace)
 
     async def next_event(self, patience: float) -> Any:
         """The next h11 event of a body, reading as needed (``patience`` s per read)."""
@@ -163,13 +181,13 @@ class Connection:
         if unread:
             self.head.append(unread)
 
-    async def write(self, *events: Any) -> None:
-        """Send h11 events, in one write. A plain socket with room takes it at once (no
-        cancel scope, no wait). Otherwise shielded: a write cut half-way would leave
-        h11's state and the wire apart (the application may be cancelled while it
-        answers), but bounded by ``body_timeout`` so a client that stops reading cannot
-        hold it."""
-        data = b"".join(self.h11.send(event) or b"" for event in events)
+    async def write(self, *events: Any, head: bytes = b"") -> None:
+        """Send h11 events, after ``head`` (bytes h11 has already accounted for), in one
+        write. A plain socket with room takes it at once (no cancel scope, no wait).
+        Otherwise shielded: a write cut half-way would leave h11's state and the wire
+        apart (the application may be cancelled while it answers), but bounded by
+        ``body_timeout`` so a client that stops reading cannot hold it."""
+        data = b"".join([head, *(self.h11.send(event) or b"" for event in events)])
         if not data:
             return
         sent = 0

@@ -33,6 +33,9 @@ class View:
     path: str
     methods: tuple[str, ...]
     handler: Handler
+    #: The handler answers from memory, never waiting (no storage, no body, no I/O): it
+    #: needs no ``--request-timeout`` deadline. One that waits all the same fails (500).
+    instant: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +45,8 @@ class Endpoint:
     rule: str
     #: The JSON route it serves, if any: its rate-limit exemption, body limit and guard.
     route: Route | None = None
+    #: See :attr:`View.instant`.
+    instant: bool = False
 
 
 @dataclass(slots=True)

@@ -7,8 +7,8 @@ exhaustively: what CORS answers, which requests CSRF refuses (both over
 
 from __future__ import annotations
 
+import os
 import re
-import uuid
 from collections.abc import Mapping
 from urllib.parse import urlsplit
 
@@ -138,7 +138,12 @@ _REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 def request_id(presented: str | None) -> str:
     """The request's id for logs and the ``X-Request-Id`` answer: the caller's (a proxy's
     or client's) when it is a plain token of at most 128 characters, else a new one. A
-    malformed one is replaced, never echoed: it would reach logs and headers verbatim."""
+    malformed one is replaced, never echoed: it would reach logs and headers verbatim.
+
+    A new one is 32 random hex digits, like the uuid4 it was (a fifth of the cost). It
+    only correlates a request's log lines and answer: it is no secret and grants nothing,
+    so it need not be unguessable; random, it is unique without coordination between
+    processes (``--workers``) or restarts."""
     if presented and _REQUEST_ID.fullmatch(presented):
         return presented
-    return uuid.uuid4().hex
+    return os.urandom(16).hex()

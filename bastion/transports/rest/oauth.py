@@ -267,8 +267,8 @@ def provider_views(oauth: OAuthService, caller_context: CallerOf) -> list[View]:
         return with_cookies(response, done.cookies)
 
     return [
-        View("/.well-known/openid-configuration", ("GET",), openid_configuration),
-        View("/.well-known/jwks.json", ("GET",), jwks),
+        View("/.well-known/openid-configuration", ("GET",), openid_configuration, instant=True),
+        View("/.well-known/jwks.json", ("GET",), jwks, instant=True),
         View("/authorize", ("GET", "POST"), authorize),
         View("/oauth/token", ("POST",), token),
         View("/oauth/introspect", ("POST",), introspect),

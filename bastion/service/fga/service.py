@@ -86,7 +86,7 @@ class FgaService(FgaAdministration):
         except FgaError:
             self._check_metrics(operation).error.inc()
             raise
-        return Checker(request, engine.cache.wrapper(engine.cache_scope, options))
+        return Checker(request, engine.cache.scoped(engine.cache_scope, options))
 
     def _check(
         self,

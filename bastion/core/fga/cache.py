@@ -14,6 +14,7 @@ from collections import OrderedDict
 from collections.abc import Hashable
 from dataclasses import dataclass
 
+from bastion.core.fga.check import Checker, Plan, Step
 from bastion.core.fga.request import RequestOptions
 from bastion.core.fga.result import Outcome
 
@@ -54,21 +55,20 @@ class ScopedCache:
         self.entries = cache._entries
         self.scope = scope
 
-    def get(self, obj: str, relation: str, user: str) -> Outcome | None:
-        key = (self.scope, obj, relation, user)
-        outcome = self.entries.get(key)
-        if outcome is None:
-            self.cache.misses += 1
-            return None
-        self.entries.move_to_end(key)
-        self.cache.hits += 1
-        return outcome
-
-    def put(self, obj: str, relation: str, user: str, outcome: Outcome) -> None:
-        key = (self.scope, obj, relation, user)
+    def resolve(self, checker: Checker, step: Step, plan: Plan | None) -> Outcome:
+        key = (self.scope, step[0], step[1], checker.user)
         entries = self.entries
-        if key in entries:
+        outcome = entries.get(key)
+        if outcome is not None:
             entries.move_to_end(key)
-        entries[key] = outcome
-        if len(entries) > self.cache.max_entries:
-            entries.popitem(last=False)
+            self.cache.hits += 1
+            return outcome
+        self.cache.misses += 1
+        outcome = checker.evaluate(step, plan)
+        if outcome.error is None and not outcome.cycle:
+            # Not there before evaluating; a step being evaluated is never evaluated
+            # again inside itself (its path answers CYCLE, which is not kept).
+            entries[key] = outcome
+            if len(entries) > self.cache.max_entries:
+                entries.popitem(last=False)
+        return outcome

@@ -7,7 +7,8 @@ carries the path's visited ``(object, relation)`` steps, so that a revisit answe
 without an error or a cycle are memoised for the rest of the request.
 
 Each relation's rewrite is compiled once per model into nested closures (a *plan*), so the
-hot path does no pattern matching and builds no closure per step. A check never changes
+hot path does no pattern matching and builds no closure per step (a set operator is its
+reducer with the children bound). A check never changes
 its user, so the user, its form, the depth and the path of visited steps live on the
 :class:`Checker` for the running check, and a plan is called with the object alone: the
 memo and the path are keyed by ``(object, relation)`` under the user (one memo per user),
@@ -18,6 +19,7 @@ up per step.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import Protocol
 from weakref import WeakKeyDictionary
 
@@ -63,9 +65,10 @@ _DirectFlags = tuple[bool, bool, bool]
 class SubproblemCache(Protocol):
     """A cache of definitive sub-problem outcomes shared beyond one request."""
 
-    def get(self, obj: str, relation: str, user: str) -> Outcome | None: ...
-
-    def put(self, obj: str, relation: str, user: str, outcome: Outcome) -> None: ...
+    def resolve(self, checker: Checker, step: Step, plan: Plan | None) -> Outcome:
+        """The cached outcome of ``step`` for the checker's user, else
+        ``checker.evaluate(step, plan)`` (kept when definitive)."""
+        ...
 
 
 class _Compiled:
@@ -113,7 +116,14 @@ class Checker:
             self._set_user(user)
         self._visited.clear()
         self.depth = 0
-        outcome = self._cached(obj, relation, self.plans.get((obj.partition(":")[0], relation)))
+        step = (obj, relation)
+        outcome = self._memo.get(step)
+        if outcome is None:
+            plan = self.plans.get((obj.partition(":")[0], relation))
+            cache = self.cache
+            outcome = (
+                self.evaluate(step, plan) if cache is None else cache.resolve(self, step, plan)
+            )
         if outcome.error is not None:
             raise outcome.error
         return outcome.allowed
@@ -138,6 +148,26 @@ class Checker:
         cached = self._memo.get(step)
         if cached is not None:
             return cached
+        return self.evaluate(step, plan)
+
+    def dispatch(self, obj: str, relation: str, plan: Plan | None) -> Outcome:
+        """A hop through a tuple: one depth more, through the memo and the cache."""
+        depth = self.depth
+        if depth + 1 >= self.max_depth:
+            return Outcome.failed(self.request.depth_exceeded())
+        step = (obj, relation)
+        cached = self._memo.get(step)
+        if cached is not None:
+            return cached
+        self.depth = depth + 1
+        cache = self.cache
+        outcome = self.evaluate(step, plan) if cache is None else cache.resolve(self, step, plan)
+        self.depth = depth
+        return outcome
+
+    def evaluate(self, step: Step, plan: Plan | None) -> Outcome:
+        """``step``, not in the memo, evaluated on the path (``plan`` is its relation's);
+        its outcome is memoised when definitive."""
         visited = self._visited
         if step in visited:
             return CYCLE
@@ -145,37 +175,12 @@ class Checker:
         if step == self._userset:
             outcome = ALLOWED
         elif plan is None:
-            outcome = _relation_not_found(obj, relation)
+            outcome = _relation_not_found(*step)
         else:
-            outcome = plan(self, obj)
+            outcome = plan(self, step[0])
         visited.discard(step)
         if outcome.error is None and not outcome.cycle:
             self._memo[step] = outcome
-        return outcome
-
-    def dispatch(self, obj: str, relation: str, plan: Plan | None) -> Outcome:
-        """A hop through a tuple: one depth more, through the memo and the cache."""
-        if self.depth + 1 >= self.max_depth:
-            return Outcome.failed(self.request.depth_exceeded())
-        self.depth += 1
-        outcome = self._cached(obj, relation, plan)
-        self.depth -= 1
-        return outcome
-
-    def _cached(self, obj: str, relation: str, plan: Plan | None) -> Outcome:
-        cache = self.cache
-        if cache is None:
-            return self.resolve(obj, relation, plan)
-        cached = self._memo.get((obj, relation))
-        if cached is not None:
-            return cached
-        user = self.user
-        cached = cache.get(obj, relation, user)
-        if cached is not None:
-            return cached
-        outcome = self.resolve(obj, relation, plan)
-        if outcome.error is None and not outcome.cycle:
-            cache.put(obj, relation, user, outcome)
         return outcome
 
     # ------------------------------------------------------------ tuple reads
@@ -261,26 +266,14 @@ def _compile(ts: TypeSystem, ref: _RefOf, type_name: str, relation: str, rewrite
             return _tuple_to_userset_plan(ts, ref, type_name, tupleset, computed)
         case Union(children):
             steps = tuple(_compile(ts, ref, type_name, relation, c) for c in children)
-
-            def union_plan(checker: Checker, obj: str) -> Outcome:
-                return reducers.union(steps, checker, obj)
-
-            return union_plan
+            return partial(reducers.union, steps)
         case Intersection(children):
             steps = tuple(_compile(ts, ref, type_name, relation, c) for c in children)
-
-            def intersection_plan(checker: Checker, obj: str) -> Outcome:
-                return reducers.intersection(steps, checker, obj)
-
-            return intersection_plan
+            return partial(reducers.intersection, steps)
         case Difference(base, subtract):
             base_plan = _compile(ts, ref, type_name, relation, base)
             subtract_plan = _compile(ts, ref, type_name, relation, subtract)
-
-            def difference_plan(checker: Checker, obj: str) -> Outcome:
-                return reducers.difference(base_plan, subtract_plan, checker, obj)
-
-            return difference_plan
+            return partial(reducers.difference, base_plan, subtract_plan)
 
 
 def _direct_flags(refs: tuple[RelationRef, ...], user: str) -> _DirectFlags:
@@ -309,16 +302,14 @@ def _direct_plan(
     flags_by_form: dict[str, _DirectFlags] = {}
 
     def direct_plan(checker: Checker, obj: str) -> Outcome:
-        user = checker.user
         flags = flags_by_form.get(checker.form)
         if flags is None:
-            flags = flags_by_form[checker.form] = _direct_flags(refs, user)
+            flags = flags_by_form[checker.form] = _direct_flags(refs, checker.user)
         exact_ok, wildcard_ok, userset_ok = flags
-        error: FgaError | None = None
-        cycle = False
         reader = checker.reader
+        error: FgaError | None = None
         if exact_ok:
-            found = reader.read_exact(obj, relation, user)
+            found = reader.read_exact(obj, relation, checker.user)
             if found:
                 passing, error = checker.passing(found)
                 if passing:
@@ -331,27 +322,29 @@ def _direct_plan(
                     return ALLOWED
                 error = error or read_error
         usersets = reader.read_usersets(obj, relation) if userset_ok else ()
-        if usersets:
-            passing, read_error = checker.passing(usersets)
-            if lenient and passing:
-                read_error = None
-            plans = checker.plans
-            for key in passing:
-                set_object, _, set_relation = key.user.partition("#")
-                plan = plans.get((set_object.partition(":")[0], set_relation))
-                outcome = checker.dispatch(set_object, set_relation, plan)
-                if outcome.allowed:
-                    return ALLOWED
-                error = error or outcome.error
-                cycle = cycle or outcome.cycle
-            error = error or read_error
-            if (
-                passing
-                and user_side is not None
-                and not checker.user_wildcard
-                and not checker.user_relation
-            ):
-                error = error or user_side.error(checker)
+        if not usersets:
+            return DENIED if error is None else Outcome.failed(error)
+        passing, read_error = checker.passing(usersets)
+        if lenient and passing:
+            read_error = None
+        cycle = False
+        plans = checker.plans
+        for key in passing:
+            set_object, _, set_relation = key.user.partition("#")
+            plan = plans.get((set_object.partition(":")[0], set_relation))
+            outcome = checker.dispatch(set_object, set_relation, plan)
+            if outcome.allowed:
+                return ALLOWED
+            error = error or outcome.error
+            cycle = cycle or outcome.cycle
+        error = error or read_error
+        if (
+            passing
+            and user_side is not None
+            and not checker.user_wildcard
+            and not checker.user_relation
+        ):
+            error = error or user_side.error(checker)
         return _denied(cycle, error)
 
     return direct_plan

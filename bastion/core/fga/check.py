@@ -8,12 +8,11 @@ without an error or a cycle are memoised for the rest of the request.
 
 Each relation's rewrite is compiled once per model into nested closures (a *plan*), so the
 hot path does no pattern matching and builds no closure per step (a set operator is its
-reducer with the children bound). A check never changes
-its user, so the user, its form, the depth and the path of visited steps live on the
-:class:`Checker` for the running check, and a plan is called with the object alone: the
-memo and the path are keyed by ``(object, relation)`` under the user (one memo per user),
-and a plan that names another relation holds that relation's plan instead of looking it
-up per step.
+reducer with the children bound), and a plan that names another relation holds that
+relation's plan instead of looking it up per step. A check never changes its user, so the
+user, its form and the depth live on the :class:`Checker` for the running check and a plan
+is called with the object alone; the memo is keyed by ``(object, relation)`` under the
+user (one memo per user) and also marks the steps on the path.
 """
 
 from __future__ import annotations
@@ -52,7 +51,7 @@ __all__ = [
 ]
 
 #: ``(object, relation)``: one sub-problem of the running check (whose user is fixed), as
-#: memoised and as visited on a path.
+#: memoised and as marked on the path.
 Step = tuple[str, str]
 
 #: A compiled rewrite: (checker, object) -> outcome, for the checker's user.
@@ -96,7 +95,6 @@ class Checker:
         self.plans = _plans(request.ts).plans
         self._memos: dict[str, dict[Step, Outcome]] = {}
         self._memo: dict[Step, Outcome] = {}
-        self._visited: set[Step] = set()
         self.depth = 0
         #: The user of the running check (a check never changes its user) and its form.
         self.user = ""
@@ -114,16 +112,21 @@ class Checker:
         """The answer, or :class:`FgaError` if evaluation failed."""
         if user != self.user:
             self._set_user(user)
-        self._visited.clear()
         self.depth = 0
         step = (obj, relation)
         outcome = self._memo.get(step)
         if outcome is None:
             plan = self.plans.get((obj.partition(":")[0], relation))
             cache = self.cache
-            outcome = (
-                self.evaluate(step, plan) if cache is None else cache.resolve(self, step, plan)
-            )
+            try:
+                outcome = (
+                    self.evaluate(step, plan) if cache is None else cache.resolve(self, step, plan)
+                )
+            except BaseException:
+                # The steps left mid-evaluation are still marked in the memo: drop it.
+                del self._memos[user]
+                self.user = ""
+                raise
         if outcome.error is not None:
             raise outcome.error
         return outcome.allowed
@@ -166,21 +169,24 @@ class Checker:
         return outcome
 
     def evaluate(self, step: Step, plan: Plan | None) -> Outcome:
-        """``step``, not in the memo, evaluated on the path (``plan`` is its relation's);
-        its outcome is memoised when definitive."""
-        visited = self._visited
-        if step in visited:
-            return CYCLE
-        visited.add(step)
+        """``step``, not in the memo, evaluated (``plan`` is its relation's); its outcome is
+        memoised when definitive.
+
+        While it is evaluated the memo holds :data:`CYCLE` for it, so that a revisit on the
+        path answers ``False`` with the cycle flag: the memo doubles as the path.
+        """
+        memo = self._memo
+        memo[step] = CYCLE
         if step == self._userset:
             outcome = ALLOWED
         elif plan is None:
             outcome = _relation_not_found(*step)
         else:
             outcome = plan(self, step[0])
-        visited.discard(step)
         if outcome.error is None and not outcome.cycle:
-            self._memo[step] = outcome
+            memo[step] = outcome
+        else:
+            del memo[step]
         return outcome
 
     # ------------------------------------------------------------ tuple reads

@@ -2,7 +2,7 @@
 
 The evaluator never touches storage: it calls a synchronous :class:`TupleReader`, which a
 driver answers from memory, SQL or a cache. :class:`MemoryTupleReader` keeps a forward
-index ``(object, relation) -> {user: tuple}`` (with the userset tuples apart) and a
+index ``object -> relation -> {user: tuple}`` (with the userset tuples apart) and a
 reverse index ``(user, object type) -> [tuple]``; :class:`CombinedReader` overlays a
 request's contextual tuples on a store for that request only.
 """
@@ -79,63 +79,73 @@ _NO_USERSETS: dict[str, TupleKey] = {}
 class MemoryTupleReader:
     """A pure, indexed in-memory tuple store (also the contextual-tuples overlay).
 
-    The forward index keeps an ``(object, relation)``'s tuples and its userset tuples in
-    one entry, so that a direct relation's reads (the exact tuple, then the usersets) find
-    it with one lookup in the large table and a second, already cached, one.
+    The forward index is by object, then relation, and keeps an ``(object, relation)``'s
+    userset tuples beside all its tuples: a check reads several relations of one object
+    (the exact tuple, then the usersets, of each), and after the first lookup in the large
+    table by object the others are in small, already cached, tables.
     """
 
     def __init__(self, tuples: Iterable[TupleKey] = ()) -> None:
-        #: (object, relation) -> (tuples by user, the userset tuples among them by user)
-        self._forward: dict[tuple[str, str], tuple[dict[str, TupleKey], dict[str, TupleKey]]] = {}
+        #: object -> relation -> (tuples by user, the userset tuples among them by user)
+        self._forward: dict[str, dict[str, tuple[dict[str, TupleKey], dict[str, TupleKey]]]] = {}
         self._reverse: dict[tuple[str, str], dict[tuple[str, str], TupleKey]] = {}
         self.revision = 0
         for key in tuples:
             self.write(key)
 
     def __len__(self) -> int:
-        return sum(len(users) for users, _ in self._forward.values())
+        return sum(
+            len(users) for relations in self._forward.values() for users, _ in relations.values()
+        )
 
     def write(self, key: TupleKey) -> None:
         """Insert or replace ``key`` (identified by object, relation and user)."""
-        pair = (key.object, key.relation)
-        entry = self._forward.get(pair)
+        relations = self._forward.get(key.object)
+        if relations is None:
+            relations = self._forward[key.object] = {}
+        entry = relations.get(key.relation)
         if entry is None:
-            entry = self._forward[pair] = ({}, _NO_USERSETS)
+            entry = relations[key.relation] = ({}, _NO_USERSETS)
         entry[0][key.user] = key
         if "#" in key.user:
             usersets = entry[1]
             if usersets is _NO_USERSETS:
                 usersets = {}
-                self._forward[pair] = (entry[0], usersets)
+                relations[key.relation] = (entry[0], usersets)
             usersets[key.user] = key
         object_type = split_object(key.object)[0]
         self._reverse.setdefault((key.user, object_type), {})[(key.object, key.relation)] = key
         self.revision += 1
 
     def delete(self, key: TupleKey) -> bool:
-        pair = (key.object, key.relation)
-        entry = self._forward.get(pair)
-        if entry is None or entry[0].pop(key.user, None) is None:
+        relations = self._forward.get(key.object)
+        entry = None if relations is None else relations.get(key.relation)
+        if relations is None or entry is None or entry[0].pop(key.user, None) is None:
             return False
         entry[1].pop(key.user, None)  # absent from _NO_USERSETS: that one stays empty
         if not entry[0]:
-            del self._forward[pair]
+            del relations[key.relation]
+            if not relations:
+                del self._forward[key.object]
         object_type = split_object(key.object)[0]
         self._reverse.get((key.user, object_type), {}).pop((key.object, key.relation), None)
         self.revision += 1
         return True
 
     def read(self, obj: str, relation: str) -> Sequence[TupleKey]:
-        entry = self._forward.get((obj, relation))
+        relations = self._forward.get(obj)
+        entry = None if relations is None else relations.get(relation)
         return () if entry is None else list(entry[0].values())
 
     def read_exact(self, obj: str, relation: str, user: str) -> Sequence[TupleKey]:
-        entry = self._forward.get((obj, relation))
+        relations = self._forward.get(obj)
+        entry = None if relations is None else relations.get(relation)
         found = None if entry is None else entry[0].get(user)
         return () if found is None else (found,)
 
     def read_usersets(self, obj: str, relation: str) -> Sequence[TupleKey]:
-        entry = self._forward.get((obj, relation))
+        relations = self._forward.get(obj)
+        entry = None if relations is None else relations.get(relation)
         return () if entry is None or not entry[1] else list(entry[1].values())
 
     def read_by_user(self, user: str, object_type: str) -> Sequence[TupleKey]:

@@ -93,6 +93,7 @@ class Checker:
         #: Consulted on a dispatch the memo cannot answer, and given its definitive answers.
         self.cache = cache
         self.plans = _plans(request.ts).plans
+        self._tuple_problem = request.ts.tuple_problem
         self._memos: dict[str, dict[Step, Outcome]] = {}
         self._memo: dict[Step, Outcome] = {}
         self.depth = 0
@@ -195,7 +196,7 @@ class Checker:
         """Tuples valid under the model whose condition holds, and the first deferred error."""
         passing: list[TupleKey] = []
         error: FgaError | None = None
-        problem = self.ts.tuple_problem
+        problem = self._tuple_problem
         for key in keys:
             if problem(key) is not None:
                 continue
@@ -339,6 +340,8 @@ def _direct_plan(
             set_object, _, set_relation = key.user.partition("#")
             plan = plans.get((set_object.partition(":")[0], set_relation))
             outcome = checker.dispatch(set_object, set_relation, plan)
+            if outcome is DENIED:
+                continue
             if outcome.allowed:
                 return ALLOWED
             error = error or outcome.error
@@ -382,6 +385,8 @@ def _tuple_to_userset_plan(
             if target is None:
                 continue
             outcome = checker.dispatch(parent, computed, target.plan)
+            if outcome is DENIED:
+                continue
             if outcome.allowed:
                 return ALLOWED
             error = error or outcome.error
@@ -394,7 +399,7 @@ def _tuple_to_userset_plan(
             and not checker.user_relation
         ):
             error = error or user_side.error(checker)
-        return _denied(cycle, error)
+        return DENIED if error is None and not cycle else _denied(cycle, error)
 
     return tuple_to_userset_plan
 

@@ -264,11 +264,22 @@ def _compile(ts: TypeSystem, ref: _RefOf, type_name: str, relation: str, rewrite
             return _direct_plan(refs, relation, lenient, user_side)
         case ComputedUserset(computed):
             target = ref(type_name, computed)
+            if not _is_leaf(ts, type_name, computed):
 
-            def computed_plan(checker: Checker, obj: str) -> Outcome:
-                return checker.resolve(obj, computed, target.plan)
+                def computed_plan(checker: Checker, obj: str) -> Outcome:
+                    return checker.resolve(obj, computed, target.plan)
 
-            return computed_plan
+                return computed_plan
+
+            def computed_leaf_plan(checker: Checker, obj: str) -> Outcome:
+                # A leaf reads tuples and goes nowhere: nothing worth memoising, no path to
+                # mark, unless the user is a userset (which may be this very step).
+                plan = target.plan
+                if checker.user_relation or plan is None:
+                    return checker.resolve(obj, computed, plan)
+                return plan(checker, obj)
+
+            return computed_leaf_plan
         case TupleToUserset(tupleset, computed):
             return _tuple_to_userset_plan(ts, ref, type_name, tupleset, computed)
         case Union(children):
@@ -281,6 +292,17 @@ def _compile(ts: TypeSystem, ref: _RefOf, type_name: str, relation: str, rewrite
             base_plan = _compile(ts, ref, type_name, relation, base)
             subtract_plan = _compile(ts, ref, type_name, relation, subtract)
             return partial(reducers.difference, base_plan, subtract_plan)
+
+
+def _is_leaf(ts: TypeSystem, type_name: str, relation: str) -> bool:
+    """Whether ``type_name#relation`` is only directly assigned, and never to a userset: its
+    plan reads tuples and dispatches nothing."""
+    definition = ts.relation(type_name, relation)
+    return (
+        definition is not None
+        and isinstance(definition.rewrite, This)
+        and all(ref.relation is None for ref in definition.directly_related)
+    )
 
 
 def _direct_flags(refs: tuple[RelationRef, ...], user: str) -> _DirectFlags:

@@ -75,8 +75,9 @@ def allowed(ts, store, tuple_text: str, **options) -> bool:  # type: ignore[no-u
         # exclusion
         (["doc:1#viewer@user:anne"], "doc:1#can_view@user:anne", True),
         (["doc:1#viewer@user:anne", "doc:1#blocked@user:anne"], "doc:1#can_view@user:anne", False),
-        # the userset itself
+        # the userset itself, also reached through a computed relation
         ([], "group:eng#member@group:eng#member", True),
+        ([], "doc:1#editor@doc:1#owner", True),
     ],
 )
 def test_rewrite_kinds(tuples: list[str], question: str, expected: bool) -> None:

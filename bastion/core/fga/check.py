@@ -70,16 +70,8 @@ class SubproblemCache(Protocol):
         ...
 
 
-class _Compiled:
-    """One model's plans by ``(type, relation)``."""
-
-    __slots__ = ("plans",)
-
-    def __init__(self, plans: dict[tuple[str, str], Plan]) -> None:
-        self.plans = plans
-
-
-_PLANS: WeakKeyDictionary[TypeSystem, _Compiled] = WeakKeyDictionary()
+#: Each model's plans by ``(type, relation)``.
+_PLANS: WeakKeyDictionary[TypeSystem, dict[tuple[str, str], Plan]] = WeakKeyDictionary()
 
 
 class Checker:
@@ -87,12 +79,11 @@ class Checker:
 
     def __init__(self, request: RequestContext, cache: SubproblemCache | None = None) -> None:
         self.request = request
-        self.ts = request.ts
         self.reader = request.reader
         self.max_depth = request.max_depth
         #: Consulted on a dispatch the memo cannot answer, and given its definitive answers.
         self.cache = cache
-        self.plans = _plans(request.ts).plans
+        self.plans = _plans(request.ts)
         self._tuple_problem = request.ts.tuple_problem
         self._memos: dict[str, dict[Step, Outcome]] = {}
         self._memo: dict[Step, Outcome] = {}
@@ -125,7 +116,8 @@ class Checker:
                 )
             except BaseException:
                 # The steps left mid-evaluation are still marked in the memo: drop it.
-                del self._memos[user]
+                self._memos.pop(user, None)
+                self._memo = {}
                 self.user = ""
                 raise
         if outcome.error is not None:
@@ -231,9 +223,9 @@ class _PlanRef:
         self.plan: Plan | None = None
 
 
-def _plans(ts: TypeSystem) -> _Compiled:
-    compiled = _PLANS.get(ts)
-    if compiled is None:
+def _plans(ts: TypeSystem) -> dict[tuple[str, str], Plan]:
+    plans = _PLANS.get(ts)
+    if plans is None:
         refs: dict[tuple[str, str], _PlanRef] = {}
 
         def ref(type_name: str, relation: str) -> _PlanRef:
@@ -249,8 +241,8 @@ def _plans(ts: TypeSystem) -> _Compiled:
         }
         for key, holder in refs.items():
             holder.plan = plans.get(key)
-        compiled = _PLANS[ts] = _Compiled(plans)
-    return compiled
+        _PLANS[ts] = plans
+    return plans
 
 
 _RefOf = Callable[[str, str], _PlanRef]

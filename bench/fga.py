@@ -42,7 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bastion.core.fga import MemoryTupleReader, TypeSystem, check, list_objects  # noqa: E402
-from bastion.core.fga.cache import CheckCache  # noqa: E402
+from bastion.core.fga.cache import CheckCache, ScopedCache  # noqa: E402
 from bastion.core.fga.dsl_parser import parse_model  # noqa: E402
 from bastion.core.fga.request import RequestOptions  # noqa: E402
 from bastion.core.fga.tuples import TupleKey  # noqa: E402
@@ -169,7 +169,7 @@ def inprocess(org: Organisation, draws: int, seed: int) -> dict[str, float]:
     index_mib = rss_mib() - before
     rng = random.Random(seed)
 
-    def run(wrap: Callable[[], object]) -> tuple[list[float], int]:
+    def run(scoped: Callable[[], ScopedCache | None]) -> tuple[list[float], int]:
         # Fresh draws every pass: the measured pass never replays the warm-up's questions.
         pairs = [
             (f"user:u{rng.randrange(org.users)}", f"document:d{rng.randrange(org.documents)}")
@@ -178,16 +178,16 @@ def inprocess(org: Organisation, draws: int, seed: int) -> dict[str, float]:
         samples, allowed = [], 0
         for user, doc in pairs:
             start = time.perf_counter()
-            allowed += check(ts, reader, doc, "viewer", user, wrap=wrap())  # type: ignore[arg-type]
+            allowed += check(ts, reader, doc, "viewer", user, cache=scoped())
             samples.append((time.perf_counter() - start) * 1000)
         return samples, allowed
 
     cold, allowed = run(lambda: None)
     cache = CheckCache(200_000)
     options = RequestOptions()
-    run(lambda: cache.wrapper("bench", options))  # warm-up pass
+    run(lambda: cache.scoped("bench", options))  # warm-up pass
     hits, misses = cache.hits, cache.misses
-    warm, _ = run(lambda: cache.wrapper("bench", options))
+    warm, _ = run(lambda: cache.scoped("bench", options))
     started = time.perf_counter()
     probe = list_objects(
         ts, reader, "document", "viewer", org.probe_user, RequestOptions(max_results=1_000_000)

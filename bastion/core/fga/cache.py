@@ -1,10 +1,11 @@
-"""A cross-request cache of Check sub-problems, as a wrapper around a :class:`Resolver`.
+"""A cross-request cache of Check sub-problems, consulted by the :class:`Checker` on a
+dispatch its request memo cannot answer.
 
 Entries are keyed on a caller-given scope (the model id and the store's revision, say), so
 a write that bumps the revision makes older entries unreachable; the least recently used
 fall out past ``max_entries``. Only definitive outcomes are kept: no errors, no results
 that met a cycle. Requests with a context or contextual tuples are request-specific and
-bypass the cache (``wrapper`` returns ``None`` for them).
+bypass the cache (``scoped`` returns ``None`` for them).
 """
 
 from __future__ import annotations
@@ -13,11 +14,11 @@ from collections import OrderedDict
 from collections.abc import Hashable
 from dataclasses import dataclass
 
-from bastion.core.fga.check import Resolver, ResolverWrapper, Step
+from bastion.core.fga.check import Checker, Plan, Step
 from bastion.core.fga.request import RequestOptions
 from bastion.core.fga.result import Outcome
 
-__all__ = ["CacheStatistics", "CachingResolver", "CheckCache"]
+__all__ = ["CacheStatistics", "CheckCache", "ScopedCache"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,46 +38,37 @@ class CheckCache:
     def statistics(self) -> CacheStatistics:
         return CacheStatistics(len(self._entries), self.hits, self.misses)
 
-    def get(self, key: tuple[Hashable, str, str, str]) -> Outcome | None:
-        outcome = self._entries.get(key)
-        if outcome is None:
-            self.misses += 1
-            return None
-        self._entries.move_to_end(key)
-        self.hits += 1
-        return outcome
-
-    def put(self, key: tuple[Hashable, str, str, str], outcome: Outcome) -> None:
-        entries = self._entries
-        if key in entries:
-            entries.move_to_end(key)
-        entries[key] = outcome
-        if len(entries) > self.max_entries:
-            entries.popitem(last=False)
-
-    def wrapper(self, scope: Hashable, options: RequestOptions) -> ResolverWrapper | None:
-        """A resolver wrapper for one request, or ``None`` if the request must bypass."""
+    def scoped(self, scope: Hashable, options: RequestOptions) -> ScopedCache | None:
+        """The cache as one request sees it, or ``None`` if the request must bypass it."""
         if options.context or options.contextual_tuples:
             return None
-        return lambda delegate: CachingResolver(delegate, self, scope)
+        return ScopedCache(self, scope)
 
 
-class CachingResolver:
-    """Answers from the cache, else asks its delegate and keeps definitive answers."""
+class ScopedCache:
+    """One scope of a :class:`CheckCache` (a :class:`~core.fga.check.SubproblemCache`)."""
 
-    def __init__(self, delegate: Resolver, cache: CheckCache, scope: Hashable) -> None:
-        self.delegate = delegate
+    __slots__ = ("cache", "entries", "scope")
+
+    def __init__(self, cache: CheckCache, scope: Hashable) -> None:
         self.cache = cache
+        self.entries = cache._entries
         self.scope = scope
 
-    def resolve(
-        self, obj: str, relation: str, user: str, depth: int, visited: set[Step]
-    ) -> Outcome:
-        key = (self.scope, obj, relation, user)
-        cached = self.cache.get(key)
-        if cached is not None:
-            return cached
-        outcome = self.delegate.resolve(obj, relation, user, depth, visited)
+    def resolve(self, checker: Checker, step: Step, plan: Plan | None) -> Outcome:
+        key = (self.scope, step[0], step[1], checker.user)
+        entries = self.entries
+        outcome = entries.get(key)
+        if outcome is not None:
+            entries.move_to_end(key)
+            self.cache.hits += 1
+            return outcome
+        self.cache.misses += 1
+        outcome = checker.evaluate(step, plan)
         if outcome.error is None and not outcome.cycle:
-            self.cache.put(key, outcome)
+            # Not there before evaluating; a step being evaluated is never evaluated
+            # again inside itself (its path answers CYCLE, which is not kept).
+            entries[key] = outcome
+            if len(entries) > self.cache.max_entries:
+                entries.popitem(last=False)
         return outcome

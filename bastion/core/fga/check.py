@@ -2,18 +2,23 @@
 
 Evaluation walks the relation's rewrite tree. A hop through a userset tuple or a
 tuple-to-userset tuple is a *dispatch*: it costs one depth (the 25th fails with 2002) and
-carries the path's visited ``(object, relation, user)`` steps, so that a revisit answers
+carries the path's visited ``(object, relation)`` steps, so that a revisit answers
 ``False`` with the cycle flag. Computed relations and set operators are free. Outcomes
 without an error or a cycle are memoised for the rest of the request.
 
 Each relation's rewrite is compiled once per model into nested closures (a *plan*), so the
-hot path does no pattern matching and builds no closure per step; the path of visited
-steps is one set, grown and shrunk as the walk descends and returns.
+hot path does no pattern matching and builds no closure per step (a set operator is its
+reducer with the children bound), and a plan that names another relation holds that
+relation's plan instead of looking it up per step. A check never changes its user, so the
+user, its form and the depth live on the :class:`Checker` for the running check and a plan
+is called with the object alone; the memo is keyed by ``(object, relation)`` under the
+user (one memo per user) and also marks the steps on the path.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import Protocol
 from weakref import WeakKeyDictionary
 
@@ -36,97 +41,146 @@ from bastion.core.fga.typesystem import TypeSystem
 
 __all__ = [
     "Checker",
-    "Resolver",
-    "ResolverWrapper",
+    "Plan",
     "Step",
+    "SubproblemCache",
     "check",
     "validate_check_object",
     "validate_check_request",
     "validate_check_user",
 ]
 
-#: ``(object, relation, user)``: one sub-problem, as memoised and as visited on a path.
-Step = tuple[str, str, str]
+#: ``(object, relation)``: one sub-problem of the running check (whose user is fixed), as
+#: memoised and as marked on the path.
+Step = tuple[str, str]
 
-
-class Resolver(Protocol):
-    """One sub-problem solver; caches and throttles wrap it with a delegate."""
-
-    def resolve(
-        self, obj: str, relation: str, user: str, depth: int, visited: set[Step]
-    ) -> Outcome: ...
-
-
-ResolverWrapper = Callable[[Resolver], Resolver]
-
-#: A compiled rewrite: (checker, object, user, depth, visited path) -> outcome.
-_Plan = Callable[["Checker", str, str, int, set[Step]], Outcome]
+#: A compiled rewrite: (checker, object) -> outcome, for the checker's user.
+Plan = Callable[["Checker", str], Outcome]
 #: For a direct relation and a user's form: may it match exactly, through ``type:*``, and
 #: may a userset tuple lead to it?
 _DirectFlags = tuple[bool, bool, bool]
 
-_PLANS: WeakKeyDictionary[TypeSystem, dict[tuple[str, str], _Plan]] = WeakKeyDictionary()
+
+class SubproblemCache(Protocol):
+    """A cache of definitive sub-problem outcomes shared beyond one request."""
+
+    def resolve(self, checker: Checker, step: Step, plan: Plan | None) -> Outcome:
+        """The cached outcome of ``step`` for the checker's user, else
+        ``checker.evaluate(step, plan)`` (kept when definitive)."""
+        ...
+
+
+#: Each model's plans by ``(type, relation)``.
+_PLANS: WeakKeyDictionary[TypeSystem, dict[tuple[str, str], Plan]] = WeakKeyDictionary()
 
 
 class Checker:
     """Evaluates Check sub-problems for one request (memo lives as long as the request)."""
 
-    def __init__(self, request: RequestContext, wrap: ResolverWrapper | None = None) -> None:
+    def __init__(self, request: RequestContext, cache: SubproblemCache | None = None) -> None:
         self.request = request
-        self.ts = request.ts
         self.reader = request.reader
         self.max_depth = request.max_depth
+        #: Consulted on a dispatch the memo cannot answer, and given its definitive answers.
+        self.cache = cache
+        self.plans = _plans(request.ts)
+        self._tuple_problem = request.ts.tuple_problem
+        self._memos: dict[str, dict[Step, Outcome]] = {}
         self._memo: dict[Step, Outcome] = {}
-        self._plans = _plans(request.ts)
-        #: The user of the running check and its form (a check never changes its user).
+        self.depth = 0
+        #: The user of the running check (a check never changes its user) and its form.
         self.user = ""
-        self.user_form = _user_form("")
-        #: Where dispatched sub-problems go: this checker, or a wrapper (cache, throttle)
-        #: whose delegate is this checker.
-        self.dispatcher: Resolver = wrap(self) if wrap is not None else self
+        self.user_type = ""
+        self.user_wildcard = False
+        self.user_relation = ""
+        #: The form as one string, the key of the direct plans' per-form flags.
+        self.form = ""
+        #: ``(object, relation)`` when the user is the userset ``object#relation``.
+        self._userset: Step | None = None
 
     # ------------------------------------------------------------ entry points
 
     def check(self, obj: str, relation: str, user: str) -> bool:
         """The answer, or :class:`FgaError` if evaluation failed."""
         if user != self.user:
-            self.user, self.user_form = user, _user_form(user)
-        outcome = self.dispatcher.resolve(obj, relation, user, 0, set())
+            self._set_user(user)
+        self.depth = 0
+        step = (obj, relation)
+        outcome = self._memo.get(step)
+        if outcome is None:
+            plan = self.plans.get((obj.partition(":")[0], relation))
+            cache = self.cache
+            try:
+                outcome = (
+                    self.evaluate(step, plan) if cache is None else cache.resolve(self, step, plan)
+                )
+            except BaseException:
+                # The steps left mid-evaluation are still marked in the memo: drop it.
+                self._memos.pop(user, None)
+                self._memo = {}
+                self.user = ""
+                raise
         if outcome.error is not None:
             raise outcome.error
         return outcome.allowed
 
-    def resolve(
-        self, obj: str, relation: str, user: str, depth: int, visited: set[Step]
-    ) -> Outcome:
-        step = (obj, relation, user)
+    def _set_user(self, user: str) -> None:
+        self.user = user
+        memo = self._memos.get(user)
+        if memo is None:
+            memo = self._memos[user] = {}
+        self._memo = memo
+        userset, _, user_relation = user.partition("#")
+        user_type, _, user_id = userset.partition(":")
+        self.user_type = user_type
+        self.user_wildcard = user_id == "*"
+        self.user_relation = user_relation
+        self.form = f"{user_type}:{'*' if self.user_wildcard else ''}#{user_relation}"
+        self._userset = (userset, user_relation) if user_relation else None
+
+    def resolve(self, obj: str, relation: str, plan: Plan | None) -> Outcome:
+        """``obj#relation`` for the user at the current depth, through the memo."""
+        step = (obj, relation)
         cached = self._memo.get(step)
         if cached is not None:
             return cached
-        if step in visited:
-            return CYCLE
-        visited.add(step)
-        if user.endswith(relation) and user == f"{obj}#{relation}":
-            outcome = ALLOWED
-        else:
-            plan = self._plans.get((obj.partition(":")[0], relation))
-            outcome = (
-                _relation_not_found(obj, relation)
-                if plan is None
-                else plan(self, obj, user, depth, visited)
-            )
-        visited.discard(step)
-        if outcome.error is None and not outcome.cycle:
-            self._memo[step] = outcome
-        return outcome
+        return self.evaluate(step, plan)
 
-    def dispatch(
-        self, obj: str, relation: str, user: str, depth: int, visited: set[Step]
-    ) -> Outcome:
-        """A hop through a tuple: one depth more, through the dispatcher."""
+    def dispatch(self, obj: str, relation: str, plan: Plan | None) -> Outcome:
+        """A hop through a tuple: one depth more, through the memo and the cache."""
+        depth = self.depth
         if depth + 1 >= self.max_depth:
             return Outcome.failed(self.request.depth_exceeded())
-        return self.dispatcher.resolve(obj, relation, user, depth + 1, visited)
+        step = (obj, relation)
+        cached = self._memo.get(step)
+        if cached is not None:
+            return cached
+        self.depth = depth + 1
+        cache = self.cache
+        outcome = self.evaluate(step, plan) if cache is None else cache.resolve(self, step, plan)
+        self.depth = depth
+        return outcome
+
+    def evaluate(self, step: Step, plan: Plan | None) -> Outcome:
+        """``step``, not in the memo, evaluated (``plan`` is its relation's); its outcome is
+        memoised when definitive.
+
+        While it is evaluated the memo holds :data:`CYCLE` for it, so that a revisit on the
+        path answers ``False`` with the cycle flag: the memo doubles as the path.
+        """
+        memo = self._memo
+        memo[step] = CYCLE
+        if step == self._userset:
+            outcome = ALLOWED
+        elif plan is None:
+            outcome = _relation_not_found(*step)
+        else:
+            outcome = plan(self, step[0])
+        if outcome.error is None and not outcome.cycle:
+            memo[step] = outcome
+        else:
+            del memo[step]
+        return outcome
 
     # ------------------------------------------------------------ tuple reads
 
@@ -134,7 +188,7 @@ class Checker:
         """Tuples valid under the model whose condition holds, and the first deferred error."""
         passing: list[TupleKey] = []
         error: FgaError | None = None
-        problem = self.ts.tuple_problem
+        problem = self._tuple_problem
         for key in keys:
             if problem(key) is not None:
                 continue
@@ -159,63 +213,88 @@ def _relation_not_found(obj: str, relation: str) -> Outcome:
 # ---------------------------------------------------------------- compiled rewrites
 
 
-def _plans(ts: TypeSystem) -> dict[tuple[str, str], _Plan]:
+class _PlanRef:
+    """A relation's plan, filled in once every plan of the model is compiled (plans refer
+    to each other, cycles included)."""
+
+    __slots__ = ("plan",)
+
+    def __init__(self) -> None:
+        self.plan: Plan | None = None
+
+
+def _plans(ts: TypeSystem) -> dict[tuple[str, str], Plan]:
     plans = _PLANS.get(ts)
     if plans is None:
-        plans = _PLANS[ts] = {
-            (typedef.name, name): _compile(ts, typedef.name, name, relation.rewrite)
+        refs: dict[tuple[str, str], _PlanRef] = {}
+
+        def ref(type_name: str, relation: str) -> _PlanRef:
+            found = refs.get((type_name, relation))
+            if found is None:
+                found = refs[(type_name, relation)] = _PlanRef()
+            return found
+
+        plans = {
+            (typedef.name, name): _compile(ts, ref, typedef.name, name, relation.rewrite)
             for typedef in ts.model.type_definitions
             for name, relation in typedef.relations.items()
         }
+        for key, holder in refs.items():
+            holder.plan = plans.get(key)
+        _PLANS[ts] = plans
     return plans
 
 
-def _compile(ts: TypeSystem, type_name: str, relation: str, rewrite: Rewrite) -> _Plan:
+_RefOf = Callable[[str, str], _PlanRef]
+
+
+def _compile(ts: TypeSystem, ref: _RefOf, type_name: str, relation: str, rewrite: Rewrite) -> Plan:
     match rewrite:
         case This():
             refs = ts.directly_related(type_name, relation)
             lenient, user_side = _userset_strategy(ts, type_name, relation, refs)
             return _direct_plan(refs, relation, lenient, user_side)
         case ComputedUserset(computed):
+            target = ref(type_name, computed)
+            if not _is_leaf(ts, type_name, computed):
 
-            def computed_plan(
-                checker: Checker, obj: str, user: str, depth: int, visited: set[Step]
-            ) -> Outcome:
-                return checker.resolve(obj, computed, user, depth, visited)
+                def computed_plan(checker: Checker, obj: str) -> Outcome:
+                    return checker.resolve(obj, computed, target.plan)
 
-            return computed_plan
+                return computed_plan
+
+            def computed_leaf_plan(checker: Checker, obj: str) -> Outcome:
+                # A leaf reads tuples and goes nowhere: nothing worth memoising, no path to
+                # mark, unless the user is a userset (which may be this very step).
+                plan = target.plan
+                if checker.user_relation or plan is None:
+                    return checker.resolve(obj, computed, plan)
+                return plan(checker, obj)
+
+            return computed_leaf_plan
         case TupleToUserset(tupleset, computed):
-            return _tuple_to_userset_plan(ts, type_name, tupleset, computed)
+            return _tuple_to_userset_plan(ts, ref, type_name, tupleset, computed)
         case Union(children):
-            steps = tuple(_compile(ts, type_name, relation, c) for c in children)
-
-            def union_plan(
-                checker: Checker, obj: str, user: str, depth: int, visited: set[Step]
-            ) -> Outcome:
-                return reducers.union(steps, checker, obj, user, depth, visited)
-
-            return union_plan
+            steps = tuple(_compile(ts, ref, type_name, relation, c) for c in children)
+            return partial(reducers.union, steps)
         case Intersection(children):
-            steps = tuple(_compile(ts, type_name, relation, c) for c in children)
-
-            def intersection_plan(
-                checker: Checker, obj: str, user: str, depth: int, visited: set[Step]
-            ) -> Outcome:
-                return reducers.intersection(steps, checker, obj, user, depth, visited)
-
-            return intersection_plan
+            steps = tuple(_compile(ts, ref, type_name, relation, c) for c in children)
+            return partial(reducers.intersection, steps)
         case Difference(base, subtract):
-            base_plan = _compile(ts, type_name, relation, base)
-            subtract_plan = _compile(ts, type_name, relation, subtract)
+            base_plan = _compile(ts, ref, type_name, relation, base)
+            subtract_plan = _compile(ts, ref, type_name, relation, subtract)
+            return partial(reducers.difference, base_plan, subtract_plan)
 
-            def difference_plan(
-                checker: Checker, obj: str, user: str, depth: int, visited: set[Step]
-            ) -> Outcome:
-                return reducers.difference(
-                    base_plan, subtract_plan, checker, obj, user, depth, visited
-                )
 
-            return difference_plan
+def _is_leaf(ts: TypeSystem, type_name: str, relation: str) -> bool:
+    """Whether ``type_name#relation`` is only directly assigned, and never to a userset: its
+    plan reads tuples and dispatches nothing."""
+    definition = ts.relation(type_name, relation)
+    return (
+        definition is not None
+        and isinstance(definition.rewrite, This)
+        and all(ref.relation is None for ref in definition.directly_related)
+    )
 
 
 def _direct_flags(refs: tuple[RelationRef, ...], user: str) -> _DirectFlags:
@@ -238,73 +317,76 @@ def _direct_flags(refs: tuple[RelationRef, ...], user: str) -> _DirectFlags:
     return exact_ok, wildcard_ok, userset_ok
 
 
-def _user_form(user: str) -> tuple[str, bool, str]:
-    """What the type restrictions look at: type, wildcard or not, userset relation."""
-    obj, _, user_relation = user.partition("#")
-    user_type, _, user_id = obj.partition(":")
-    return user_type, user_id == "*", user_relation
-
-
 def _direct_plan(
     refs: tuple[RelationRef, ...], relation: str, lenient: bool, user_side: _UserSide | None
-) -> _Plan:
-    flags_by_form: dict[tuple[str, bool, str], _DirectFlags] = {}
+) -> Plan:
+    flags_by_form: dict[str, _DirectFlags] = {}
 
-    def direct_plan(
-        checker: Checker, obj: str, user: str, depth: int, visited: set[Step]
-    ) -> Outcome:
-        form = checker.user_form if user is checker.user else _user_form(user)
-        flags = flags_by_form.get(form)
+    def direct_plan(checker: Checker, obj: str) -> Outcome:
+        flags = flags_by_form.get(checker.form)
         if flags is None:
-            flags = flags_by_form[form] = _direct_flags(refs, user)
+            flags = flags_by_form[checker.form] = _direct_flags(refs, checker.user)
         exact_ok, wildcard_ok, userset_ok = flags
+        reader = checker.reader
         error: FgaError | None = None
-        cycle = False
-        read_exact = checker.reader.read_exact
         if exact_ok:
-            found = read_exact(obj, relation, user)
+            found = reader.read_exact(obj, relation, checker.user)
             if found:
                 passing, error = checker.passing(found)
                 if passing:
                     return ALLOWED
         if wildcard_ok:
-            found = read_exact(obj, relation, form[0] + ":*")
+            found = reader.read_exact(obj, relation, checker.user_type + ":*")
             if found:
                 passing, read_error = checker.passing(found)
                 if passing:
                     return ALLOWED
                 error = error or read_error
-        usersets = checker.reader.read_usersets(obj, relation) if userset_ok else ()
-        if usersets:
-            passing, read_error = checker.passing(usersets)
-            if lenient and passing:
-                read_error = None
-            for key in passing:
-                set_object, _, set_relation = key.user.partition("#")
-                outcome = checker.dispatch(set_object, set_relation, user, depth, visited)
-                if outcome.allowed:
-                    return ALLOWED
-                error = error or outcome.error
-                cycle = cycle or outcome.cycle
-            error = error or read_error
-            if passing and user_side is not None and not form[1] and not form[2]:
-                error = error or user_side.error(checker, user, form[0])
+        usersets = reader.read_usersets(obj, relation) if userset_ok else ()
+        if not usersets:
+            return DENIED if error is None else Outcome.failed(error)
+        passing, read_error = checker.passing(usersets)
+        if lenient and passing:
+            read_error = None
+        cycle = False
+        plans = checker.plans
+        for key in passing:
+            set_object, _, set_relation = key.user.partition("#")
+            plan = plans.get((set_object.partition(":")[0], set_relation))
+            outcome = checker.dispatch(set_object, set_relation, plan)
+            if outcome is DENIED:
+                continue
+            if outcome.allowed:
+                return ALLOWED
+            error = error or outcome.error
+            cycle = cycle or outcome.cycle
+        error = error or read_error
+        if (
+            passing
+            and user_side is not None
+            and not checker.user_wildcard
+            and not checker.user_relation
+        ):
+            error = error or user_side.error(checker)
         return _denied(cycle, error)
 
     return direct_plan
 
 
-def _tuple_to_userset_plan(ts: TypeSystem, type_name: str, tupleset: str, computed: str) -> _Plan:
-    #: the parent types that define ``computed`` (other parents are skipped)
-    parent_types = frozenset(t.name for t in ts.model.type_definitions if computed in t.relations)
+def _tuple_to_userset_plan(
+    ts: TypeSystem, ref: _RefOf, type_name: str, tupleset: str, computed: str
+) -> Plan:
+    #: the parent types that define ``computed`` (other parents are skipped), and the plan
+    #: of ``computed`` on each
+    targets = {
+        t.name: ref(t.name, computed) for t in ts.model.type_definitions if computed in t.relations
+    }
     parent_refs = ts.directly_related(type_name, tupleset)
     user_side = None
     if len(parent_refs) == 1 and parent_refs[0].relation is None:
         user_side = _UserSide.of(ts, parent_refs[0].type, computed)
 
-    def tuple_to_userset_plan(
-        checker: Checker, obj: str, user: str, depth: int, visited: set[Step]
-    ) -> Outcome:
+    def tuple_to_userset_plan(checker: Checker, obj: str) -> Outcome:
         parents = checker.reader.read(obj, tupleset)
         if not parents:
             return DENIED
@@ -313,19 +395,25 @@ def _tuple_to_userset_plan(ts: TypeSystem, type_name: str, tupleset: str, comput
         cycle = False
         for key in passing:
             parent = key.user
-            if parent.partition(":")[0] not in parent_types:
+            target = targets.get(parent.partition(":")[0])
+            if target is None:
                 continue
-            outcome = checker.dispatch(parent, computed, user, depth, visited)
+            outcome = checker.dispatch(parent, computed, target.plan)
+            if outcome is DENIED:
+                continue
             if outcome.allowed:
                 return ALLOWED
             error = error or outcome.error
             cycle = cycle or outcome.cycle
         error = error or read_error
-        if passing and user_side is not None:
-            form = checker.user_form if user is checker.user else _user_form(user)
-            if not form[1] and not form[2]:
-                error = error or user_side.error(checker, user, form[0])
-        return _denied(cycle, error)
+        if (
+            passing
+            and user_side is not None
+            and not checker.user_wildcard
+            and not checker.user_relation
+        ):
+            error = error or user_side.error(checker)
+        return DENIED if error is None and not cycle else _denied(cycle, error)
 
     return tuple_to_userset_plan
 
@@ -358,11 +446,11 @@ class _UserSide:
         )
         return cls(parent_type, conditioned) if conditioned else None
 
-    def error(self, checker: Checker, user: str, user_type: str) -> FgaError | None:
+    def error(self, checker: Checker) -> FgaError | None:
         read = checker.reader.read_by_user
         keys = [
             key
-            for subject in (user, f"{user_type}:*")
+            for subject in (checker.user, f"{checker.user_type}:*")
             for key in read(subject, self.parent_type)
             if key.relation in self.relations
         ]
@@ -465,18 +553,18 @@ def check(
     user: str,
     options: RequestOptions | None = None,
     *,
-    wrap: ResolverWrapper | None = None,
+    cache: SubproblemCache | None = None,
 ) -> bool:
     """Check one tuple against the model and the store (plus contextual tuples).
 
-    ``wrap`` decorates the resolver that dispatched sub-problems go through, e.g.
-    :meth:`core.fga.cache.CheckCache.wrapper`.
+    ``cache`` answers and keeps sub-problems beyond this request, e.g.
+    :meth:`core.fga.cache.CheckCache.scoped`.
     """
     options = options or RequestOptions()
     validate_check_request(ts, obj, relation, user)
     _reject_bad_context(options.context)
     request = RequestContext(ts, store, options)
-    return Checker(request, wrap).check(obj, relation, user)
+    return Checker(request, cache).check(obj, relation, user)
 
 
 def _reject_bad_context(context: Mapping[str, object]) -> None:

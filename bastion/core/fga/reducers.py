@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from bastion.core.fga.errors import FgaError
-from bastion.core.fga.result import ALLOWED, DENIED, Outcome
+from bastion.core.fga.result import ALLOWED, CYCLE, DENIED, Outcome
 
 __all__ = ["Thunk", "difference", "intersection", "union"]
 
@@ -32,6 +32,8 @@ def union(children: Iterable[Thunk], *args: Any) -> Outcome:
     cycle = False
     for child in children:
         outcome = child(*args)
+        if outcome is DENIED:  # the common answer, by identity: nothing to combine
+            continue
         if outcome.allowed:
             return ALLOWED
         if outcome.error is not None and error is None:
@@ -39,7 +41,7 @@ def union(children: Iterable[Thunk], *args: Any) -> Outcome:
         cycle = cycle or outcome.cycle
     if error is not None:
         return Outcome(False, cycle, error)
-    return Outcome(False, cycle) if cycle else DENIED
+    return CYCLE if cycle else DENIED
 
 
 def intersection(children: Iterable[Thunk], *args: Any) -> Outcome:

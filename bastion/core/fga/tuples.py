@@ -2,9 +2,9 @@
 
 The evaluator never touches storage: it calls a synchronous :class:`TupleReader`, which a
 driver answers from memory, SQL or a cache. :class:`MemoryTupleReader` keeps a forward
-index ``(object, relation) -> {user: tuple}`` and a reverse index
-``(user, object type) -> [tuple]``; :class:`CombinedReader` overlays a request's
-contextual tuples on a store for that request only.
+index ``object -> relation -> {user: tuple}`` (with the userset tuples apart) and a
+reverse index ``(user, object type) -> [tuple]``; :class:`CombinedReader` overlays a
+request's contextual tuples on a store for that request only.
 """
 
 from __future__ import annotations
@@ -72,51 +72,81 @@ class TupleReader(Protocol):
         ...
 
 
+#: The usersets of an ``(object, relation)`` that has none (shared: never written to).
+_NO_USERSETS: dict[str, TupleKey] = {}
+
+
 class MemoryTupleReader:
-    """A pure, indexed in-memory tuple store (also the contextual-tuples overlay)."""
+    """A pure, indexed in-memory tuple store (also the contextual-tuples overlay).
+
+    The forward index is by object, then relation, and keeps an ``(object, relation)``'s
+    userset tuples beside all its tuples: a check reads several relations of one object
+    (the exact tuple, then the usersets, of each), and after the first lookup in the large
+    table by object the others are in small, already cached, tables.
+    """
 
     def __init__(self, tuples: Iterable[TupleKey] = ()) -> None:
-        self._forward: dict[tuple[str, str], dict[str, TupleKey]] = {}
-        self._usersets: dict[tuple[str, str], dict[str, TupleKey]] = {}
+        #: object -> relation -> (tuples by user, the userset tuples among them by user)
+        self._forward: dict[str, dict[str, tuple[dict[str, TupleKey], dict[str, TupleKey]]]] = {}
         self._reverse: dict[tuple[str, str], dict[tuple[str, str], TupleKey]] = {}
         self.revision = 0
         for key in tuples:
             self.write(key)
 
     def __len__(self) -> int:
-        return sum(len(users) for users in self._forward.values())
+        return sum(
+            len(users) for relations in self._forward.values() for users, _ in relations.values()
+        )
 
     def write(self, key: TupleKey) -> None:
         """Insert or replace ``key`` (identified by object, relation and user)."""
-        self._forward.setdefault((key.object, key.relation), {})[key.user] = key
+        relations = self._forward.get(key.object)
+        if relations is None:
+            relations = self._forward[key.object] = {}
+        entry = relations.get(key.relation)
+        if entry is None:
+            entry = relations[key.relation] = ({}, _NO_USERSETS)
+        entry[0][key.user] = key
         if "#" in key.user:
-            self._usersets.setdefault((key.object, key.relation), {})[key.user] = key
+            usersets = entry[1]
+            if usersets is _NO_USERSETS:
+                usersets = {}
+                relations[key.relation] = (entry[0], usersets)
+            usersets[key.user] = key
         object_type = split_object(key.object)[0]
         self._reverse.setdefault((key.user, object_type), {})[(key.object, key.relation)] = key
         self.revision += 1
 
     def delete(self, key: TupleKey) -> bool:
-        users = self._forward.get((key.object, key.relation))
-        if users is None or users.pop(key.user, None) is None:
+        relations = self._forward.get(key.object)
+        entry = None if relations is None else relations.get(key.relation)
+        if relations is None or entry is None or entry[0].pop(key.user, None) is None:
             return False
-        self._usersets.get((key.object, key.relation), {}).pop(key.user, None)
+        entry[1].pop(key.user, None)  # absent from _NO_USERSETS: that one stays empty
+        if not entry[0]:
+            del relations[key.relation]
+            if not relations:
+                del self._forward[key.object]
         object_type = split_object(key.object)[0]
         self._reverse.get((key.user, object_type), {}).pop((key.object, key.relation), None)
         self.revision += 1
         return True
 
     def read(self, obj: str, relation: str) -> Sequence[TupleKey]:
-        users = self._forward.get((obj, relation))
-        return () if users is None else list(users.values())
+        relations = self._forward.get(obj)
+        entry = None if relations is None else relations.get(relation)
+        return () if entry is None else list(entry[0].values())
 
     def read_exact(self, obj: str, relation: str, user: str) -> Sequence[TupleKey]:
-        users = self._forward.get((obj, relation))
-        found = None if users is None else users.get(user)
+        relations = self._forward.get(obj)
+        entry = None if relations is None else relations.get(relation)
+        found = None if entry is None else entry[0].get(user)
         return () if found is None else (found,)
 
     def read_usersets(self, obj: str, relation: str) -> Sequence[TupleKey]:
-        usersets = self._usersets.get((obj, relation))
-        return () if usersets is None else list(usersets.values())
+        relations = self._forward.get(obj)
+        entry = None if relations is None else relations.get(relation)
+        return () if entry is None or not entry[1] else list(entry[1].values())
 
     def read_by_user(self, user: str, object_type: str) -> Sequence[TupleKey]:
         return list(self._reverse.get((user, object_type), {}).values())

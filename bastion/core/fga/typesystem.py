@@ -62,7 +62,8 @@ class TypeSystem:
         for typedef in model.type_definitions:
             for relation in typedef.relations.values():
                 self._collect_tuplesets(typedef.name, relation.rewrite)
-        self._valid_cache: dict[tuple[str, str, str, str], str | None] = {}
+        #: tuple_problem's answers, ``""`` for none
+        self._valid_cache: dict[tuple[str, str, str, str], str] = {}
 
     def _collect_tuplesets(self, type_name: str, rewrite: Rewrite) -> None:
         if isinstance(rewrite, TupleToUserset):
@@ -113,29 +114,32 @@ class TypeSystem:
 
     def object_problem(self, obj: str, relation: str) -> tuple[ErrorCode, str] | None:
         """Loose validation of ``obj#relation`` (Check's request tuple)."""
-        object_type, object_id = split_object(obj)
+        object_type, _, object_id = obj.partition(":")
         if (
-            obj.count(":") != 1
-            or not object_type
-            or not object_id
+            not object_type
+            or not object_id  # also when there is no ":"
+            or ":" in object_id
             or object_id == "*"
-            or any(c in obj for c in "# \t\n")
+            or "#" in obj
+            or " " in obj
+            or "\t" in obj
+            or "\n" in obj
         ):
             return ErrorCode.VALIDATION_ERROR, f"invalid object '{obj}'"
-        if object_type not in self.types:
+        typedef = self.types.get(object_type)
+        if typedef is None:
             return ErrorCode.TYPE_NOT_FOUND, f"type '{object_type}' not found"
-        if not self.has_relation(object_type, relation):
+        if relation not in typedef.relations:
             return ErrorCode.RELATION_NOT_FOUND, f"relation '{object_type}#{relation}' not found"
         return None
 
     def tuple_problem(self, key: TupleKey) -> str | None:
         """Why ``key`` could not be written under this model today, or ``None``."""
         cache_key = (key.object, key.relation, key.user, key.condition)
-        if cache_key in self._valid_cache:
-            return self._valid_cache[cache_key]
-        problem = self._tuple_problem(key)
-        self._valid_cache[cache_key] = problem
-        return problem
+        problem = self._valid_cache.get(cache_key)
+        if problem is None:
+            problem = self._valid_cache[cache_key] = self._tuple_problem(key) or ""
+        return problem or None
 
     def _tuple_problem(self, key: TupleKey) -> str | None:
         bad_object = self.object_problem(key.object, key.relation)

@@ -86,7 +86,7 @@ class FgaService(FgaAdministration):
         except FgaError:
             self._check_metrics(operation).error.inc()
             raise
-        return Checker(request, engine.cache.wrapper(engine.cache_scope, options))
+        return Checker(request, engine.cache.scoped(engine.cache_scope, options))
 
     def _check(
         self,
@@ -99,17 +99,30 @@ class FgaService(FgaAdministration):
     ) -> bool:
         """One check on ``checker``; raises FgaError (counted) on failure."""
         metrics = self._check_metrics(operation)
+        allowed = self._evaluate(model, metrics, obj, relation, checker, user)
+        (metrics.allowed if allowed else metrics.denied).inc()
+        return allowed
+
+    @staticmethod
+    def _evaluate(
+        model: ActiveModel,
+        metrics: _CheckMetrics,
+        obj: str,
+        relation: str,
+        checker: Checker,
+        user: str,
+    ) -> bool:
+        """One check, its latency observed; raises FgaError (counted as an error) on
+        failure. The caller counts the answer."""
         started = time.perf_counter()
         try:
             validate_check_object(model.ts, obj, relation)
-            allowed = checker.check(obj, relation, user)
+            return checker.check(obj, relation, user)
         except FgaError:
             metrics.error.inc()
             raise
         finally:
             metrics.latency.observe(time.perf_counter() - started)
-        (metrics.allowed if allowed else metrics.denied).inc()
-        return allowed
 
     def _check_metrics(self, operation: str) -> _CheckMetrics:
         found = self._metric_children.get(operation)
@@ -147,21 +160,38 @@ class FgaService(FgaAdministration):
                 raise PermissionDenied("authorization check failed")
             operation = "check_permissions"
             shared = self._checker(engine, model, operation, user)
-            results = [
-                self._one_check(engine, model, operation, user, shared, check) for check in parsed
-            ]
+            metrics = self._check_metrics(operation)
+            results: list[dict[str, Any]] = []
+            allowed = denied = 0
+            try:
+                for check in parsed:
+                    result = self._one_check(engine, model, metrics, user, shared, check)
+                    results.append(result)
+                    if "error" in result:
+                        continue
+                    if result["allowed"]:
+                        allowed += 1
+                    else:
+                        denied += 1
+            finally:
+                # Counted once per batch: a labelled counter's inc() is not cheap.
+                if allowed:
+                    metrics.allowed.inc(allowed)
+                if denied:
+                    metrics.denied.inc(denied)
             return Reply({"results": results})
 
     def _one_check(
         self,
         engine: EngineState,
         model: ActiveModel,
-        operation: str,
+        metrics: _CheckMetrics,
         user: str,
         shared: Checker,
         check: _ParsedCheck,
     ) -> dict[str, Any]:
-        """One entry of a batch: ``allowed``, plus ``error`` when it could not be evaluated.
+        """One entry of a batch: ``allowed``, plus ``error`` when it could not be evaluated
+        (counted as an error; the caller counts the answers).
 
         An evaluation error (a missing condition parameter, an unknown relation) is not a
         permission decision: it is reported on its own check and the batch still answers.
@@ -170,11 +200,11 @@ class FgaService(FgaAdministration):
         result: dict[str, Any] = {"relation": relation, "object": obj, "allowed": False}
         try:
             checker = (
-                self._checker(engine, model, operation, user, contextual, context)
+                self._checker(engine, model, "check_permissions", user, contextual, context)
                 if contextual or context
                 else shared
             )
-            result["allowed"] = self._check(model, operation, obj, relation, checker, user)
+            result["allowed"] = self._evaluate(model, metrics, obj, relation, checker, user)
         except FgaError as exc:
             result["error"] = {"code": "invalid_argument", "message": str(exc)}
         return result
@@ -186,11 +216,13 @@ class FgaService(FgaAdministration):
         relation, obj = optional_text(raw, "relation"), optional_text(raw, "object")
         if not relation or not obj:
             raise InvalidArgument("each check requires relation and object")
+        contextual = raw.get("contextual_tuples")
+        context = raw.get("context")
         return (
             relation,
             obj,
-            list(FgaService._contextual(raw.get("contextual_tuples"), "check")),
-            request_context(raw.get("context")),
+            list(FgaService._contextual(contextual, "check")) if contextual else [],
+            {} if context is None else request_context(context),
         )
 
     async def list_permissions(

@@ -1,4 +1,4 @@
-"""The cross-request Check cache wrapper: hits, revision scoping, bypass, eviction."""
+"""The cross-request Check cache: hits, revision scoping, bypass, eviction."""
 
 from __future__ import annotations
 
@@ -23,8 +23,8 @@ def test_cached_answers_are_reused_until_the_revision_changes() -> None:
     options = RequestOptions()
 
     def cached_check(user: str) -> bool:
-        wrap = cache.wrapper(("m1", store.revision), options)
-        return check(ts, store, "doc:1", "viewer", user, options, wrap=wrap)
+        scoped = cache.scoped(("m1", store.revision), options)
+        return check(ts, store, "doc:1", "viewer", user, options, cache=scoped)
 
     assert cached_check("user:anne") is True
     first = cache.statistics()
@@ -37,12 +37,12 @@ def test_cached_answers_are_reused_until_the_revision_changes() -> None:
 
 def test_requests_with_context_or_contextual_tuples_bypass() -> None:
     cache = CheckCache()
-    assert cache.wrapper("s", RequestOptions(context={"x": 1})) is None
+    assert cache.scoped("s", RequestOptions(context={"x": 1})) is None
     assert (
-        cache.wrapper("s", RequestOptions(contextual_tuples=[key("doc:1#viewer@group:a#member")]))
+        cache.scoped("s", RequestOptions(contextual_tuples=[key("doc:1#viewer@group:a#member")]))
         is None
     )
-    assert cache.wrapper("s", RequestOptions()) is not None
+    assert cache.scoped("s", RequestOptions()) is not None
 
 
 def test_least_recently_used_entries_are_evicted() -> None:
@@ -51,6 +51,6 @@ def test_least_recently_used_entries_are_evicted() -> None:
     options = RequestOptions()
     for i in range(5):
         check(
-            ts, store, f"group:{i}", "member", "user:anne", options, wrap=cache.wrapper(0, options)
+            ts, store, f"group:{i}", "member", "user:anne", options, cache=cache.scoped(0, options)
         )
     assert cache.statistics().entries == 2

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pytest
 
 from bastion.core.errors import InvalidArgument
-from bastion.core.fga.check import check
+from bastion.core.fga.check import Checker, check
 from bastion.core.fga.errors import ErrorCode, FgaError
-from bastion.core.fga.request import RequestOptions
+from bastion.core.fga.request import RequestContext, RequestOptions
+from bastion.core.fga.tuples import MemoryTupleReader, TupleKey
 from tests.core.fga.support import key, world
 
 DOCS = """type user
@@ -72,8 +75,9 @@ def allowed(ts, store, tuple_text: str, **options) -> bool:  # type: ignore[no-u
         # exclusion
         (["doc:1#viewer@user:anne"], "doc:1#can_view@user:anne", True),
         (["doc:1#viewer@user:anne", "doc:1#blocked@user:anne"], "doc:1#can_view@user:anne", False),
-        # the userset itself
+        # the userset itself, also reached through a computed relation
         ([], "group:eng#member@group:eng#member", True),
+        ([], "doc:1#editor@doc:1#owner", True),
     ],
 )
 def test_rewrite_kinds(tuples: list[str], question: str, expected: bool) -> None:
@@ -92,6 +96,29 @@ def test_cycles_through_tuples_evaluate_false() -> None:
     )
     # The subtract side cycles back to viewer: a cycle there makes the whole thing false.
     assert allowed(ts, store, "doc:1#viewer@user:anne") is False
+
+
+class _FailingOnce(MemoryTupleReader):
+    """A store whose first userset read fails (a driver's I/O error, say)."""
+
+    failed = False
+
+    def read_usersets(self, obj: str, relation: str) -> Sequence[TupleKey]:
+        if not self.failed:
+            self.failed = True
+            raise OSError("store unavailable")
+        return super().read_usersets(obj, relation)
+
+
+def test_a_checker_answers_again_after_a_read_raised() -> None:
+    # The memo marks the steps on the path while they are evaluated: an exception leaving
+    # them marked must not make the next check of the same Checker see a cycle.
+    ts, _ = world(DOCS)
+    store = _FailingOnce([key("group:a#member@group:b#member"), key("group:b#member@user:anne")])
+    checker = Checker(RequestContext(ts, store, RequestOptions()))
+    with pytest.raises(OSError, match="store unavailable"):
+        checker.check("group:a", "member", "user:anne")
+    assert checker.check("group:a", "member", "user:anne") is True
 
 
 def chain(length: int) -> tuple[object, object]:

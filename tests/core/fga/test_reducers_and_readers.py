@@ -90,6 +90,15 @@ def test_memory_reader_indexes_and_delete() -> None:
     assert store.revision == revision + 1
     assert store.read_exact("doc:1", "viewer", "user:anne") == ()
     assert store.read_by_user("user:anne", "doc") == []
+    # A userset tuple leaves both the tuples and the usersets of its object#relation.
+    assert store.delete(TupleKey("doc:1", "viewer", "group:x#member")) is True
+    assert store.read("doc:1", "viewer") == ()
+    assert store.read_usersets("doc:1", "viewer") == ()
+    # Usersets of a relation that had none at first are indexed on its own entry only.
+    store.write(TupleKey("folder:1", "viewer", "group:y#member"))
+    assert [k.user for k in store.read_usersets("folder:1", "viewer")] == ["group:y#member"]
+    assert store.read_usersets("doc:2", "viewer") == ()
+    assert len(store) == 2
 
 
 def test_combined_reader_reads_both_sources() -> None:

@@ -47,6 +47,8 @@ PASSWORD = "Bench!pass1"
 LOGIN_USERS = 32
 #: Authorizer's published figures on 2 vCPU (the issue's yardstick).
 AUTHORIZER = {"validate": 5_670, "check": 5_001}
+#: How often the ceiling is measured at most, waiting for an even spread of connections.
+CEILING_ATTEMPTS = 12
 #: What ``--only`` can name (all by default).
 MEASURES = ("ceiling", "floor", "jwks", "validate", "check", "check100", "login", "grpc")
 
@@ -66,10 +68,17 @@ def ceiling(seconds: int, *extra: str) -> dict[str, float]:
                 break
             except httpx.TransportError:
                 time.sleep(0.05)
-        before = sum(_cpu_seconds(p.pid) for p in procs)
-        result = _wrk(procs[0].pid, url, seconds, None)
-        used = sum(_cpu_seconds(p.pid) for p in procs) - before
-        return result | {"cpu_ms": 1000 * used / max(1.0, result["rps"] * seconds)}
+        # SO_REUSEPORT spreads wrk's 16 connections by a hash of their addresses: often
+        # all on one process, which halves the ceiling. Measured again (with new
+        # connections) until neither process did less than 45% of the work.
+        for attempt in range(1, CEILING_ATTEMPTS + 1):
+            before = [_cpu_seconds(p.pid) for p in procs]
+            result = _wrk(procs[0].pid, url, seconds, None)
+            used = [_cpu_seconds(p.pid) - b for p, b in zip(procs, before, strict=True)]
+            if min(used) >= 0.45 * sum(used) or attempt == CEILING_ATTEMPTS:
+                break
+        print(f"raw h11 {' '.join(extra)}: both processes busy after {attempt} attempt(s)")
+        return result | {"cpu_ms": 1000 * sum(used) / max(1.0, result["rps"] * seconds)}
     finally:
         for proc in procs:
             proc.terminate()

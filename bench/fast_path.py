@@ -40,6 +40,7 @@ from bastion.storage.fga import SqlFgaStore, StoredModel  # noqa: E402
 from bench.auth import LOGIN_SCRIPT, raw_verify_rate  # noqa: E402
 from bench.fga import MODEL, WRK_SCRIPT, Organisation, generate  # noqa: E402
 from bench.http_servers import POST_SCRIPT, _cpu_seconds, _wrk  # noqa: E402
+from bench.profile_summary import report  # noqa: E402
 from tests.dbfixtures import fresh_postgres_url, fresh_redis_url  # noqa: E402
 from tests.server.harness import ADMIN_SECRET, base_flags, free_port, running  # noqa: E402
 
@@ -116,8 +117,29 @@ def _grpc(target: str, method: str, body: dict[str, object], seconds: int) -> di
     return json.loads(out.stdout)  # type: ignore[no-any-return]
 
 
+def _profiled(pid: int, seconds: int, out: Path | None) -> subprocess.Popen[bytes] | None:
+    """py-spy recording ``pid`` and its workers for ``seconds`` into ``out`` (if given)."""
+    if out is None:
+        return None
+    out.parent.mkdir(parents=True, exist_ok=True)
+    spy = [shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")]
+    return subprocess.Popen(
+        [
+            *spy,
+            *("record", "--subprocesses", "--nonblocking", "--format", "raw", "--rate", "200"),
+            *("--duration", str(seconds), "--pid", str(pid), "--output", str(out)),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
 def bastion(
-    seconds: int, tuples: int, tmp: Path, only: frozenset[str] = frozenset(MEASURES)
+    seconds: int,
+    tuples: int,
+    tmp: Path,
+    only: frozenset[str] = frozenset(MEASURES),
+    profile: Path | None = None,
 ) -> dict[str, dict[str, float]]:
     org = generate(max(1_000, int(tuples / 3.3)), seed=7)
     url = fresh_postgres_url("bench-fast-path")
@@ -182,7 +204,11 @@ def bastion(
         }
         for name, (path, script) in runs.items():
             if name in only:
+                spy = _profiled(pid, seconds, profile and profile / f"{name}.txt")
                 results[name] = _wrk(pid, server.url + path, seconds, script)
+                if spy is not None:
+                    spy.wait()
+                    print(report(profile / f"{name}.txt"), end="\n\n")
         if "grpc" not in only:
             return results
         target = f"127.0.0.1:{server.grpc_port}"
@@ -202,6 +228,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--tuples", type=int, default=200_000)
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        help="record py-spy stacks of the workers into this folder during each HTTP measure"
+        " and print where the time went (the figures then carry py-spy's own cost)",
+    )
     parser.add_argument("--only", default=",".join(MEASURES), help=f"some of {','.join(MEASURES)}")
     args = parser.parse_args()
     only = frozenset(args.only.split(","))
@@ -219,7 +251,7 @@ def main() -> None:
     # any token validation that checks a session kept in Redis.
     floor = ceiling(args.seconds, "--redis", "127.0.0.1:6379") if "floor" in only else None
     with tempfile.TemporaryDirectory() as tmp:
-        got = bastion(args.seconds, args.tuples, Path(tmp), only)
+        got = bastion(args.seconds, args.tuples, Path(tmp), only, args.profile)
     verify = raw_verify_rate(args.seconds) if "login" in only else float("nan")
     top = raw["rps"]
     print(f"machine: {os.cpu_count()} cores, load average {load:.1f} at the start;")

@@ -3,8 +3,8 @@
 Parameters are OWASP's argon2id minimum (t=2, m=19 MiB, p=1): about 20 ms per hash on
 this project's reference machine. Hashes imported from Authorizer are bcrypt; they verify,
 and :meth:`PasswordHasher.verify` says so, so the caller rehashes on that login.
-A capacity limiter keeps concurrent hashes to the number of cores: more would only
-queue inside the CPU and inflate every request's latency.
+A capacity limiter keeps concurrent hashes to the number of cores (shared out among the
+``--workers``): more would only queue inside the CPU and inflate every request's latency.
 """
 
 from __future__ import annotations
@@ -22,6 +22,13 @@ PARALLELISM = 1
 _BCRYPT_PREFIXES = ("$2a$", "$2b$", "$2y$")
 
 
+def hashes_at_once(processes: int = 1) -> int:
+    """How many hashes each of ``processes`` server processes runs at once: the cores
+    shared out, rounded up (two workers on two cores: one each, not two each, which put
+    four 19 MiB hashes on two cores and the event loops behind them)."""
+    return max(1, -(-(os.cpu_count() or 1) // max(1, processes)))
+
+
 class PasswordHasher:
     def __init__(self, *, concurrency: int | None = None) -> None:
         self._argon2 = argon2.PasswordHasher(
@@ -30,7 +37,7 @@ class PasswordHasher:
             parallelism=PARALLELISM,
             type=argon2.Type.ID,
         )
-        self._limiter = trio.CapacityLimiter(concurrency or os.cpu_count() or 1)
+        self._limiter = trio.CapacityLimiter(concurrency or hashes_at_once())
         # Verified against when the account does not exist, so that "no such user" costs
         # the same time as "wrong password".
         self._dummy = self._argon2.hash("bastion-dummy-password")

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import bcrypt
+import pytest
 import trio
 import trio.lowlevel
 import trio.testing
 from argon2 import extract_parameters
 
-from bastion.service.passwords import PasswordHasher
+from bastion.service.passwords import PasswordHasher, hashes_at_once
 
 
 async def test_argon2id_with_the_fixed_parameters() -> None:
@@ -51,3 +52,34 @@ async def test_hashing_leaves_the_event_loop_free() -> None:
         nursery.cancel_scope.cancel()
     # The loop kept running other tasks while the hashes were computed in threads.
     assert ticks > 10
+
+
+def test_workers_share_the_cores_for_hashing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("os.cpu_count", lambda: 2)
+    assert [hashes_at_once(n) for n in (1, 2, 3)] == [2, 1, 1]
+    monkeypatch.setattr("os.cpu_count", lambda: 8)
+    assert [hashes_at_once(n) for n in (1, 2, 3, 8, 16)] == [8, 4, 3, 1, 1]
+    monkeypatch.setattr("os.cpu_count", lambda: None)
+    assert hashes_at_once(4) == 1
+
+
+async def test_a_hasher_runs_at_most_its_share_at_once() -> None:
+    hasher = PasswordHasher(concurrency=1)
+    real = hasher._argon2
+    running = most = 0
+
+    class Counting:
+        def hash(self, password: str) -> str:
+            nonlocal running, most
+            running += 1
+            most = max(most, running)
+            try:
+                return real.hash(password)
+            finally:
+                running -= 1
+
+    hasher._argon2 = Counting()  # type: ignore[assignment]
+    async with trio.open_nursery() as nursery:
+        for n in range(4):
+            nursery.start_soon(hasher.hash, f"pw-{n}")
+    assert most == 1

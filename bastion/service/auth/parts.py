@@ -28,7 +28,7 @@ from bastion.service.auth.sessions import Lifetimes, SessionStore
 from bastion.service.context import CallerContext
 from bastion.service.metrics import Metrics
 from bastion.service.mfa_challenges import ChallengeStore
-from bastion.service.passwords import PasswordHasher
+from bastion.service.passwords import PasswordHasher, hashes_at_once
 from bastion.service.secretbox import SecretBox
 from bastion.service.sms import sms_configured
 from bastion.service.system import SystemClock, SystemIds, SystemRandom
@@ -111,7 +111,7 @@ class AuthParts:
             refresh=self.policy.refresh_token_ttl,
         )
         self.sessions = SessionStore(storage, self.lifetimes)
-        self.hasher = PasswordHasher()
+        self.hasher = PasswordHasher(concurrency=hashes_at_once(settings.workers))
         self.issuer = TokenIssuer(self.policy, self.signer, self.cookies, custom_claims)
         #: the authorization engine's ``required_relations`` gate, attached by the Runtime
         self.relation_gate: RelationGate | None = None

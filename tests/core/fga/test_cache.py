@@ -54,3 +54,27 @@ def test_least_recently_used_entries_are_evicted() -> None:
             ts, store, f"group:{i}", "member", "user:anne", options, cache=cache.scoped(0, options)
         )
     assert cache.statistics().entries == 2
+
+
+def test_a_hit_keeps_an_entry_and_the_oldest_go_a_sixteenth_at_a_time() -> None:
+    ts, store = world(MODEL, *(f"group:{i}#member@user:anne" for i in range(64)))
+    cache = CheckCache(max_entries=32)
+    options = RequestOptions()
+
+    def cached_check(i: int) -> None:
+        obj = f"group:{i}"
+        assert check(ts, store, obj, "member", "user:anne", options, cache=cache.scoped(0, options))
+
+    for i in range(32):
+        cached_check(i)
+    assert cache.statistics().entries == 32
+    cached_check(0)  # a hit: group 0 is now the most recently used
+    hits = cache.statistics().hits
+    cached_check(32)  # one over: the two (32 // 16) least recently used go, 1 and 2
+    assert cache.statistics().entries == 31
+    cached_check(0)
+    assert cache.statistics().hits == hits + 1
+    cached_check(1)
+    assert cache.statistics().hits == hits + 1  # evicted: evaluated again
+    cached_check(3)
+    assert cache.statistics().hits == hits + 2

@@ -31,6 +31,7 @@ from bastion.transports.grpc.server import MAX_CONCURRENT_RPCS
 from tests import dbfixtures
 from tests.server.certificates import self_signed
 from tests.server.harness import ADMIN_SECRET, ServerProcess, base_flags, running
+from tests.server.locks import postgres_dsn, postgres_users_locked
 
 SERVING = health_pb2.HealthCheckResponse.SERVING
 #: How long a test waits for something that must happen (not a performance bound).
@@ -56,22 +57,12 @@ def _waiting_on_locks(dsn: str) -> int:
         return int(row[0])
 
 
-@contextlib.contextmanager
-def _users_table_locked(dsn: str) -> Iterator[None]:
-    with psycopg.connect(dsn) as locker:
-        locker.execute("lock table service_users in access exclusive mode")
-        try:
-            yield
-        finally:
-            locker.rollback()
-
-
 @pytest.fixture(scope="module")
 def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerProcess, str]]:
     url = dbfixtures.fresh_postgres_url("grpc-hardening")
     tmp = tmp_path_factory.mktemp("grpc-hardening")
     with running(base_flags("postgres", url), tmp) as srv:
-        yield srv, url.replace("postgresql+asyncpg://", "postgresql://")
+        yield srv, postgres_dsn(url)
 
 
 def _health(channel: grpc.Channel) -> Any:
@@ -91,7 +82,7 @@ def test_a_call_blocked_on_a_lock_is_cancelled_at_its_deadline(
             except grpc.RpcError as error:
                 outcome.append(error.code())
 
-    with _users_table_locked(dsn):
+    with postgres_users_locked(dsn):
         caller = threading.Thread(target=call)
         caller.start()
         _wait_for(lambda: _waiting_on_locks(dsn) == 1, "the call never waited on the lock")
@@ -108,7 +99,7 @@ def test_a_call_the_client_cancels_cancels_its_query(
 ) -> None:
     srv, dsn = pg_server
     with (
-        _users_table_locked(dsn),
+        postgres_users_locked(dsn),
         grpc.insecure_channel(f"127.0.0.1:{srv.grpc_port}") as channel,
     ):
         future = _health(channel).future(health_pb2.HealthCheckRequest(), timeout=PATIENCE)
@@ -125,7 +116,7 @@ def test_overload_is_refused_at_once_rather_than_queued(
     extra = 6
     with grpc.insecure_channel(f"127.0.0.1:{srv.grpc_port}") as channel:
         check = _health(channel)
-        with _users_table_locked(dsn):
+        with postgres_users_locked(dsn):
             futures = [
                 check.future(health_pb2.HealthCheckRequest(), timeout=PATIENCE)
                 for _ in range(MAX_CONCURRENT_RPCS + extra)

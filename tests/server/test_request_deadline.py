@@ -15,48 +15,17 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
-import psycopg
-import pymysql
 import pytest
-from sqlalchemy.engine import make_url
 
 from tests.dbfixtures import fresh_mariadb_url, fresh_postgres_url, fresh_redis_url
 from tests.server.harness import ADMIN_SECRET, ServerProcess, base_flags, running
+from tests.server.locks import mariadb_users_locked, postgres_users_locked
 
 PASSWORD = "Deadline!pass1"
 ADMIN = {"x-service-admin-secret": ADMIN_SECRET}
 MODEL = "model\n  schema 1.1\n\ntype user\n\ntype doc\n  relations\n    define viewer: [user]\n"
 #: More logins at once than the server's database pool holds connections (10).
 BLOCKED_LOGINS = 12
-
-
-@contextlib.contextmanager
-def _postgres_users_locked(url: str) -> Iterator[None]:
-    dsn = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
-    with psycopg.connect(dsn) as locker:
-        locker.execute("lock table service_users in access exclusive mode")
-        try:
-            yield
-        finally:
-            locker.rollback()
-
-
-@contextlib.contextmanager
-def _mariadb_users_locked(url: str) -> Iterator[None]:
-    parts = make_url(url)
-    locker = pymysql.connect(
-        host=parts.host,
-        port=parts.port or 3306,
-        user=parts.username,
-        password=parts.password or "",
-        database=parts.database,
-    )
-    try:
-        locker.cursor().execute("LOCK TABLES service_users WRITE")
-        yield
-    finally:
-        locker.cursor().execute("UNLOCK TABLES")
-        locker.close()
 
 
 @pytest.fixture(scope="module", params=["postgres-redis", "mariadb"])
@@ -67,11 +36,11 @@ def deployment(
     if request.param == "mariadb":
         url = fresh_mariadb_url("deadline")
         flags = base_flags("mariadb", url)
-        locked = _mariadb_users_locked(url)
+        locked = mariadb_users_locked(url)
     else:
         url = fresh_postgres_url("deadline")
         flags = [*base_flags("postgres", url), f"--memory-store-url={fresh_redis_url()}"]
-        locked = _postgres_users_locked(url)
+        locked = postgres_users_locked(url)
     # No rate limit: on the SQL memory store its lease, once a second old, is renewed by a
     # write that waits for a connection like any other, and the logins hold them all (on
     # a slow machine the check then waited for the logins' deadline). Not this test's

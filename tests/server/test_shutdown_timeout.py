@@ -16,10 +16,10 @@ from pathlib import Path
 import httpx
 import psycopg
 import pytest
-from sqlalchemy.engine import make_url
 
 from tests.dbfixtures import fresh_postgres_url, fresh_redis_url
 from tests.server.harness import ServerProcess, base_flags, running
+from tests.server.locks import postgres_dsn, postgres_users_locked
 
 PASSWORD = "Shutdown!pass1"
 #: Long enough to mean "never" here; only a hang reaches it.
@@ -28,20 +28,6 @@ HANG = 60.0
 #: --shutdown-timeout given (1 s), shorter than the default (10 s), so that a server
 #: ignoring the flag would answer the request.
 HELD_PAST_TIMEOUT = 5.0
-
-
-def _dsn(url: str) -> str:
-    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
-
-
-@contextlib.contextmanager
-def _users_locked(dsn: str) -> Iterator[None]:
-    with psycopg.connect(dsn) as locker:
-        locker.execute("lock table service_users in access exclusive mode")
-        try:
-            yield
-        finally:
-            locker.rollback()
 
 
 def _wait_for_lock_waiter(dsn: str) -> None:
@@ -76,7 +62,7 @@ def _server_with_user(
         with httpx.Client(base_url=server.url, headers={"origin": server.url}) as http:
             signup = {**credentials, "confirm_password": PASSWORD}
             assert http.post("/v1/signup", json=signup).status_code == 200
-        yield server, _dsn(url), credentials
+        yield server, postgres_dsn(url), credentials
 
 
 def _login(server: ServerProcess, credentials: dict[str, str]) -> httpx.Response:
@@ -92,7 +78,7 @@ def test_a_request_in_flight_past_the_shutdown_timeout_is_cut(
         _server_with_user(tmp_path, http_server, 1) as (server, dsn, credentials),
         ThreadPoolExecutor(1) as pool,
     ):
-        with _users_locked(dsn):
+        with postgres_users_locked(dsn):
             login: Future[httpx.Response] = pool.submit(_login, server, credentials)
             _wait_for_lock_waiter(dsn)
             server.process.send_signal(signal.SIGTERM)
@@ -110,7 +96,7 @@ def test_a_request_in_flight_within_the_shutdown_timeout_completes(
         _server_with_user(tmp_path, http_server, 30) as (server, dsn, credentials),
         ThreadPoolExecutor(1) as pool,
     ):
-        with _users_locked(dsn):
+        with postgres_users_locked(dsn):
             login: Future[httpx.Response] = pool.submit(_login, server, credentials)
             _wait_for_lock_waiter(dsn)
             server.process.send_signal(signal.SIGTERM)

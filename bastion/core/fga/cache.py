@@ -5,16 +5,16 @@ Entries are keyed on a caller-given scope (the model id and the store's revision
 a write that bumps the revision makes older entries unreachable; the least recently used
 fall out past ``max_entries``. The entries are a plain dict in use order (a hit moves
 its entry to the end by taking it out and putting it back): cheaper on a miss, the usual
-case, than an ``OrderedDict``'s linked list. Only definitive outcomes are kept: no errors, no results
-that met a cycle. Requests with a context or contextual tuples are request-specific and
-bypass the cache (``scoped`` returns ``None`` for them).
+case, than an ``OrderedDict``'s linked list. Only definitive outcomes are kept: no errors,
+no results that met a cycle. Requests with a context or contextual tuples are
+request-specific and bypass the cache (``scoped`` returns ``None`` for them).
 """
 
 from __future__ import annotations
 
 from collections.abc import Hashable
-from itertools import islice
 from dataclasses import dataclass
+from itertools import islice
 
 from bastion.core.fga.check import Checker, Plan, Step
 from bastion.core.fga.request import RequestOptions

@@ -360,15 +360,7 @@ def _direct_plan(
                 return ALLOWED
             error = error or outcome.error
             cycle = cycle or outcome.cycle
-        error = error or read_error
-        if (
-            passing
-            and user_side is not None
-            and not checker.user_wildcard
-            and not checker.user_relation
-        ):
-            error = error or user_side.error(checker)
-        return _denied(cycle, error)
+        return _nothing_allowed(checker, passing, user_side, cycle, error or read_error)
 
     return direct_plan
 
@@ -405,15 +397,7 @@ def _tuple_to_userset_plan(
                 return ALLOWED
             error = error or outcome.error
             cycle = cycle or outcome.cycle
-        error = error or read_error
-        if (
-            passing
-            and user_side is not None
-            and not checker.user_wildcard
-            and not checker.user_relation
-        ):
-            error = error or user_side.error(checker)
-        return DENIED if error is None and not cycle else _denied(cycle, error)
+        return _nothing_allowed(checker, passing, user_side, cycle, error or read_error)
 
     return tuple_to_userset_plan
 
@@ -514,6 +498,26 @@ def _one_hop(rewrite: Rewrite, computed: list[str]) -> bool:
             return all(_one_hop(child, computed) for child in children)
         case Difference(base, _):
             return _one_hop(base, computed)
+
+
+def _nothing_allowed(
+    checker: Checker,
+    passing: Sequence[TupleKey],
+    user_side: _UserSide | None,
+    cycle: bool,
+    error: FgaError | None,
+) -> Outcome:
+    """The answer of a plan whose ``passing`` tuples led to no ``allowed``: the first error
+    met, else the one OpenFGA meets from the user's side (:class:`_UserSide`), else
+    ``False``."""
+    if (
+        passing
+        and user_side is not None
+        and not checker.user_wildcard
+        and not checker.user_relation
+    ):
+        error = error or user_side.error(checker)
+    return _denied(cycle, error)
 
 
 def _denied(cycle: bool, error: FgaError | None) -> Outcome:

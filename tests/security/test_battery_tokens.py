@@ -14,10 +14,9 @@ from typing import Any
 
 import httpx
 import pytest
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
 
 from tests.dbfixtures import fresh_sqlite_url
+from tests.keys import rsa_pem_pair
 from tests.security.conftest import Deployment, victim
 from tests.server.harness import ServerProcess, base_flags, running
 
@@ -98,15 +97,7 @@ def test_forged_and_stale_tokens_are_refused(deployment: Deployment) -> None:
 @pytest.fixture(scope="module")
 def rs256_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     tmp: Path = tmp_path_factory.mktemp("rs256")
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    private = key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    ).decode()
-    public = (
-        key.public_key()
-        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
-        .decode()
-    )
+    private, public = rsa_pem_pair()
     flags = [
         *(f for f in base_flags("sqlite", fresh_sqlite_url(tmp)) if not f.startswith("--jwt-")),
         "--jwt-type=RS256",

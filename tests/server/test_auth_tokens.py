@@ -25,8 +25,6 @@ import httpx
 import psycopg
 import pytest
 import redis
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
 from joserfc import jwt
 from joserfc.jwk import OctKey, RSAKey
 
@@ -38,6 +36,7 @@ from tests.dbfixtures import (
     fresh_redis_url,
     fresh_sqlite_url,
 )
+from tests.keys import rsa_pem_pair
 from tests.mailsink import SpooledMailSink
 from tests.server.harness import CLIENT_ID, base_flags, free_port, running
 from tests.server.test_auth_flows import (
@@ -126,17 +125,7 @@ def test_forged_url_headers_change_no_issuer_and_no_link(hs_server: Any, hs: htt
 
 
 def test_rs256_server_refuses_hs_confusion(tmp_path: Path) -> None:
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    private = key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
-    ).decode()
-    public = (
-        key.public_key()
-        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
-        .decode()
-    )
+    private, public = rsa_pem_pair()
     flags = [
         *[
             f

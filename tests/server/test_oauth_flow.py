@@ -27,12 +27,11 @@ from urllib.parse import parse_qs, urlsplit
 import authlib.deprecate  # noqa: F401  (installs its own "always" filter, overridden below)
 import httpx
 import pytest
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
 from joserfc import jwt
 from joserfc.jwk import KeySet
 
 from tests.dbfixtures import fresh_sqlite_url
+from tests.keys import rsa_pem_pair
 from tests.server.harness import (
     ADMIN_SECRET,
     CLIENT_ID,
@@ -54,17 +53,7 @@ REDIRECT = f"{RP}/callback"
 
 
 def rsa_flags() -> list[str]:
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    private = key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
-    ).decode()
-    public = (
-        key.public_key()
-        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
-        .decode()
-    )
+    private, public = rsa_pem_pair()
     return ["--jwt-type=RS256", f"--jwt-private-key={private}", f"--jwt-public-key={public}"]
 
 

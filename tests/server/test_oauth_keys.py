@@ -15,31 +15,17 @@ from typing import Any
 
 import httpx
 import pytest
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
 from joserfc import jwt
 from joserfc.jwk import KeySet, RSAKey
 
 from bastion.cli import parse_args
 from bastion.core.settings import ConfigError
 from tests.dbfixtures import fresh_sqlite_url
+from tests.keys import rsa_pem_pair
 from tests.server.harness import CLIENT_ID, CLIENT_SECRET, base_flags, running
 from tests.server.test_auth_flows import client_for, new_user, validate
 
 ISSUER = "https://auth.example.test"
-
-
-def rsa_pair() -> tuple[str, str]:
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    private = key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    ).decode()
-    public = (
-        key.public_key()
-        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
-        .decode()
-    )
-    return private, public
 
 
 def flags(database: str, *key_flags: str) -> list[str]:
@@ -65,7 +51,7 @@ def served_claims(url: str, token: str) -> dict[str, Any]:
 
 def test_rsa_rotation_keeps_old_tokens_valid_and_refuses_unknown_keys(tmp_path: Path) -> None:
     database = fresh_sqlite_url(tmp_path)
-    old, new = rsa_pair(), rsa_pair()
+    old, new = rsa_pem_pair(), rsa_pem_pair()
     old_kid = RSAKey.import_key(old[1]).thumbprint()
     new_kid = RSAKey.import_key(new[1]).thumbprint()
     with (

@@ -8,13 +8,13 @@ import hmac
 import json
 
 import pytest
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from cryptography.hazmat.primitives.asymmetric import ec
 from joserfc import jwt
 from joserfc.jwk import RSAKey
 
 from bastion.core.settings import settings_from_flags
 from bastion.service.tokens import InvalidToken, TokenSigner
+from tests.keys import pem_pair, rsa_pem_pair
 
 BASE = {
     "admin-secret": "a",
@@ -25,23 +25,9 @@ BASE = {
 }
 
 
-def _pem(private_key: rsa.RSAPrivateKey | ec.EllipticCurvePrivateKey) -> tuple[str, str]:
-    private = private_key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
-    ).decode()
-    public = (
-        private_key.public_key()
-        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
-        .decode()
-    )
-    return private, public
-
-
 @pytest.fixture(scope="module")
 def rsa_pem() -> tuple[str, str]:
-    return _pem(rsa.generate_private_key(public_exponent=65537, key_size=2048))
+    return rsa_pem_pair()
 
 
 def _signer(jwt_type: str, rsa_pem: tuple[str, str]) -> TokenSigner:
@@ -54,7 +40,7 @@ def _signer(jwt_type: str, rsa_pem: tuple[str, str]) -> TokenSigner:
         curve = {"ES256": ec.SECP256R1(), "ES384": ec.SECP384R1(), "ES512": ec.SECP521R1()}[
             jwt_type
         ]
-        flags["jwt-private-key"], flags["jwt-public-key"] = _pem(ec.generate_private_key(curve))
+        flags["jwt-private-key"], flags["jwt-public-key"] = pem_pair(ec.generate_private_key(curve))
     return TokenSigner(settings_from_flags(flags))
 
 

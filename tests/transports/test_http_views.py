@@ -10,8 +10,6 @@ from typing import Any
 
 import trio
 import trio.lowlevel
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -25,6 +23,7 @@ from bastion.transports.http.app import CallerOf, HttpApp, caller_context, creat
 from bastion.transports.http.dispatch import View
 from bastion.transports.http.routes import Route
 from bastion.transports.rest.oauth import provider_views
+from tests.keys import rsa_pem_pair
 from tests.transports.asgi import edge_request
 
 
@@ -62,15 +61,7 @@ async def test_an_ordinary_route_runs_every_time() -> None:
 
 
 def _rsa_signer() -> TokenSigner:
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    private = key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    ).decode()
-    public = (
-        key.public_key()
-        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
-        .decode()
-    )
+    private, public = rsa_pem_pair()
     flags = {
         "admin-secret": "a",
         "client-id": "client-1",

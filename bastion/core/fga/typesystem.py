@@ -36,6 +36,12 @@ __all__ = ["TypeSystem", "rewrite_children"]
 
 _WHITESPACE = re.compile(r"\s")
 
+#: At most this many of :meth:`TypeSystem.tuple_problem`'s answers are kept (one per
+#: distinct tuple met); past it the cache starts over. Unbounded, it kept every tuple ever
+#: read under the model for the model's life: deleted ones, and every contextual tuple a
+#: request brought.
+VALIDITY_CACHE_ENTRIES = 1 << 18
+
 
 def rewrite_children(rewrite: Rewrite) -> tuple[Rewrite, ...]:
     match rewrite:
@@ -135,10 +141,13 @@ class TypeSystem:
 
     def tuple_problem(self, key: TupleKey) -> str | None:
         """Why ``key`` could not be written under this model today, or ``None``."""
+        cache = self._valid_cache
         cache_key = (key.object, key.relation, key.user, key.condition)
-        problem = self._valid_cache.get(cache_key)
+        problem = cache.get(cache_key)
         if problem is None:
-            problem = self._valid_cache[cache_key] = self._tuple_problem(key) or ""
+            if len(cache) >= VALIDITY_CACHE_ENTRIES:
+                cache.clear()
+            problem = cache[cache_key] = self._tuple_problem(key) or ""
         return problem or None
 
     def _tuple_problem(self, key: TupleKey) -> str | None:

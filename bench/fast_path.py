@@ -27,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 import httpx
@@ -99,7 +100,7 @@ async def _load(url: str, org: Organisation) -> None:
             await storage.db.run(lambda conn: conn.exec_driver_sql("ANALYZE service_fga_tuples"))
 
 
-def _grpc(target: str, method: str, body: dict[str, object], seconds: int) -> dict[str, float]:
+def _grpc(target: str, method: str, body: Mapping[str, object], seconds: int) -> dict[str, float]:
     out = subprocess.run(
         [
             sys.executable,
@@ -170,7 +171,7 @@ def bastion(
             for _ in range(8):
                 reply = client.post("/v1/check_permissions", json=probe, headers=admin)
                 assert reply.status_code == 200, reply.text
-        validate = {"token_type": "access_token", "token": token}
+        validate: dict[str, object] = {"token_type": "access_token", "token": token}
         scripts = {
             "validate": POST_SCRIPT
             % {"body": json.dumps(validate), "origin": server.url, "secret": ADMIN_SECRET},
@@ -204,22 +205,31 @@ def bastion(
         }
         for name, (path, script) in runs.items():
             if name in only:
-                spy = _profiled(pid, seconds, profile and profile / f"{name}.txt")
+                out = None if profile is None else profile / f"{name}.txt"
+                spy = _profiled(pid, seconds, out)
                 results[name] = _wrk(pid, server.url + path, seconds, script)
-                if spy is not None:
+                if spy is not None and out is not None:
                     spy.wait()
-                    print(report(profile / f"{name}.txt"), end="\n\n")
+                    print(report(out), end="\n\n")
         if "grpc" not in only:
             return results
         target = f"127.0.0.1:{server.grpc_port}"
-        grpc_check = {"user": "u1", "checks": [{"relation": "viewer", "object": "document:d1"}]}
-        for name, method, body in (
+        grpc_check: dict[str, object] = {
+            "user": "u1",
+            "checks": [{"relation": "viewer", "object": "document:d1"}],
+        }
+        for name, method, payload in (
             ("grpc validate", "ValidateJwtToken", validate),
             ("grpc check", "CheckPermissions", grpc_check),
         ):
+            out = None if profile is None else profile / f"{name.replace(' ', '_')}.txt"
+            spy = _profiled(pid, seconds, out)
             before = _cpu_seconds(pid)
-            results[name] = _grpc(target, method, body, seconds)
+            results[name] = _grpc(target, method, payload, seconds)
             used = _cpu_seconds(pid) - before
+            if spy is not None and out is not None:
+                spy.wait()
+                print(report(out), end="\n\n")
             results[name]["cpu_ms"] = 1000 * used / max(1, results[name]["ok"])
     return results
 
@@ -231,7 +241,7 @@ def main() -> None:
     parser.add_argument(
         "--profile",
         type=Path,
-        help="record py-spy stacks of the workers into this folder during each HTTP measure"
+        help="record py-spy stacks of the workers into this folder during each measure"
         " and print where the time went (the figures then carry py-spy's own cost)",
     )
     parser.add_argument("--only", default=",".join(MEASURES), help=f"some of {','.join(MEASURES)}")

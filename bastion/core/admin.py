@@ -8,6 +8,7 @@ logging out deletes the session so the cookie dies at once.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 
@@ -34,9 +35,15 @@ def _mac(admin_secret: str, session_id: str, expires_at: int) -> str:
 
 def secret_matches(admin_secret: str, presented: str) -> bool:
     """Constant-time, and independent of the presented value's length."""
-    expected = hashlib.sha256(admin_secret.encode()).digest()
     given = hashlib.sha256(presented.encode()).digest()
-    return hmac.compare_digest(expected, given)
+    return hmac.compare_digest(_digest(admin_secret), given)
+
+
+@functools.lru_cache(maxsize=4)
+def _digest(admin_secret: str) -> bytes:
+    """The configured secret's digest, computed once (one secret per process, a few in
+    tests)."""
+    return hashlib.sha256(admin_secret.encode()).digest()
 
 
 def mint_admin_cookie(admin_secret: str, session_id: str, expires_at: int) -> str:

@@ -74,7 +74,7 @@ from bastion.storage.fga import (
     TuplePage,
     WriteOptions,
 )
-from bastion.storage.memory.redis_topology import RedisClient
+from bastion.storage.memory.redis_topology import RedisClient, ScriptAhead
 
 __all__ = ["LEASE", "GatedFgaStore", "Generations"]
 
@@ -142,11 +142,19 @@ class Generations:
     def _unique(self) -> str:
         return f"{self._prefix}.{next(self._counter)}"
 
-    async def read(self, store_id: str) -> bytes | None:
-        """The store's generation; ``None`` when a write is in progress or Redis failed."""
+    def read_ahead(self, store_id: str) -> ScriptAhead:
+        """:meth:`read`'s script, put on board the calling task's next Redis request
+        (give it to :meth:`read`, or ``drop`` it)."""
+        return self._client.script_ahead(_READ, [_key(store_id)], [self._unique()])
+
+    async def read(self, store_id: str, ahead: ScriptAhead | None = None) -> bytes | None:
+        """The store's generation; ``None`` when a write is in progress or Redis failed.
+        ``ahead``: this read, asked for earlier (:meth:`read_ahead`)."""
         try:
-            found: bytes | None = await self._client.script(
-                _READ, [_key(store_id)], [self._unique()]
+            found: bytes | None = await (
+                ahead.result()
+                if ahead is not None
+                else self._client.script(_READ, [_key(store_id)], [self._unique()])
             )
         except Exception as exc:  # whatever failed, SQL answers instead
             self.reads["unavailable"] += 1
@@ -205,8 +213,11 @@ class GatedFgaStore:
         self.store_id = store_id
         self.backend = inner.backend
 
-    async def generation(self) -> bytes | None:
-        return await self.generations.read(self.store_id)
+    def generation_ahead(self) -> ScriptAhead:
+        return self.generations.read_ahead(self.store_id)
+
+    async def generation(self, ahead: ScriptAhead | None = None) -> bytes | None:
+        return await self.generations.read(self.store_id, ahead)
 
     async def revision(self) -> int:
         return await self.inner.revision()

@@ -97,6 +97,7 @@ class CountingStore:
 @dataclass
 class Process:
     db: Database
+    redis: RedisMemoryStore
     sql: CountingStore
     generations: Generations
     store: GatedFgaStore
@@ -134,7 +135,7 @@ async def process(
         sql = CountingStore(SqlFgaStore(db))
         generations = Generations(redis.client, lease=lease)
         store = GatedFgaStore(sql, generations, DEFAULT_FGA_STORE)
-        yield Process(db, sql, generations, store, EngineState(store))
+        yield Process(db, redis, sql, generations, store, EngineState(store))
 
 
 @pytest.fixture
@@ -202,6 +203,47 @@ async def test_nothing_changed_means_no_sql_read(postgres_url: str, any_redis_ur
         # HIGHER_CONSISTENCY reads SQL whatever the generation says.
         await b.engine.fresh(consistent=True)
         assert b.sql.follow_reads() == before + 1
+
+
+async def test_a_generation_read_ahead_answers_at_once_and_misses_no_write(
+    postgres_url: str, any_redis_url: str
+) -> None:
+    """``fresh(ahead=...)`` with the read made beside another request (the caller's
+    authentication): no SQL read while nothing changed, every write made before it seen."""
+    async with process(postgres_url, any_redis_url) as a, process(postgres_url, any_redis_url) as b:
+
+        async def request() -> None:
+            with b.engine.generation_ahead() as ahead:
+                assert ahead is not None
+                await b.redis.get("the caller's own read")
+                await b.engine.fresh(ahead=ahead)
+
+        await a.store.write_model(MODEL)
+        await b.engine.fresh()
+        before = b.sql.follow_reads()
+        for _ in range(3):
+            await request()
+        assert b.sql.follow_reads() == before
+        await a.store.write_tuples([key("user:x")])
+        await request()
+        assert b.users() == ["user:x"]
+        await a.store.write_tuples([key("user:y")], [key("user:x")])
+        await request()
+        assert b.users() == ["user:y"]
+        # A write in progress: not skipped over.
+        write_id = await a.generations.begin(DEFAULT_FGA_STORE)
+        await request()
+        assert b.sql.follow_reads() > before
+        await a.generations.end(DEFAULT_FGA_STORE, write_id)
+
+
+async def test_no_read_ahead_before_a_first_refresh(postgres_url: str, redis_url: str) -> None:
+    async with process(postgres_url, redis_url) as b:
+        with b.engine.generation_ahead() as ahead:
+            assert ahead is None
+        await b.engine.fresh()
+        with b.engine.generation_ahead() as ahead:
+            assert ahead is not None
 
 
 async def test_concurrent_requests_share_one_generation_read(

@@ -7,7 +7,7 @@ and a restarted one serves again, scripts survive a flush, AUTH/SELECT/TLS from 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -16,7 +16,7 @@ import trio
 from trio.testing import assert_checkpoints
 
 from bastion.storage.errors import StorageUnavailable
-from bastion.storage.memory import RedisMemoryStore
+from bastion.storage.memory import RedisMemoryStore, resp
 from bastion.storage.memory.redis_topology import RedisClient, redis_client
 from bastion.storage.memory.resp import ReplyError, encode
 from tests.redis_topologies import RedisProcess, start_redis
@@ -329,3 +329,111 @@ async def test_a_pipeline_ending_in_a_script_the_server_forgot(server: RedisProc
         assert store.statistics()["connections_opened"] == 1
     finally:
         await store.aclose()
+
+
+#: A script whose every run shows (each INCRs its key), to tell whether a rider was sent.
+COUNTED = "return redis.call('INCR', KEYS[1])"
+
+
+@pytest.fixture
+def round_trips(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many commands each request to the server carried, in order."""
+    sent: list[int] = []
+    real = resp.Connection.request
+
+    async def counted(self: resp.Connection, commands: Sequence[resp.Command]) -> list[object]:
+        sent.append(len(commands))
+        return await real(self, commands)
+
+    monkeypatch.setattr(resp.Connection, "request", counted)
+    return sent
+
+
+async def test_a_rider_goes_out_with_its_tasks_next_request(
+    server: RedisProcess, round_trips: list[int]
+) -> None:
+    client = redis_client(url(server), pool_size=2, timeout=5)
+    try:
+        await client.execute("SET", "k", b"v")
+        assert await client.script(COUNTED, ["runs"], []) == 1  # the server knows it
+        round_trips.clear()
+        ahead = client.script_ahead(COUNTED, ["runs"], [])
+        assert await client.execute("GET", "k") == b"v"
+        assert await ahead.result() == 2
+        ahead.drop()  # after its result: nothing to take back
+        assert round_trips == [2]  # the GET and the script, one round trip
+    finally:
+        await client.aclose()
+
+
+async def test_a_rider_asked_for_first_goes_alone_and_only_once(
+    server: RedisProcess, round_trips: list[int]
+) -> None:
+    client = redis_client(url(server), pool_size=2, timeout=5)
+    try:
+        assert await client.script(COUNTED, ["runs"], []) == 1
+        round_trips.clear()
+        ahead = client.script_ahead(COUNTED, ["runs"], [])
+        assert await ahead.result() == 2
+        await client.execute("GET", "k")
+        assert round_trips == [1, 1]
+        assert server.client().get("runs") == b"2"
+    finally:
+        await client.aclose()
+
+
+async def test_a_dropped_rider_is_never_sent(server: RedisProcess) -> None:
+    client = redis_client(url(server), pool_size=2, timeout=5)
+    try:
+        client.script_ahead(COUNTED, ["runs"], []).drop()
+        await client.execute("GET", "k")
+        assert server.client().get("runs") is None
+    finally:
+        await client.aclose()
+
+
+async def test_a_rider_rides_only_its_own_tasks_request(
+    server: RedisProcess, round_trips: list[int]
+) -> None:
+    client = redis_client(url(server), pool_size=2, timeout=5)
+    try:
+        assert await client.script(COUNTED, ["runs"], []) == 1
+        round_trips.clear()
+        ahead = client.script_ahead(COUNTED, ["runs"], [])
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(client.execute, "GET", "k")  # another task's request
+        assert server.client().get("runs") == b"1"
+        assert await ahead.result() == 2
+        assert round_trips == [1, 1]
+    finally:
+        await client.aclose()
+
+
+async def test_a_rider_whose_carrier_was_cancelled_goes_alone_when_asked(
+    server: RedisProcess,
+) -> None:
+    client = redis_client(url(server), pool_size=2, timeout=5)
+    try:
+        ahead = client.script_ahead(COUNTED, ["runs"], [])
+        with trio.CancelScope() as scope:
+            scope.cancel()
+            await client.execute("GET", "k")
+        assert await ahead.result() == 1
+    finally:
+        await client.aclose()
+
+
+async def test_a_rider_script_the_server_forgot_is_run_again(
+    server: RedisProcess, round_trips: list[int]
+) -> None:
+    client = redis_client(url(server), pool_size=2, timeout=5)
+    try:
+        assert await client.script(COUNTED, ["runs"], []) == 1
+        server.client().script_flush()
+        ahead = client.script_ahead(COUNTED, ["runs"], [])
+        round_trips.clear()
+        await client.execute("GET", "k")
+        assert await ahead.result() == 2
+        assert round_trips == [2, 1]  # GET + EVALSHA (unknown), then EVAL
+    finally:
+        await client.aclose()

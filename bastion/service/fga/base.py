@@ -139,6 +139,7 @@ class FgaBase:
         self.engine = None if store is None else EngineState(store)
         self.metrics = metrics
         self._metric_children: dict[str, _CheckMetrics] = {}
+        self._succeeded: dict[str, Counter] = {}
 
     async def warm_up(self) -> None:
         """Load the store into this process at startup, so no request waits for it.
@@ -166,7 +167,12 @@ class FgaBase:
         except BaseException:
             self.metrics.fga_operations.labels(operation, "error").inc()
             raise
-        self.metrics.fga_operations.labels(operation, "success").inc()
+        succeeded = self._succeeded.get(operation)
+        if succeeded is None:  # looked up once, as _CheckMetrics
+            succeeded = self._succeeded[operation] = self.metrics.fga_operations.labels(
+                operation, "success"
+            )
+        succeeded.inc()
 
     async def _admin(self, caller: CallerContext) -> tuple[FgaStore, EngineState]:
         await self.service.require_admin(caller)

@@ -31,6 +31,8 @@ entries unreachable.
 from __future__ import annotations
 
 import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import trio
@@ -43,6 +45,7 @@ from bastion.core.fga.typesystem import TypeSystem
 from bastion.storage.fga import Change, FgaStore, StoredModel
 from bastion.storage.fga_generation import GatedFgaStore
 from bastion.storage.fga_replica import ReplicatedFgaStore
+from bastion.storage.memory.redis_topology import ScriptAhead
 
 __all__ = ["ActiveModel", "EngineState"]
 
@@ -86,12 +89,36 @@ class EngineState:
     def cache_scope(self) -> tuple[str, int]:
         return ("" if self.model is None else self.model.id, self.revision)
 
-    async def fresh(self, *, consistent: bool = False) -> None:
+    @contextmanager
+    def generation_ahead(self) -> Iterator[ScriptAhead | None]:
+        """The store's generation read, put on board this task's next Redis request (the
+        caller's authentication, say) for :meth:`fresh`; ``None`` where there is no
+        generation to read or no refresh to compare it with yet."""
+        if not isinstance(self.store, GatedFgaStore) or self._generation is None:
+            yield None
+            return
+        ahead = self.store.generation_ahead()
+        try:
+            yield ahead
+        finally:
+            ahead.drop()
+
+    async def fresh(self, *, consistent: bool = False, ahead: ScriptAhead | None = None) -> None:
         """Return once the index reflects the store as of (at least) this call.
 
         With a read replica, "the store" is the replica, never behind this process's own
         writes; ``consistent`` (OpenFGA's ``HIGHER_CONSISTENCY``) makes it the primary.
+
+        ``ahead`` (:meth:`generation_ahead`, read after this call's request arrived):
+        when it is the generation the last completed refresh began under, nothing was
+        committed between that refresh's start and the read, so the index already holds
+        every write committed before the request arrived, and the call returns at once.
+        Otherwise the call goes the usual way.
         """
+        if ahead is not None and not consistent and isinstance(self.store, GatedFgaStore):
+            generation = await self.store.generation(ahead)
+            if generation is not None and generation == self._generation:
+                return
         if consistent:
             if isinstance(self.store, ReplicatedFgaStore):
                 # Before the ticket: the refresh that covers this call starts after it.

@@ -151,10 +151,12 @@ class FgaService(FgaAdministration):
             if len(checks) > MAX_CHECKS:
                 raise InvalidArgument(f"too many checks: max {MAX_CHECKS} per request")
             parsed = [self._parse_check(c) for c in checks]
-            user = await self._subject(request.user, caller)
-            if any(check[2] for check in parsed):
-                await self._may_use_contextual(caller)
-            await engine.fresh()
+            # The generation read rides with the caller's authentication: one round trip.
+            with engine.generation_ahead() as ahead:
+                user = await self._subject(request.user, caller)
+                if any(check[2] for check in parsed):
+                    await self._may_use_contextual(caller)
+                await engine.fresh(ahead=ahead)
             model = engine.model
             if model is None:
                 raise PermissionDenied("authorization check failed")
@@ -234,10 +236,11 @@ class FgaService(FgaAdministration):
             object_type = request.object_type
             context = request_context(request.context)
             contextual = self._contextual(request.contextual_tuples)
-            user = await self._subject(request.user, caller)
-            if contextual:
-                await self._may_use_contextual(caller)
-            await engine.fresh()
+            with engine.generation_ahead() as ahead:  # as in check_permissions
+                user = await self._subject(request.user, caller)
+                if contextual:
+                    await self._may_use_contextual(caller)
+                await engine.fresh(ahead=ahead)
             model = engine.model
             if model is None:
                 raise PermissionDenied("authorization list failed")

@@ -115,6 +115,9 @@ class ThreadedRedis:
 
         return await self._call(work)
 
+    def script_ahead(self, body: str, keys: Sequence[str], args: Sequence[Arg]) -> ScriptWhenAsked:
+        return ScriptWhenAsked(self, (body, keys, args))
+
     async def get_many(self, keys: Sequence[str]) -> list[bytes | None]:
         def work(client: Any) -> list[bytes | None]:
             # A cluster reads slot by slot: these keys never need one atomic read.
@@ -171,3 +174,18 @@ class ThreadedRedis:
                     except RedisClusterException as e:  # no node answered
                         raise redis.ConnectionError(str(e)) from e
         return self._client
+
+
+class ScriptWhenAsked:
+    """A script asked for ahead, sent when its result is: a cluster's calls each take a
+    worker thread, so nothing is gained by carrying it with another."""
+
+    def __init__(self, client: ThreadedRedis, call: tuple[str, Sequence[str], Sequence[Arg]]):
+        self._client = client
+        self._call = call
+
+    async def result(self) -> Any:
+        return await self._client.script(*self._call)
+
+    def drop(self) -> None:
+        """Nothing was sent."""

@@ -27,6 +27,11 @@ Rules:
   sends for all, shielded when others joined, so that its cancellation cannot strand
   them (the pool's timeout still bounds it); a caller cancelled while waiting leaves,
   its commands run. A request nobody joined is cancellable midway, as above.
+- A caller that will need a read later in its request, and will first make another
+  request, can put the read on board (:meth:`Pool.ride`): it goes out in the same
+  pipeline as that task's next request, and costs no round trip of its own. A rider
+  whose carrier failed, or that is asked for before any request carried it, is sent on
+  its own then, so only reads (safe to send twice) ride.
 """
 
 from __future__ import annotations
@@ -51,6 +56,7 @@ __all__ = [
     "ConnectionLost",
     "Pool",
     "ReplyError",
+    "Rider",
     "connect",
     "encode",
 ]
@@ -255,6 +261,17 @@ class _Batch:
         self.error: BaseException | None = None
 
 
+class Rider:
+    """Commands waiting to go out with their task's next request (:meth:`Pool.ride`)."""
+
+    __slots__ = ("commands", "replies")
+
+    def __init__(self, commands: Sequence[Command]) -> None:
+        self.commands = commands
+        #: set once a request carried them and it succeeded
+        self.replies: list[Any] | None = None
+
+
 class Pool:
     """At most ``size`` connections to wherever ``locate`` says the server is."""
 
@@ -278,10 +295,48 @@ class Pool:
         self.unavailable = 0
         #: the batch that requests made now join, until its first caller sends it
         self._forming: _Batch | None = None
+        #: each task's riders, until its next request carries them
+        self._riders: dict[trio.lowlevel.Task, list[Rider]] = {}
+
+    def ride(self, commands: Sequence[Command]) -> Rider:
+        """``commands`` go out with this task's next request, in the same pipeline; their
+        replies are then :meth:`replies`'s. The caller must :meth:`replies` or
+        :meth:`unseat` the rider, or it waits for the task's next request."""
+        rider = Rider(commands)
+        self._riders.setdefault(trio.lowlevel.current_task(), []).append(rider)
+        return rider
+
+    def unseat(self, rider: Rider) -> None:
+        """Take ``rider`` off its task's next request, if no request carried it yet."""
+        task = trio.lowlevel.current_task()
+        waiting = self._riders.get(task)
+        if waiting is not None and rider in waiting:
+            waiting.remove(rider)
+            if not waiting:
+                del self._riders[task]
+
+    async def replies(self, rider: Rider) -> list[Any]:
+        """The replies to ``rider``'s commands: carried already, or sent now on their own."""
+        if rider.replies is None:
+            self.unseat(rider)
+            rider.replies = await self.request(rider.commands)
+        return rider.replies
 
     async def request(self, commands: Sequence[Command]) -> list[Any]:
         """The replies to ``commands``, sent as one pipeline on one connection, with
-        those of the other requests made in the same scheduler pass."""
+        those of the other requests made in the same scheduler pass and this task's
+        riders."""
+        riders = self._riders.pop(trio.lowlevel.current_task(), None) if self._riders else None
+        if riders is None:
+            return await self._batched(commands)
+        replies = await self._batched([*commands, *(c for r in riders for c in r.commands)])
+        at = len(commands)
+        for rider in riders:
+            rider.replies = replies[at : at + len(rider.commands)]
+            at += len(rider.commands)
+        return replies[: len(commands)]
+
+    async def _batched(self, commands: Sequence[Command]) -> list[Any]:
         batch = self._forming
         if batch is not None:
             start = len(batch.commands)
@@ -295,8 +350,8 @@ class Pool:
         batch = self._forming = _Batch()
         batch.commands.extend(commands)
         try:
-            with trio.CancelScope(shield=True):
-                await trio.lowlevel.checkpoint()  # the others of this pass join meanwhile
+            # The others of this pass join meanwhile; a schedule point, not a cancel point.
+            await trio.lowlevel.cancel_shielded_checkpoint()
             self._forming = None
             if len(batch.commands) == len(commands):
                 batch.replies = await self._request(commands)  # alone: cancellable midway

@@ -14,8 +14,9 @@ may have changed since its last refresh. One key per store,
   progress. It is added BEFORE the SQL transaction starts and removed, with the token
   replaced, AFTER it committed (:meth:`GatedFgaStore.write_tuples` and the others).
 
-A reader (:meth:`Generations.read`, one script call on the trio client) gets the token
-only when no write is in progress; otherwise ``None``, and the engine reads SQL. Why a
+A reader (:meth:`Generations.read`: one plain read of the key, and the script below only
+when the key holds anything but the one token) gets the token only when no write is in
+progress; otherwise ``None``, and the engine reads SQL. Why a
 process that read token ``T``, then refreshed from SQL, may later skip its SQL read when
 it reads ``T`` again (see :class:`~service.fga.engine.EngineState`):
 
@@ -74,7 +75,7 @@ from bastion.storage.fga import (
     TuplePage,
     WriteOptions,
 )
-from bastion.storage.memory.redis_topology import RedisClient, ScriptAhead
+from bastion.storage.memory.redis_topology import CommandAhead, RedisClient
 
 __all__ = ["LEASE", "GatedFgaStore", "Generations"]
 
@@ -142,20 +143,29 @@ class Generations:
     def _unique(self) -> str:
         return f"{self._prefix}.{next(self._counter)}"
 
-    def read_ahead(self, store_id: str) -> ScriptAhead:
-        """:meth:`read`'s script, put on board the calling task's next Redis request
-        (give it to :meth:`read`, or ``drop`` it)."""
-        return self._client.script_ahead(_READ, [_key(store_id)], [self._unique()])
+    def read_ahead(self, store_id: str) -> CommandAhead:
+        """:meth:`read`'s first command, put on board the calling task's next Redis
+        request (give it to :meth:`read`, or ``drop`` it)."""
+        return self._client.execute_ahead("ZRANGE", _key(store_id), 0, -1)
 
-    async def read(self, store_id: str, ahead: ScriptAhead | None = None) -> bytes | None:
+    async def read(self, store_id: str, ahead: CommandAhead | None = None) -> bytes | None:
         """The store's generation; ``None`` when a write is in progress or Redis failed.
-        ``ahead``: this read, asked for earlier (:meth:`read_ahead`)."""
+        ``ahead``: its first command, asked for earlier (:meth:`read_ahead`).
+
+        The key holding one ``g:`` member only (no write in progress, none lapsed) is
+        the usual case: a plain read answers it, which is what the script would answer.
+        Anything else (a write's entry, no key at all) is the script's to settle.
+        """
+        key = _key(store_id)
         try:
-            found: bytes | None = await (
-                ahead.result()
-                if ahead is not None
-                else self._client.script(_READ, [_key(store_id)], [self._unique()])
+            members = await (
+                ahead.result() if ahead is not None else self._client.execute("ZRANGE", key, 0, -1)
             )
+            found: bytes | None
+            if len(members) == 1 and members[0].startswith(b"g:"):
+                found = members[0]
+            else:
+                found = await self._client.script(_READ, [key], [self._unique()])
         except Exception as exc:  # whatever failed, SQL answers instead
             self.reads["unavailable"] += 1
             if not self._down:
@@ -213,10 +223,10 @@ class GatedFgaStore:
         self.store_id = store_id
         self.backend = inner.backend
 
-    def generation_ahead(self) -> ScriptAhead:
+    def generation_ahead(self) -> CommandAhead:
         return self.generations.read_ahead(self.store_id)
 
-    async def generation(self, ahead: ScriptAhead | None = None) -> bytes | None:
+    async def generation(self, ahead: CommandAhead | None = None) -> bytes | None:
         return await self.generations.read(self.store_id, ahead)
 
     async def revision(self) -> int:

@@ -331,10 +331,6 @@ async def test_a_pipeline_ending_in_a_script_the_server_forgot(server: RedisProc
         await store.aclose()
 
 
-#: A script whose every run shows (each INCRs its key), to tell whether a rider was sent.
-COUNTED = "return redis.call('INCR', KEYS[1])"
-
-
 @pytest.fixture
 def round_trips(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """How many commands each request to the server carried, in order."""
@@ -349,19 +345,21 @@ def round_trips(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return sent
 
 
+# The riders below are INCRs, where a read would ride, so that each run shows.
+
+
 async def test_a_rider_goes_out_with_its_tasks_next_request(
     server: RedisProcess, round_trips: list[int]
 ) -> None:
     client = redis_client(url(server), pool_size=2, timeout=5)
     try:
         await client.execute("SET", "k", b"v")
-        assert await client.script(COUNTED, ["runs"], []) == 1  # the server knows it
         round_trips.clear()
-        ahead = client.script_ahead(COUNTED, ["runs"], [])
+        ahead = client.execute_ahead("INCR", "runs")
         assert await client.execute("GET", "k") == b"v"
-        assert await ahead.result() == 2
+        assert await ahead.result() == 1
         ahead.drop()  # after its result: nothing to take back
-        assert round_trips == [2]  # the GET and the script, one round trip
+        assert round_trips == [2]  # the GET and the rider, one round trip
     finally:
         await client.aclose()
 
@@ -371,13 +369,11 @@ async def test_a_rider_asked_for_first_goes_alone_and_only_once(
 ) -> None:
     client = redis_client(url(server), pool_size=2, timeout=5)
     try:
-        assert await client.script(COUNTED, ["runs"], []) == 1
-        round_trips.clear()
-        ahead = client.script_ahead(COUNTED, ["runs"], [])
-        assert await ahead.result() == 2
+        ahead = client.execute_ahead("INCR", "runs")
+        assert await ahead.result() == 1
         await client.execute("GET", "k")
         assert round_trips == [1, 1]
-        assert server.client().get("runs") == b"2"
+        assert server.client().get("runs") == b"1"
     finally:
         await client.aclose()
 
@@ -385,7 +381,7 @@ async def test_a_rider_asked_for_first_goes_alone_and_only_once(
 async def test_a_dropped_rider_is_never_sent(server: RedisProcess) -> None:
     client = redis_client(url(server), pool_size=2, timeout=5)
     try:
-        client.script_ahead(COUNTED, ["runs"], []).drop()
+        client.execute_ahead("INCR", "runs").drop()
         await client.execute("GET", "k")
         assert server.client().get("runs") is None
     finally:
@@ -397,13 +393,11 @@ async def test_a_rider_rides_only_its_own_tasks_request(
 ) -> None:
     client = redis_client(url(server), pool_size=2, timeout=5)
     try:
-        assert await client.script(COUNTED, ["runs"], []) == 1
-        round_trips.clear()
-        ahead = client.script_ahead(COUNTED, ["runs"], [])
+        ahead = client.execute_ahead("INCR", "runs")
         async with trio.open_nursery() as nursery:
             nursery.start_soon(client.execute, "GET", "k")  # another task's request
-        assert server.client().get("runs") == b"1"
-        assert await ahead.result() == 2
+        assert server.client().get("runs") is None
+        assert await ahead.result() == 1
         assert round_trips == [1, 1]
     finally:
         await client.aclose()
@@ -414,7 +408,7 @@ async def test_a_rider_whose_carrier_was_cancelled_goes_alone_when_asked(
 ) -> None:
     client = redis_client(url(server), pool_size=2, timeout=5)
     try:
-        ahead = client.script_ahead(COUNTED, ["runs"], [])
+        ahead = client.execute_ahead("INCR", "runs")
         with trio.CancelScope() as scope:
             scope.cancel()
             await client.execute("GET", "k")
@@ -423,17 +417,15 @@ async def test_a_rider_whose_carrier_was_cancelled_goes_alone_when_asked(
         await client.aclose()
 
 
-async def test_a_rider_script_the_server_forgot_is_run_again(
-    server: RedisProcess, round_trips: list[int]
+async def test_an_error_reply_to_a_rider_is_raised_to_its_owner_alone(
+    server: RedisProcess,
 ) -> None:
     client = redis_client(url(server), pool_size=2, timeout=5)
     try:
-        assert await client.script(COUNTED, ["runs"], []) == 1
-        server.client().script_flush()
-        ahead = client.script_ahead(COUNTED, ["runs"], [])
-        round_trips.clear()
-        await client.execute("GET", "k")
-        assert await ahead.result() == 2
-        assert round_trips == [2, 1]  # GET + EVALSHA (unknown), then EVAL
+        await client.execute("SET", "k", b"not a number")
+        ahead = client.execute_ahead("INCR", "k")
+        assert await client.execute("GET", "k") == b"not a number"
+        with pytest.raises(ReplyError, match="not an integer"):
+            await ahead.result()
     finally:
         await client.aclose()

@@ -45,7 +45,7 @@ from bastion.core.fga.typesystem import TypeSystem
 from bastion.storage.fga import Change, FgaStore, StoredModel
 from bastion.storage.fga_generation import GatedFgaStore
 from bastion.storage.fga_replica import ReplicatedFgaStore
-from bastion.storage.memory.redis_topology import ScriptAhead
+from bastion.storage.memory.redis_topology import CommandAhead
 
 __all__ = ["ActiveModel", "EngineState"]
 
@@ -90,7 +90,7 @@ class EngineState:
         return ("" if self.model is None else self.model.id, self.revision)
 
     @contextmanager
-    def generation_ahead(self) -> Iterator[ScriptAhead | None]:
+    def generation_ahead(self) -> Iterator[CommandAhead | None]:
         """The store's generation read, put on board this task's next Redis request (the
         caller's authentication, say) for :meth:`fresh`; ``None`` where there is no
         generation to read or no refresh to compare it with yet."""
@@ -103,7 +103,7 @@ class EngineState:
         finally:
             ahead.drop()
 
-    async def fresh(self, *, consistent: bool = False, ahead: ScriptAhead | None = None) -> None:
+    async def fresh(self, *, consistent: bool = False, ahead: CommandAhead | None = None) -> None:
         """Return once the index reflects the store as of (at least) this call.
 
         With a read replica, "the store" is the replica, never behind this process's own

@@ -115,8 +115,8 @@ class ThreadedRedis:
 
         return await self._call(work)
 
-    def script_ahead(self, body: str, keys: Sequence[str], args: Sequence[Arg]) -> ScriptWhenAsked:
-        return ScriptWhenAsked(self, (body, keys, args))
+    def execute_ahead(self, *args: Arg) -> CommandWhenAsked:
+        return CommandWhenAsked(self, args)
 
     async def get_many(self, keys: Sequence[str]) -> list[bytes | None]:
         def work(client: Any) -> list[bytes | None]:
@@ -176,16 +176,16 @@ class ThreadedRedis:
         return self._client
 
 
-class ScriptWhenAsked:
-    """A script asked for ahead, sent when its result is: a cluster's calls each take a
+class CommandWhenAsked:
+    """A command asked for ahead, sent when its result is: a cluster's calls each take a
     worker thread, so nothing is gained by carrying it with another."""
 
-    def __init__(self, client: ThreadedRedis, call: tuple[str, Sequence[str], Sequence[Arg]]):
+    def __init__(self, client: ThreadedRedis, args: Sequence[Arg]) -> None:
         self._client = client
-        self._call = call
+        self._args = args
 
     async def result(self) -> Any:
-        return await self._client.script(*self._call)
+        return await self._client.execute(*self._args)
 
     def drop(self) -> None:
         """Nothing was sent."""

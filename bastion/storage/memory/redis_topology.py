@@ -47,8 +47,8 @@ from bastion.storage.memory.resp import (
 )
 
 __all__ = [
+    "CommandAhead",
     "RedisClient",
-    "ScriptAhead",
     "ScriptCall",
     "SentinelLocator",
     "TrioRedis",
@@ -61,11 +61,11 @@ ScriptCall = tuple[str, Sequence[str], Sequence[Arg]]
 _SCAN_BATCH = 500
 
 
-class ScriptAhead(Protocol):
-    """A Lua script asked for ahead of need (:meth:`RedisClient.script_ahead`)."""
+class CommandAhead(Protocol):
+    """A command asked for ahead of need (:meth:`RedisClient.execute_ahead`)."""
 
     async def result(self) -> Any:
-        """Its reply, as :meth:`RedisClient.script` gives it."""
+        """Its reply, as :meth:`RedisClient.execute` gives it."""
         ...
 
     def drop(self) -> None:
@@ -94,10 +94,10 @@ class RedisClient(Protocol):
         """A Lua script, by its digest once the server has it."""
         ...
 
-    def script_ahead(self, body: str, keys: Sequence[str], args: Sequence[Arg]) -> ScriptAhead:
-        """A read-only (safe to send twice) script that the calling task will want after
-        its next request: where the client can, it goes out in that request's round
-        trip. The caller must ask for its ``result`` or ``drop`` it."""
+    def execute_ahead(self, *args: Arg) -> CommandAhead:
+        """A read (a command safe to send twice) that the calling task will want after its
+        next request: where the client can, it goes out in that request's round trip.
+        The caller must ask for its ``result`` or ``drop`` it."""
         ...
 
     async def get_many(self, keys: Sequence[str]) -> list[bytes | None]: ...
@@ -164,18 +164,13 @@ class TrioRedis:
 
     async def script(self, body: str, keys: Sequence[str], args: Sequence[Arg]) -> Any:
         (reply,) = await self._pool.request([self._evalsha(body, keys, args)])
-        return await self._known(reply, body, keys, args)
-
-    async def _known(self, reply: Any, body: str, keys: Sequence[str], args: Sequence[Arg]) -> Any:
-        """An EVALSHA's reply; if the server had not seen the script (or flushed its
-        scripts), EVAL's, which caches it again."""
         if _unknown(reply):
+            # The server has not seen it (or flushed its scripts): EVAL caches it again.
             (reply,) = await self._pool.request([["EVAL", body, len(keys), *keys, *args]])
         return _raised(reply)
 
-    def script_ahead(self, body: str, keys: Sequence[str], args: Sequence[Arg]) -> _RidingScript:
-        rider = self._pool.ride([self._evalsha(body, keys, args)])
-        return _RidingScript(self, rider, (body, keys, args))
+    def execute_ahead(self, *args: Arg) -> _RidingCommand:
+        return _RidingCommand(self._pool, self._pool.ride([args]))
 
     def _evalsha(self, body: str, keys: Sequence[str], args: Sequence[Arg]) -> Command:
         digest = self._digests.get(body)
@@ -217,20 +212,19 @@ class TrioRedis:
         await self._pool.aclose()
 
 
-class _RidingScript:
-    """A script on board the task's next request (:meth:`Pool.ride`)."""
+class _RidingCommand:
+    """A command on board the task's next request (:meth:`Pool.ride`)."""
 
-    def __init__(self, client: TrioRedis, rider: Rider, call: ScriptCall) -> None:
-        self._client = client
+    def __init__(self, pool: Pool, rider: Rider) -> None:
+        self._pool = pool
         self._rider = rider
-        self._call = call
 
     async def result(self) -> Any:
-        (reply,) = await self._client._pool.replies(self._rider)
-        return await self._client._known(reply, *self._call)
+        (reply,) = await self._pool.replies(self._rider)
+        return _raised(reply)
 
     def drop(self) -> None:
-        self._client._pool.unseat(self._rider)
+        self._pool.unseat(self._rider)
 
 
 class SentinelLocator:

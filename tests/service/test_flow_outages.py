@@ -640,7 +640,8 @@ async def test_of_two_verifies_with_one_code_exactly_one_signs_in(site: Site, ve
     """Each on its own challenge, so both takes succeed: the winner signs in between the
     loser's check of the code (against the authenticator it loaded) and the loser's take.
     Only the compare-and-set in the loser's commit can refuse it: "invalid otp", the
-    session it kept dropped, nothing written."""
+    session it kept dropped, its sign-in rolled back, and a failed attempt recorded in
+    its place (audit row, webhook, count), as for a replayed code."""
     email = f"race-{verify.__name__}@example.com"
     winner = Browser(email)
     await signup_with_mfa(site, winner)
@@ -653,16 +654,25 @@ async def test_of_two_verifies_with_one_code_exactly_one_signs_in(site: Site, ve
     sessions = site.totp.auth.sessions
     kept_before = {s.id for s in await sessions.listing(user.id)}
     before = await account_record(site, email)
+    registry = site.totp.metrics.registry
+
+    def counted(outcome: str) -> float:
+        labels = {"method": "totp", "outcome": outcome}
+        return registry.get_sample_value("bastion_mfa_challenges_total", labels) or 0.0
+
+    counted_before = {outcome: counted(outcome) for outcome in ("passed", "failed")}
     site.memory.interleave_before = "take"
     site.memory.interleave = lambda: verify(site, winner)
     with pytest.raises(InvalidArgument, match="invalid otp"):
         await verify(site, loser)
     assert site.memory.interleave is None, "the winner never ran"
     after = await account_record(site, email)
-    signed_in = {
-        "webhooks": ["user.login", "user.mfa_passed"],
-        "audit": ["user.login_success", "user.mfa_passed"],
+    signed_in = {  # the winner's sign-in, and the loser's failed attempt
+        "webhooks": ["user.login", "user.mfa_passed", "user.mfa_failed"],
+        "audit": ["user.login_success", "user.mfa_passed", "user.mfa_failed"],
     }
+    assert counted("passed") - counted_before["passed"] == 1
+    assert counted("failed") - counted_before["failed"] == 1
     for kind, added in signed_in.items():
         assert collections.Counter(after[kind]) - collections.Counter(before[kind]) == (
             collections.Counter(added)

@@ -34,6 +34,7 @@ from bastion.core.errors import Internal, InvalidArgument, PermissionDenied, Una
 from bastion.core.state_machines import MACHINES, Handoff, Machine
 from bastion.core.state_machines._machine import Effect, Event, Fail
 from bastion.core.state_machines.effects import (
+    AuditAction,
     AuditRecord,
     CheckRequiredRelations,
     ClearSessionCookie,
@@ -153,6 +154,8 @@ class FlowRun:
         self._consumed_message = "invalid token"
         #: the sessions this run kept: (user id, sid, nonce)
         self._kept: list[tuple[str, str, str]] = []
+        #: MFA outcomes queued with the SQL above: counted once it commits
+        self._outcomes: list[RecordMfaOutcome] = []
 
     # -- the loop ---------------------------------------------------------------------------
 
@@ -182,9 +185,22 @@ class FlowRun:
             effects = machine.handle(reply)
 
     async def _flush(self) -> None:
-        if not self._sql:
-            return
-        ops, self._sql = self._sql, []
+        if self._sql:
+            ops, self._sql = self._sql, []
+            try:
+                await self._commit(ops)
+            except _Consumed as consumed:
+                # Someone else used the link or code first: the session kept for this use
+                # never reaches the caller.
+                for user_id, sid, nonce in self._kept:
+                    await self.auth.sessions.delete(user_id, sid, nonce)
+                await self._spent_meanwhile()
+                raise InvalidArgument(consumed.message or self._consumed_message) from None
+        outcomes, self._outcomes = self._outcomes, []
+        for outcome in outcomes:
+            self.auth.record_mfa_outcome(outcome.method, outcome.outcome)
+
+    async def _commit(self, ops: list[SqlOp]) -> None:
         if len(ops) == 1 and isinstance(ops[0], _OneInsert):
             await self.auth.storage.db.write_one(ops[0])  # a login's audit row, mostly
             return
@@ -193,14 +209,33 @@ class FlowRun:
             for op in ops:
                 op(conn)
 
-        try:
-            await self.auth.storage.db.run(apply, write=True)
-        except _Consumed as consumed:
-            # Someone else used the link or code first: the session kept for this use
-            # never reaches the caller.
-            for user_id, sid, nonce in self._kept:
-                await self.auth.sessions.delete(user_id, sid, nonce)
-            raise InvalidArgument(consumed.message or self._consumed_message) from None
+        await self.auth.storage.db.run(apply, write=True)
+
+    async def _spent_meanwhile(self) -> None:
+        """The second factor passed, but its code was spent by another request first (the
+        commit's compare-and-set): for this request that is a failed attempt, recorded as
+        a replayed code's is (audit row, count, webhook), in place of the success that was
+        rolled back."""
+        passed = [o for o in self._outcomes if o.outcome is MfaOutcome.PASSED]
+        self._outcomes = []
+        ops: list[SqlOp] = []
+        for outcome in passed:
+            record = AuditRecord(
+                action=AuditAction.MFA_FAILED,
+                actor_id=outcome.user_id,
+                resource_id=outcome.user_id,
+                metadata={"method": outcome.method.value, "spent_meanwhile": True},
+            )
+            ops.append(self._audit_op(record))
+            failed = MFA_WEBHOOK_EVENTS[MfaOutcome.FAILED]
+            if await self.auth.storage.webhook_listeners.listening(failed):
+                ops.append(
+                    outcome_webhook(outcome.user_id, outcome.method, MfaOutcome.FAILED, self._now)
+                )
+        if ops:
+            await self._commit(ops)
+        for outcome in passed:
+            self.auth.record_mfa_outcome(outcome.method, MfaOutcome.FAILED)
 
     @property
     def _now(self) -> int:
@@ -429,7 +464,7 @@ class FlowRun:
                 )
             ):
                 return  # this lock was announced already
-            auth.record_mfa_outcome(effect.method, effect.outcome)
+            self._outcomes.append(effect)
             if await auth.storage.webhook_listeners.listening(MFA_WEBHOOK_EVENTS[effect.outcome]):
                 self._sql.append(
                     outcome_webhook(effect.user_id, effect.method, effect.outcome, self._now)

@@ -6,8 +6,9 @@ Rules / theory of operation
    the link or fails with an error (reference surprise 14 fixed: never a silent success).
 2. An unknown email creates an account (if signup is enabled) with signup method
    ``magic_link_login`` and the requested roles (configured, not protected; else the
-   defaults), under the per-identity lock. If someone else creates it first, the flow
-   simply loads that account and continues.
+   defaults), under the per-identity lock, its ``user.created`` event in the same
+   commit as its row (a failure after it leaves no account unannounced). If someone else
+   creates it first, the flow simply loads that account and continues.
 3. A known account gains ``magic_link_login`` and any requested configured role it lacks,
    never a protected one ("invalid roles").
 4. A revoked account gets the same answer as everyone, and nothing is sent.
@@ -108,7 +109,6 @@ class MagicLinkContext:
     oauth_state: str | None = None
     redirect_uri: str | None = None
     user: User | None = None
-    created: bool = False
 
 
 class MagicLinkMachine(Machine[State]):
@@ -165,7 +165,10 @@ class MagicLinkMachine(Machine[State]):
                 is_multi_factor_auth_enabled=True if policy.enforce_mfa else None,
             )
             lock = identity_lock_key(email=self.ctx.email)
-            return [CreateUser(user=new, lock_keys=(lock,))], State.CREATING_USER
+            # Queued first, so the account's creation commits with its row: a failure
+            # after it (the link, the mail) leaves an account that was announced.
+            created = EmitWebhook(event=WebhookEvent.CREATED, user=new)
+            return [created, CreateUser(user=new, lock_keys=(lock,))], State.CREATING_USER
         if user.is_revoked:
             return [self._answer()], State.DONE
         roles = magic_link_roles(self.ctx.requested_roles, user.roles, policy)
@@ -182,7 +185,6 @@ class MagicLinkMachine(Machine[State]):
 
     def _on_created(self, event: UserCreated) -> tuple[list[Effect], State]:
         self.ctx.user = event.user
-        self.ctx.created = True
         return [self._link_request()], State.CREATING_REQUEST
 
     def _on_taken(self, event: UserAlreadyExists) -> tuple[list[Effect], State]:
@@ -199,8 +201,6 @@ class MagicLinkMachine(Machine[State]):
                 verification_url=link,
             )
         ]
-        if self.ctx.created:
-            effects.append(EmitWebhook(event=WebhookEvent.CREATED, user=user))
         effects.append(
             AuditRecord(
                 action=AuditAction.MAGIC_LINK_REQUESTED,

@@ -61,7 +61,10 @@ def test_new_email_creates_the_account_and_mails_the_link() -> None:
     redirect = f"{URL}/app?state=st&scope=openid+email+profile"
     assert steps[:3] == [
         [LoadUser(email=EMAIL)],
-        [CreateUser(user=created, lock_keys=("email:ann@example.com",))],
+        [
+            EmitWebhook(event=WebhookEvent.CREATED, user=created),  # committed with the row
+            CreateUser(user=created, lock_keys=("email:ann@example.com",)),
+        ],
         [
             CreateVerificationRequest(
                 email=EMAIL,
@@ -79,7 +82,6 @@ def test_new_email_creates_the_account_and_mails_the_link() -> None:
     )
     assert steps[3] == [
         SendEmail(event=EmailEvent.MAGIC_LINK_LOGIN, to=EMAIL, user=created, verification_url=link),
-        EmitWebhook(event=WebhookEvent.CREATED, user=created),
         AuditRecord(
             action=AuditAction.MAGIC_LINK_REQUESTED,
             actor_id="id-1",

@@ -11,8 +11,10 @@ exchanged, ID token verified) and hands over the normalised provider profile.
 2. Unknown address: signup must be enabled; the account is created under the
    per-identity lock with the verified address, the provider in ``signup_methods``, the
    provider's names and picture, and the requested roles (configured, not protected;
-   none asked = ``--default-roles``). If another request creates it first, the flow loads
-   that account and links it instead.
+   none asked = ``--default-roles``). Its signup (the ``user.signup`` event and audit
+   row) commits with its row, so a failure after it (the session) leaves no account
+   unannounced. If another request creates it first, the flow loads that account and
+   links it instead.
 3. Known address: a revoked account is refused. Otherwise the account gains the provider
    in ``signup_methods``, requested configured roles it lacks (never a protected one) and
    names or picture it has no value for. If OUR copy of the address was never verified,
@@ -116,7 +118,6 @@ class SocialLoginContext:
     scope: tuple[str, ...] = ()
     oauth_state: str | None = None
     user: User | None = None
-    created: bool = False
 
 
 class SocialLoginMachine(Machine[State]):
@@ -180,7 +181,17 @@ class SocialLoginMachine(Machine[State]):
                 is_multi_factor_auth_enabled=True if policy.enforce_mfa else None,
             )
             lock = identity_lock_key(email=self.ctx.email)
-            return [CreateUser(user=new, lock_keys=(lock,))], State.CREATING_USER
+            signup: list[Effect] = [
+                EmitWebhook(event=WebhookEvent.SIGNUP, user=new, auth_recipe=provider.value),
+                AuditRecord(
+                    action=AuditAction.SIGNUP,
+                    actor_id=new.id,
+                    actor_email=new.email,
+                    resource_id=new.id,
+                    metadata={"provider": provider.value},
+                ),
+            ]  # queued first: committed with the row (a taken identity drops them)
+            return [*signup, CreateUser(user=new, lock_keys=(lock,))], State.CREATING_USER
         if user.is_revoked:
             return self._fail(FailedPrecondition, ACCESS_REVOKED)
         roles = magic_link_roles(self.ctx.requested_roles, user.roles, policy)
@@ -216,7 +227,6 @@ class SocialLoginMachine(Machine[State]):
 
     def _on_created(self, event: UserCreated) -> tuple[list[Effect], State]:
         self.ctx.user = event.user
-        self.ctx.created = True
         return [self._issue(event.user)], State.ISSUING_TOKENS
 
     def _on_taken(self, event: UserAlreadyExists) -> tuple[list[Effect], State]:
@@ -236,23 +246,15 @@ class SocialLoginMachine(Machine[State]):
     def _on_tokens(self, event: TokensIssued) -> tuple[list[Effect], State]:
         user, provider = self._require(self.ctx.user), self._require(self.ctx.provider)
         method = provider.value
-        events = (
-            [WebhookEvent.SIGNUP, WebhookEvent.LOGIN] if self.ctx.created else [WebhookEvent.LOGIN]
-        )
-        audits = [AuditAction.SIGNUP] if self.ctx.created else []
-        audits.append(AuditAction.OAUTH_CALLBACK_SUCCESS)
         return [
             *keep_session(user, method, event.tokens),
-            *(EmitWebhook(event=e, user=user, auth_recipe=method) for e in events),
-            *(
-                AuditRecord(
-                    action=action,
-                    actor_id=user.id,
-                    actor_email=user.email,
-                    resource_id=user.id,
-                    metadata={"provider": method},
-                )
-                for action in audits
+            EmitWebhook(event=WebhookEvent.LOGIN, user=user, auth_recipe=method),
+            AuditRecord(
+                action=AuditAction.OAUTH_CALLBACK_SUCCESS,
+                actor_id=user.id,
+                actor_email=user.email,
+                resource_id=user.id,
+                metadata={"provider": method},
             ),
             Respond(result=AuthResponse.with_tokens(LOGGED_IN, user, event.tokens)),
         ], State.DONE

@@ -66,9 +66,15 @@ def test_a_new_person_gets_a_verified_account_with_the_provider() -> None:
     machine = SocialLoginMachine(env())
     (load,) = machine.handle(request(roles=("editor",)))
     assert load == LoadUser(email=EMAIL)
-    (create,) = machine.handle(UserLoaded(user=None))
+    *signup, create = machine.handle(UserLoaded(user=None))
     assert isinstance(create, CreateUser)
     new = create.user
+    # The signup is queued before the creation, to commit with the row.
+    assert [(e.event, e.auth_recipe) for e in signup if isinstance(e, EmitWebhook)] == [
+        (WebhookEvent.SIGNUP, "google")
+    ]
+    assert [e.action for e in signup if isinstance(e, AuditRecord)] == [AuditAction.SIGNUP]
+    assert len(signup) == 2
     assert new.email == EMAIL
     assert new.email_verified_at == NOW
     assert new.signup_methods == ("google",)
@@ -80,9 +86,9 @@ def test_a_new_person_gets_a_verified_account_with_the_provider() -> None:
     assert (issue.login_method, issue.roles) == ("google", ("editor",))
     done = machine.handle(TokensIssued(tokens=tokens()))
     hooks = [(e.event, e.auth_recipe) for e in done if isinstance(e, EmitWebhook)]
-    assert hooks == [(WebhookEvent.SIGNUP, "google"), (WebhookEvent.LOGIN, "google")]
+    assert hooks == [(WebhookEvent.LOGIN, "google")]
     audits = [e.action for e in done if isinstance(e, AuditRecord)]
-    assert audits == [AuditAction.SIGNUP, AuditAction.OAUTH_CALLBACK_SUCCESS]
+    assert audits == [AuditAction.OAUTH_CALLBACK_SUCCESS]
     assert isinstance(done[0], PersistSession)
     assert done[0].login_method == "google"
     assert isinstance(done[-1], Respond)

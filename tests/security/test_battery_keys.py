@@ -12,12 +12,12 @@ from typing import Any
 
 import httpx
 import pytest
-from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from joserfc import jwt
 from joserfc.jwk import ECKey, OctKey
 
 from tests.dbfixtures import fresh_sqlite_url
+from tests.keys import pem_pair
 from tests.security.test_battery_tokens import b64, hs256, parts, refused
 from tests.server.harness import ServerProcess, base_flags, free_port, running
 
@@ -25,17 +25,8 @@ PASSWORD = "Keys!battery1"
 HS512_SECRET = "an-hs512-secret-that-is-long-enough-for-sha512-keys-0123456789"
 
 
-def pem_pair() -> tuple[str, str]:
-    key = ec.generate_private_key(ec.SECP256R1())
-    private = key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    ).decode()
-    public = (
-        key.public_key()
-        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
-        .decode()
-    )
-    return private, public
+def p256_pem_pair() -> tuple[str, str]:
+    return pem_pair(ec.generate_private_key(ec.SECP256R1()))
 
 
 def without_jwt(flags: list[str]) -> list[str]:
@@ -70,7 +61,7 @@ def es_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProces
     """An ES256 deployment whose key A was rotated out: it ran on A and issued a token,
     then restarted on key B with A kept as the secondary (same database)."""
     tmp: Path = tmp_path_factory.mktemp("es256")
-    (new_private, new_public), (old_private, old_public) = pem_pair(), pem_pair()
+    (new_private, new_public), (old_private, old_public) = p256_pem_pair(), p256_pem_pair()
     database = without_jwt(base_flags("sqlite", fresh_sqlite_url(tmp)))
     before = [
         *database,
@@ -123,7 +114,7 @@ def test_es256_forgeries_are_refused(es_server: ServerProcess) -> None:
     token = signed_up(es_server)
     header, claims = parts(token)
     signature = token.split(".")[2]
-    stranger_private, _ = pem_pair()
+    stranger_private, _ = p256_pem_pair()
     _, new_public = es_server.keys["new"]  # type: ignore[attr-defined]
     _, old_public = es_server.keys["old"]  # type: ignore[attr-defined]
     forgeries = {

@@ -10,11 +10,8 @@ PEM key material with ``cryptography``.
 
 from __future__ import annotations
 
-import difflib
-import re
 import sys
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 from cryptography import x509
@@ -30,9 +27,6 @@ from cryptography.hazmat.primitives.serialization import (
 
 from bastion.core.settings import (
     FLAGS,
-    FLAGS_BY_NAME,
-    NOSQL_ONLY_FLAGS,
-    RENAMED_FLAGS,
     ConfigError,
     Flag,
     Group,
@@ -40,15 +34,12 @@ from bastion.core.settings import (
     Settings,
     settings_from_flags,
 )
+from bastion.flag_files import HelpRequested, read_flags
 
 __all__ = ["HelpRequested", "main", "parse_args", "read_flags", "render_help"]
 
 #: Exit status for a configuration the server refuses.
 EXIT_CONFIG = 2
-
-
-class HelpRequested(Exception):  # a request to print help, not a failure
-    """``--help`` or ``-h`` was given."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -57,12 +48,8 @@ def main(argv: list[str] | None = None) -> int:
     if args[:1] == ["--version"]:
         print(f"bastion {_version()}")
         return 0
-    command = args[0] if args[:1] == ["migrate"] else None
-    dry_run = False
-    if command == "migrate":
-        args = args[1:]
-        dry_run = "--dry-run" in args
-        args = [a for a in args if a != "--dry-run"]
+    if args[:1] == ["migrate"]:
+        return _migrate(args[1:])
     try:
         settings = parse_args(args)
     except HelpRequested:
@@ -71,10 +58,6 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"bastion: {exc.message}", file=sys.stderr)
         return EXIT_CONFIG
-    if command == "migrate":
-        from bastion.migrate_command import run_migrate
-
-        return run_migrate(settings, dry_run=dry_run)
     from bastion.workers import run_workers, worker_slot
 
     if settings.workers > 1 and worker_slot() is None:
@@ -82,6 +65,21 @@ def main(argv: list[str] | None = None) -> int:
     from bastion.server import run
 
     return run(settings)
+
+
+def _migrate(args: list[str]) -> int:
+    from bastion.database_command import parse_command, render_command_help
+    from bastion.migrate_command import MIGRATE, run_migrate
+
+    try:
+        invocation = parse_command(MIGRATE, args)
+    except HelpRequested:
+        sys.stdout.write(render_command_help(MIGRATE))
+        return 0
+    except ConfigError as exc:
+        print(f"bastion migrate: {exc.message}", file=sys.stderr)
+        return EXIT_CONFIG
+    return run_migrate(invocation)
 
 
 def _version() -> str:
@@ -100,113 +98,6 @@ def parse_args(argv: list[str]) -> Settings:
     _check_grpc_tls(settings)
     _check_http_tls(settings)
     return settings
-
-
-# --------------------------------------------------------------------------- reading
-
-
-def read_flags(argv: list[str]) -> dict[str, str]:
-    """The flags given in ``argv`` (``@FILE`` expanded) as texts keyed by flag name."""
-    values: dict[str, str] = {}
-    given_at: dict[str, str] = {}
-
-    def store(flag: Flag, value: str | None, where: str) -> None:
-        if value is None:
-            if flag.kind is not Kind.BOOL:
-                raise ConfigError(f"{where}{flag.option} needs a value")
-            value = "true"
-        here = where.removesuffix(": ") or "the command line"
-        if flag.name in values:
-            first = given_at[flag.name]
-            places = f"twice on {here}" if first == here else f"on {first} and on {here}"
-            raise ConfigError(f"{flag.option} is given more than once ({places})")
-        values[flag.name] = value
-        given_at[flag.name] = here
-
-    position = 0
-    previous_bool = ""
-    while position < len(argv):
-        arg = argv[position]
-        position += 1
-        if arg in ("--help", "-h"):
-            raise HelpRequested
-        if arg.startswith("@") and len(arg) > 1:
-            for name, value, where in _read_flag_file(arg[1:]):
-                store(_lookup(name, where), value, where)
-            previous_bool = ""
-            continue
-        if not arg.startswith("--") or arg == "--":
-            # Never echo the argument: it may be a secret that lost its flag.
-            if previous_bool and arg.lower() in ("true", "false"):
-                raise ConfigError(
-                    f"write {previous_bool}={arg.lower()}: a boolean flag takes its value after '='"
-                )
-            raise ConfigError(
-                f"unexpected argument #{position}: bastion takes only --flag, --flag=VALUE, "
-                f"--flag VALUE and @FILE"
-            )
-        name, equals, value = arg[2:].partition("=")
-        flag = _lookup(name, "")
-        previous_bool = flag.option if flag.kind is Kind.BOOL and not equals else ""
-        if not equals and flag.kind is not Kind.BOOL:
-            if position >= len(argv):
-                raise ConfigError(f"{flag.option} needs a value")
-            value = argv[position]
-            position += 1
-        store(flag, value if equals or flag.kind is not Kind.BOOL else None, "")
-    return values
-
-
-def _lookup(name: str, where: str) -> Flag:
-    if name == "help":
-        raise HelpRequested
-    flag = FLAGS_BY_NAME.get(name)
-    if flag is not None:
-        return flag
-    if name in RENAMED_FLAGS:
-        replacement = RENAMED_FLAGS[name]
-        if replacement is None:
-            raise ConfigError(
-                f"{where}--{name} is not accepted: bastion reads its configuration only from "
-                f"flags (no replacement)"
-            )
-        raise ConfigError(f"{where}--{name} is not accepted; use --{replacement}")
-    if name in NOSQL_ONLY_FLAGS:
-        raise ConfigError(f"{where}--{name} is not accepted: NoSQL backends are not supported")
-    kebab = name.replace("_", "-")
-    if kebab in FLAGS_BY_NAME:
-        raise ConfigError(f"{where}unknown flag --{name}; flag names are kebab-case: --{kebab}")
-    close = difflib.get_close_matches(name, FLAGS_BY_NAME, n=1)
-    hint = f"did you mean --{close[0]}?" if close else "see bastion --help"
-    raise ConfigError(f"{where}unknown flag --{name} ({hint})")
-
-
-_FILE_LINE = re.compile(r"--([^=\s]+)(.*)", re.DOTALL)
-
-
-def _read_flag_file(path: str) -> Iterator[tuple[str, str | None, str]]:
-    """(name, value or None, where) per flag line of a flag file."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot read flag file {path!r}: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise ConfigError(f"flag file {path!r} is not UTF-8 text") from None
-    for number, raw_line in enumerate(text.splitlines(), start=1):
-        line = raw_line.strip()
-        if not line or line.startswith("#"):
-            continue
-        where = f"{path} line {number}: "
-        match = _FILE_LINE.fullmatch(line)
-        if match is None:
-            raise ConfigError(f"{where}expected --flag, --flag=VALUE or --flag VALUE")
-        name, rest = match.groups()
-        if rest.startswith("="):
-            yield name, rest[1:], where
-        elif rest:
-            yield name, rest.lstrip(), where
-        else:
-            yield name, None, where
 
 
 # ---------------------------------------------------------------- key material (I/O)

@@ -29,7 +29,8 @@ def test_version(tmp_path: Path) -> None:
 
 def test_migrate_applies_then_the_server_starts_with_migrations_off(tmp_path: Path) -> None:
     database = fresh_sqlite_url(tmp_path)
-    flags = base_flags("sqlite", database)
+    # the database flags alone: no admin, client or JWT secret
+    flags = ["--database-type=sqlite", f"--database-url={database}"]
     refused = bastion(*server_flags(database), "--migrate=off", cwd=tmp_path)
     assert refused.returncode == 1
     assert "the database schema is behind this build" in refused.stderr
@@ -61,3 +62,31 @@ def test_a_schema_from_a_newer_build_is_named_in_one_line(tmp_path: Path) -> Non
         "bastion: this database was migrated by a newer bastion (revision 0099); "
         f"this build knows up to {head_revision()}"
     ], started.stderr
+
+
+def test_migrate_takes_the_servers_flag_file_as_it_is(tmp_path: Path) -> None:
+    """Every server flag in the file is known, so it is accepted; only the database's are
+    used. An unknown flag is refused as the server refuses it."""
+    database = fresh_sqlite_url(tmp_path)
+    flag_file = tmp_path / "server.flags"
+    flag_file.write_text("\n".join(server_flags(database)) + "\n")
+    dry = bastion("migrate", "--dry-run", f"@{flag_file}", cwd=tmp_path)
+    assert dry.returncode == 0, dry.stderr
+    assert dry.stdout.startswith("pending migrations (oldest first): 0001, ")
+    unknown = bastion("migrate", f"@{flag_file}", "--no-such-flag", cwd=tmp_path)
+    assert unknown.returncode == 2
+    assert "unknown flag --no-such-flag" in unknown.stderr
+    missing = bastion("migrate", "--dry-run", cwd=tmp_path)
+    assert missing.returncode == 2
+    assert "a database is required" in missing.stderr
+
+
+def test_migrate_help_shows_its_own_flags_and_the_database_flags_only(tmp_path: Path) -> None:
+    shown = bastion("migrate", "--help", cwd=tmp_path)
+    assert shown.returncode == 0
+    assert shown.stdout.startswith("usage: bastion migrate [--dry-run] DATABASE-FLAGS...")
+    assert "--dry-run" in shown.stdout
+    assert "--database-url" in shown.stdout
+    assert "--memory-store-url" in shown.stdout
+    for secret in ("--admin-secret", "--client-secret", "--jwt-secret", "--jwt-type"):
+        assert secret not in shown.stdout

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from bastion.core.settings.declaration import Settings
 from bastion.core.settings.reading import convert, settings_from_flags
-from bastion.core.settings.rules import validate
+from bastion.core.settings.rules import validate, validate_database
 from bastion.core.settings.table import FLAGS, FLAGS_BY_NAME, Flag
 from bastion.core.settings.vocabulary import (
     DATABASE_TYPES,
@@ -44,4 +44,5 @@ __all__ = [
     "convert",
     "settings_from_flags",
     "validate",
+    "validate_database",
 ]

@@ -34,6 +34,13 @@ def validate(settings: Settings) -> None:
         rule(settings)
 
 
+def validate_database(settings: Settings) -> None:
+    """The rules of the database flags alone: for the commands that only open the database
+    (``bastion migrate``), which take no secret but the database's."""
+    _require_database(settings)
+    _check_memory_store(settings)
+
+
 def _missing_required(s: Settings) -> list[str]:
     missing = [
         option

@@ -50,6 +50,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args[:1] == ["migrate"]:
         return _migrate(args[1:])
+    if tuple(args[:2]) in _MOVING_COMMANDS:
+        return _moving(tuple(args[:2]), args[2:])
     try:
         settings = parse_args(args)
     except HelpRequested:
@@ -80,6 +82,26 @@ def _migrate(args: list[str]) -> int:
         print(f"bastion migrate: {exc.message}", file=sys.stderr)
         return EXIT_CONFIG
     return run_migrate(invocation)
+
+
+#: ``bastion import authorizer``, ``bastion import users``, ``bastion export users``
+_MOVING_COMMANDS = {("import", "authorizer"), ("import", "users"), ("export", "users")}
+
+
+def _moving(words: tuple[str, ...], args: list[str]) -> int:
+    from bastion.database_command import parse_command, render_command_help
+    from bastion.moving.commands import COMMANDS, run_command
+
+    command = COMMANDS[words]
+    try:
+        invocation = parse_command(command, args)
+    except HelpRequested:
+        sys.stdout.write(render_command_help(command))
+        return 0
+    except ConfigError as exc:
+        print(f"bastion {' '.join(words)}: {exc.message}", file=sys.stderr)
+        return EXIT_CONFIG
+    return run_command(command, invocation)
 
 
 def _version() -> str:

@@ -1,11 +1,12 @@
-"""Commands that only open the database: ``bastion migrate`` (and any other command that
-reads or writes the database without serving).
+"""Commands that only open the database: ``bastion migrate``, the import and export
+commands.
 
 They take the server's *database* flags, never its secrets: an operator migrates (or imports)
 with a database user and a flag file of its own. The server's full flag file may be given as
-it is: its other flags are known, so they are accepted and ignored; an unknown flag is refused
-as the server refuses it. Each command has its own flags (``--dry-run``) and positional
-arguments, and its own ``--help``.
+it is: its other flags are known, so they are accepted and ignored (a command that needs one
+of them names it in :attr:`DatabaseCommand.server_flags`); an unknown flag is refused as the
+server refuses it. Each command has its own flags (``--dry-run``), which may also stand in a
+flag file, its positional arguments, and its own ``--help``.
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ from dataclasses import dataclass, replace
 
 from bastion.core.settings import (
     FLAGS,
+    FLAGS_BY_NAME,
     ConfigError,
+    Flag,
     Group,
     Kind,
     Settings,
@@ -59,17 +62,28 @@ class CommandFlag:
     def option(self) -> str:
         return f"--{self.name}"
 
+    def as_flag(self) -> Flag:
+        kind = Kind.TEXT if self.value else Kind.BOOL
+        attribute = self.name.replace("-", "_")
+        default = "" if self.value else False
+        return Flag(
+            name=self.name, attribute=attribute, kind=kind, default=default,
+            group=Group.DATABASE, doc=self.doc, choices=(), shown_default="",
+        )  # fmt: skip
+
 
 @dataclass(frozen=True, slots=True)
 class DatabaseCommand:
     """How a command is called: its name, what it does, its own flags and arguments."""
 
-    #: The words after ``bastion`` (``("migrate",)``, ``("fga", "import")``).
+    #: The words after ``bastion`` (``("migrate",)``, ``("import", "users")``).
     words: tuple[str, ...]
     summary: str
     flags: tuple[CommandFlag, ...] = ()
     #: Names of the positional arguments, all required (``("FILE",)``).
     arguments: tuple[str, ...] = ()
+    #: Server flags (beyond the database's) the command reads, e.g. ``client-secret``.
+    server_flags: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,83 +94,50 @@ class Invocation:
     #: The command's own flags that were given: a switch as "true", else its value.
     options: dict[str, str]
     arguments: tuple[str, ...]
+    #: The values of :attr:`DatabaseCommand.server_flags` that were given.
+    server_values: dict[str, str]
 
 
 def parse_command(command: DatabaseCommand, argv: Sequence[str]) -> Invocation:
     """The storage to open and the command's own flags and arguments.
 
     Raises :class:`ConfigError` (or ``HelpRequested`` for ``--help``)."""
-    own = {flag.option: flag for flag in command.flags}
-    options: dict[str, str] = {}
+    own = {flag.name: flag.as_flag() for flag in command.flags}
     arguments: list[str] = []
-    server_args: list[str] = []
-    words = list(argv)
-    position = 0
-    while position < len(words):
-        word = words[position]
-        position += 1
-        name, equals, value = word.partition("=")
-        flag = own.get(name)
-        if flag is not None:
-            if name.removeprefix("--") in options:
-                raise ConfigError(f"{flag.option} is given more than once")
-            if flag.value and not equals:
-                if position >= len(words):
-                    raise ConfigError(f"{flag.option} needs a value ({flag.value})")
-                value = words[position]
-                position += 1
-            elif not flag.value and equals:
-                raise ConfigError(f"{flag.option} takes no value")
-            options[flag.name] = value if flag.value else "true"
-        elif word.startswith(("--", "-h", "@")):
-            server_args.append(word)
-            # a server flag's value that follows it (``--database-url PATH``)
-            known = next((f for f in FLAGS if f.option == name), None)
-            if known and not equals and known.kind is not Kind.BOOL and position < len(words):
-                server_args.append(words[position])
-                position += 1
-        else:
-            arguments.append(word)
+    given = read_flags(list(argv), extra=own, positionals=arguments)
     if len(arguments) != len(command.arguments):
         expected = " ".join(command.arguments) or "no arguments"
+        words = " ".join(command.words)
         raise ConfigError(
-            f"bastion {' '.join(command.words)} takes {expected}; got {len(arguments)} "
-            f"argument(s) (see bastion {' '.join(command.words)} --help)"
+            f"bastion {words} takes {expected}; got {len(arguments)} argument(s) "
+            f"(see bastion {words} --help)"
         )
-    given = read_flags(server_args)
-    values = {
-        flag.attribute: convert(flag, given[flag.name])
-        for flag in DATABASE_FLAGS
-        if flag.name in given
-    }
+    values = {f.attribute: convert(f, given[f.name]) for f in DATABASE_FLAGS if f.name in given}
     settings = Settings(**values)  # type: ignore[arg-type]
     validate_database(settings)
     storage = replace(storage_config(settings), run_migrations=False, check_schema=False)
-    return Invocation(storage, options, tuple(arguments))
+    options = {name: given[name] for name in own if name in given}
+    server_values = {name: given[name] for name in command.server_flags if name in given}
+    return Invocation(storage, options, tuple(arguments), server_values)
 
 
 def render_command_help(command: DatabaseCommand) -> str:
     """``bastion <command> --help``: the command's own flags, then the database flags."""
     words = " ".join(command.words)
-    head = " ".join(
-        [f"usage: bastion {words}", *(f"[{f.option}{' ' + f.value if f.value else ''}]"
-                                      for f in command.flags), "DATABASE-FLAGS...",
-         *command.arguments]
-    )  # fmt: skip
-    out = [head, "", textwrap.fill(command.summary, width=88), ""]
+    usage = [f"usage: bastion {words}"]
+    usage += [f"[{f.option}{' ' + f.value if f.value else ''}]" for f in command.flags]
+    usage += ["DATABASE-FLAGS...", *command.arguments]
+    out = [" ".join(usage), "", textwrap.fill(command.summary, width=88), ""]
     if command.flags:
         out.append(f"{words}:")
-        for flag in command.flags:
-            out.append(f"  {flag.option}{' ' + flag.value if flag.value else ''}")
-            out.append(textwrap.fill(flag.doc, width=88, initial_indent=" " * 6,
-                                     subsequent_indent=" " * 6))  # fmt: skip
+        out += [_entry(f.option + (" " + f.value if f.value else ""), f.doc) for f in command.flags]
+        out.append("")
+    if command.server_flags:
+        out.append("server flags it reads:")
+        out += [_entry(f"--{name}", FLAGS_BY_NAME[name].doc) for name in command.server_flags]
         out.append("")
     out.append("database flags (as the server takes them; @FILE reads flags from a file):")
-    for flag in DATABASE_FLAGS:
-        out.append(f"  {flag.option}")
-        out.append(
-            textwrap.fill(flag.doc, width=88, initial_indent=" " * 6, subsequent_indent=" " * 6)
-        )
+    out += [_entry(flag.option, flag.doc) for flag in DATABASE_FLAGS]
     out.append("")
     out.append(
         textwrap.fill(
@@ -166,3 +147,8 @@ def render_command_help(command: DatabaseCommand) -> str:
         )
     )
     return "\n".join(out) + "\n"
+
+
+def _entry(head: str, doc: str) -> str:
+    body = textwrap.fill(doc, width=88, initial_indent=" " * 6, subsequent_indent=" " * 6)
+    return f"  {head}\n{body}"

@@ -16,6 +16,7 @@ import hashlib
 import logging
 from typing import Any
 
+from bastion.core import redirects
 from bastion.core.auth import otp
 from bastion.core.auth.claims import TokenType
 from bastion.core.auth.responses import AuthResponse
@@ -119,13 +120,8 @@ class AuthService(SessionListOperations, MfaSetupOperations):
         return uri
 
     def redirect_allowed(self, uri: str) -> bool:
-        if not uri.lower().startswith(("http://", "https://")):
-            return False
-        # URL parsers drop CR, LF and tab before checking; a header or page built from
-        # the raw value would not: no control character is ever a redirect target.
-        if any(ord(c) < 0x20 or ord(c) == 0x7F for c in uri):
-            return False
-        return self.origins.trusts(uri)
+        """Every redirect target's one rule: core/redirects.py (as a browser reads it)."""
+        return redirects.redirect_allowed(uri, self.origins)
 
     @staticmethod
     def reply(result: Any, run: FlowRun) -> Reply:

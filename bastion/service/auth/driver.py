@@ -272,10 +272,10 @@ class FlowRun:
                 return UserAlreadyExists()
             return UserCreated(user=user)
         if isinstance(effect, IssueTokens):
-            if effect.state is not None and self.auth.state_binder is not None:
-                effect = await self.auth.state_binder(effect, self.caller)
             sid = self.sid or effect.nonce
             self.sid = sid
+            if effect.state is not None and self.auth.state_binder is not None:
+                effect = await self.auth.state_binder(effect, self.caller, sid)
             return TokensIssued(tokens=await self.auth.mint(effect, sid=sid, now=self._now))
         if isinstance(effect, CreateVerificationRequest):
             return VerificationRequestCreated(token=await self._create_request(effect))

@@ -127,7 +127,11 @@ class HttpApp:
         headers = _first_values(scope["headers"], _EDGE_HEADERS)
         peer = (scope.get("client") or ("unknown", 0))[0]
         state = EdgeState(
-            client_ip(peer, headers.get("x-forwarded-for"), self.runtime.trusted_proxies),
+            client_ip(
+                peer,
+                _all_values(scope["headers"], b"x-forwarded-for"),
+                self.runtime.trusted_proxies,
+            ),
             edge.request_id(headers.get("x-request-id")),
         )
         scope[_EDGE] = state
@@ -295,9 +299,7 @@ def _wanted(*names: str) -> dict[bytes, str]:
 
 
 #: The request headers the edge itself reads, and those of the caller's context.
-_EDGE_HEADERS = _wanted(
-    "x-forwarded-for", "x-request-id", "content-length", "transfer-encoding", "origin"
-)
+_EDGE_HEADERS = _wanted("x-request-id", "content-length", "transfer-encoding", "origin")
 _CALLER_HEADERS = _wanted(
     "authorization",
     "user-agent",
@@ -317,6 +319,11 @@ def _first_values(raw: Iterable[tuple[bytes, bytes]], wanted: dict[bytes, str]) 
         if key is not None and key not in found:
             found[key] = value.decode("latin-1")
     return found
+
+
+def _all_values(raw: Iterable[tuple[bytes, bytes]], name: bytes) -> list[str]:
+    """Every line of header ``name``, in the order sent (ASGI names are lower-case)."""
+    return [value.decode("latin-1") for key, value in raw if key == name]
 
 
 def _declared_length(scope: Scope, headers: dict[str, str]) -> int | None:

@@ -150,6 +150,8 @@ class FlowRun:
         self.cookies: list[Cookie] = []
         #: what ``CreateUser`` found taken: "email" / "phone_number"
         self.taken: str | None = None
+        #: the account the run loaded or created last (the account cookies name it)
+        self.user_id: str | None = None
         self._sql: list[SqlOp] = []
         self._consumed_message = "invalid token"
         #: the sessions this run kept: (user id, sid, nonce)
@@ -246,7 +248,10 @@ class FlowRun:
     async def _answer(self, effect: Effect) -> Event:
         db = self.auth.storage.db
         if isinstance(effect, LoadUser):
-            return UserLoaded(user=await db.read(lambda conn: load_user(conn, effect)))
+            loaded = await db.read(lambda conn: load_user(conn, effect))
+            if loaded is not None:
+                self.user_id = loaded.id
+            return UserLoaded(user=loaded)
         if isinstance(effect, VerifyPasswordHash):
             hasher = self.auth.hasher
             if effect.password_hash is None:
@@ -270,6 +275,7 @@ class FlowRun:
             if taken is not None:
                 self.taken = taken
                 return UserAlreadyExists()
+            self.user_id = user.id
             return UserCreated(user=user)
         if isinstance(effect, IssueTokens):
             sid = self.sid or effect.nonce

@@ -160,11 +160,11 @@ class AuthService(SessionListOperations, MfaSetupOperations):
                 raise InvalidArgument("user with given phone number already exists") from None
             raise
         reply = self.reply(result, run)
-        if request.email and isinstance(result, AuthResponse) and result.access_token is None:
+        pending = isinstance(result, AuthResponse) and result.access_token is None
+        if request.email and pending and run.user_id is not None:
             # A verification is pending, and this browser chose the password: following
             # the link from here keeps it (see the verification machine).
-            signer = self.signers.cookie(normalise_email(request.email))
-            reply = Reply(reply.body, (*reply.cookies, signer))
+            reply = Reply(reply.body, (*reply.cookies, self.signers.cookie(run.user_id)))
         return reply
 
     def _throttle_keys(self, identifier: str, caller: CallerContext) -> tuple[str, str]:
@@ -243,8 +243,9 @@ class AuthService(SessionListOperations, MfaSetupOperations):
         signed_in = isinstance(result, AuthResponse) and result.access_token is not None
         self.record_login(kind, "signed_in" if signed_in else "second_factor")
         reply = self.reply(result, run)
-        if identifier:
-            reply = Reply(reply.body, (*reply.cookies, self.devices.cookie(identifier)))
+        if identifier and run.user_id is not None:
+            device = self.devices.cookie(run.user_id, identifier=identifier)
+            reply = Reply(reply.body, (*reply.cookies, device))
         return reply
 
     # -- the second factor -------------------------------------------------------------------

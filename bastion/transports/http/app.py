@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -173,6 +173,7 @@ class HttpApp:
             response.headers["Allow"] = ", ".join(m for m in match.allowed if m != "HEAD")
             return response
         request.scope["path_params"] = match.params
+        _refuse_bad_url(request, match.params)
         if route is not None:
             # The guard may drain a refused body up to the server-wide ceiling.
             if route.guard is not None and (refused := await route.guard(request)) is not None:
@@ -321,6 +322,16 @@ def _first_values(raw: Iterable[tuple[bytes, bytes]], wanted: dict[bytes, str]) 
     return found
 
 
+def _refuse_bad_url(request: Request, path_params: Mapping[str, Any]) -> None:
+    """The input rules (NUL, unpaired surrogates) on every route's path parameters and
+    query string, as on bodies: no database sees them (PostgreSQL would fail with 500)."""
+    if (why := input_rules.refusal(path_params, "path")) is not None:
+        raise errors.InvalidArgument(why)
+    for name, value in request.query_params.multi_items():
+        if (why := input_rules.refusal({name: value}, "query")) is not None:
+            raise errors.InvalidArgument(why)
+
+
 def _all_values(raw: Iterable[tuple[bytes, bytes]], name: bytes) -> list[str]:
     """Every line of header ``name``, in the order sent (ASGI names are lower-case)."""
     return [value.decode("latin-1") for key, value in raw if key == name]
@@ -397,9 +408,7 @@ def route_view(route: Route) -> Handler:
         if route.method != "GET":
             body = await read_json_object(request)
         else:
-            body = query_values(request)
-            if (why := input_rules.refusal(body, "query")) is not None:
-                raise errors.InvalidArgument(why)
+            body = query_values(request)  # the edge refused a bad query (_refuse_bad_url)
         reply = await route.operation(body, caller_context(request))
         return with_cookies(json_response(reply.body), reply.cookies)
 

@@ -113,6 +113,10 @@ class StoreNotEmpty(Exception):
     """Reset refused: tuples remain."""
 
 
+#: The largest position a token may name: SQL's 64-bit ``bigint``.
+MAX_POSITION = 2**63 - 1
+
+
 def encode_token(last_id: int) -> str:
     return base64.urlsafe_b64encode(str(last_id).encode()).decode()
 
@@ -123,7 +127,7 @@ def decode_token(token: str) -> int:
         value = int(base64.urlsafe_b64decode(token.encode()).decode())
     except (binascii.Error, UnicodeError, ValueError):
         raise ValueError("invalid continuation token") from None
-    if value < 0:
+    if not 0 <= value <= MAX_POSITION:  # a position past bigint overflows every database
         raise ValueError("invalid continuation token")
     return value
 

@@ -282,11 +282,15 @@ def list_users(
     request = RequestContext(ts, store, options)
     object_type = split_object(obj)[0]
     is_filter_itself = (object_type, relation) == (user_filter.type, user_filter.relation)
-    if not is_filter_itself and not has_possible_edges(
-        ts, user_filter.type, user_filter.relation, object_type, relation
-    ):
-        return ListResult(())
-    expansion = _Expander(request, user_filter).expand(obj, relation, 0, frozenset())
+    try:
+        if not is_filter_itself and not has_possible_edges(
+            ts, user_filter.type, user_filter.relation, object_type, relation
+        ):
+            return ListResult(())
+        expansion = _Expander(request, user_filter).expand(obj, relation, 0, frozenset())
+    except RecursionError:
+        # a chain of hundreds of computed relations (they cost no depth): OpenFGA's error
+        raise request.depth_exceeded() from None
     if expansion.error is not None:
         raise expansion.error
     users = sorted(expansion.listed())

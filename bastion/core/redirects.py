@@ -22,10 +22,11 @@ token endpoint); once these rules pass, every parser agrees on where it goes.
 
 from __future__ import annotations
 
+import importlib
 import unicodedata
+from functools import cache
+from typing import Any
 from urllib.parse import urlsplit
-
-import ada_url
 
 from bastion.core.origins import OriginPolicy
 
@@ -59,10 +60,22 @@ def _plain_origin(uri: str) -> tuple[str, str, int] | None:
     return scheme, host.lower(), port if port is not None else _DEFAULT_PORTS[scheme]
 
 
+@cache
+def _ada() -> Any:
+    """ada-url, imported on first use (``pip install bastion-core[redirects]``), so that
+    ``core`` imports without it."""
+    try:
+        return importlib.import_module("ada_url")
+    except ModuleNotFoundError:
+        raise ModuleNotFoundError(
+            "redirect validation needs ada-url: pip install 'bastion-core[redirects]'"
+        ) from None
+
+
 def _whatwg_origin(uri: str) -> tuple[str, str, int] | None:
     """The origin as a browser reads it (WHATWG URL)."""
     try:
-        url = ada_url.URL(uri)
+        url = _ada().URL(uri)
     except ValueError:
         return None
     scheme = url.protocol.removesuffix(":")

@@ -36,9 +36,11 @@ def validate(settings: Settings) -> None:
 
 def validate_database(settings: Settings) -> None:
     """The rules of the database flags alone: for the commands that only open the database
-    (``bastion migrate``), which take no secret but the database's."""
+    (``bastion migrate``), which take no secret but the database's; with the engine's store
+    flags when the command reads them (``bastion fga import``)."""
     _require_database(settings)
     _check_memory_store(settings)
+    _check_fga_store(settings)
 
 
 def _missing_required(s: Settings) -> list[str]:

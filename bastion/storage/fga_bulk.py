@@ -55,6 +55,7 @@ from bastion.storage.sql.schema import fga_tuples
 
 __all__ = [
     "LOCK_WAIT",
+    "Batch",
     "ImportConflict",
     "ImportReport",
     "ModelChanged",
@@ -265,19 +266,20 @@ def _batched_load(
     for batch in batches:
         given += len(batch)
         keys, lines = _first_of_each(batch, conflicts)
-        if conflicts:
-            # Nothing is written any more; the batch is only searched for conflicts.
-            _more_conflicts(conn, store_id, keys, lines, conflicts)
-            if len(conflicts) >= MAX_CONFLICTS:
+        while True:
+            try:
+                after = _write(store_id, keys, (), options, now, conn)
                 break
-            continue
-        try:
-            after = _write(store_id, keys, (), options, now, conn)
-        except TupleConflict:  # raised before this batch wrote anything
-            _more_conflicts(conn, store_id, keys, lines, conflicts)
-            continue
+            except TupleConflict as conflict:  # raised before the batch wrote anything
+                # Named, and the rest written all the same (the transaction will be
+                # rolled back): a later repeat of it is then found as well.
+                digest = key_hash(conflict.key)
+                conflicts.append((lines[digest], conflict.key))
+                keys = [k for k in keys if key_hash(k) != digest]
         written += after - revision
         revision = after
+        if len(conflicts) >= MAX_CONFLICTS:
+            break
         progress(given)
     if conflicts:
         conflicts.sort(key=lambda item: item[0])
@@ -299,31 +301,6 @@ def _first_of_each(
         elif _condition_of(seen[1]) != _condition_of(key):
             conflicts.append((line, key))
     return [key for _, key in first.values()], {d: line for d, (line, _) in first.items()}
-
-
-def _more_conflicts(
-    conn: sa.Connection,
-    store_id: str,
-    keys: list[TupleKey],
-    lines: dict[str, int],
-    conflicts: list[tuple[int, TupleKey]],
-) -> None:
-    """The rest of a batch once one conflict is known: nothing is written any more, but
-    the other tuples stored with another condition are named too."""
-    t = fga_tuples.c
-    digests = [key_hash(k) for k in keys]
-    stored: dict[str, tuple[str | None, str | None]] = {}
-    for start in range(0, len(digests), 500):
-        rows = conn.execute(
-            sa.select(t.key_hash, t.condition_name, t.condition_context).where(
-                t.store_id == store_id, t.key_hash.in_(digests[start : start + 500])
-            )
-        )
-        stored.update((r.key_hash, (r.condition_name, r.condition_context)) for r in rows)
-    for key, digest in zip(keys, digests, strict=True):
-        found = stored.get(digest)
-        if found is not None and found != _condition_of(key):
-            conflicts.append((lines[digest], key))
 
 
 # ---------------------------------------------------------------- export

@@ -30,6 +30,7 @@ from typing import Any, Protocol
 import sqlalchemy as sa
 
 from bastion.core.fga.tuples import TupleKey, split_object
+from bastion.storage.fga_writes import queue_for
 from bastion.storage.sql.database import Database
 from bastion.storage.sql.schema import DEFAULT_FGA_STORE, fga_changelog, fga_models, fga_tuples
 
@@ -467,8 +468,11 @@ class SqlFgaStore:
         options: WriteOptions = WriteOptions(),
     ) -> int:
         now, sid = self._now(), self.store_id
-        return await self.db.run_locked(
-            WRITE_LOCK, lambda conn: _write(sid, writes, deletes, options, now, conn)
+        # Committed together with the writes of this process queued meanwhile.
+        return await queue_for(self.db, WRITE_LOCK).run(
+            lambda conn: _write(sid, writes, deletes, options, now, conn),
+            savepoint=bool(writes and deletes),
+            own_errors=(TupleConflict,),
         )
 
     async def read_tuples(self, where: TupleFilter, page_size: int, token: str) -> TuplePage:

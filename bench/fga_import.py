@@ -10,7 +10,10 @@ editor group) is written to a CSV file as it is generated (never all in memory),
 3. ``bastion fga export`` of the store to CSV: tuples/s.
 
 ``--database-url`` names an existing PostgreSQL server's database to use instead of a
-fresh one on the test server (its tables are emptied first). Run:
+fresh one on the test server (its tables are emptied first); with ``--postmaster-pid``
+(that server's, when nothing else uses it) the server's CPU time is printed too. Beside
+each wall time: the command's own CPU time, so that figures taken on a loaded machine
+can be read as costs. Run:
 ``.venv/bin/python bench/fga_import.py [--tuples 1000000] [--database-url URL]``.
 """
 
@@ -18,7 +21,9 @@ from __future__ import annotations
 
 import argparse
 import csv
+import os
 import random
+import resource
 import subprocess
 import sys
 import tempfile
@@ -103,13 +108,42 @@ def database_size(url: str) -> str:
     return f"tuples table {size[0]}, changelog {size[1]}"
 
 
-def timed(*args: str) -> float:
+def server_cpu(postmaster: int) -> float:
+    """CPU seconds of a PostgreSQL server: the postmaster with its reaped children, and
+    its live children."""
+    tick = os.sysconf("SC_CLK_TCK")
+
+    def fields(pid: int) -> list[str]:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+    own = fields(postmaster)
+    total = sum(int(x) for x in own[11:15])
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                child = fields(int(entry.name))
+            except OSError:
+                continue
+            if int(child[1]) == postmaster:
+                total += int(child[11]) + int(child[12])
+    return total / tick
+
+
+def timed(postmaster: int, *args: str) -> float:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    server = server_cpu(postmaster) if postmaster else 0.0
     start = time.monotonic()
     done = subprocess.run([BASTION, "fga", *args], capture_output=True, text=True)
     elapsed = time.monotonic() - start
     if done.returncode != 0:
         sys.exit(done.stderr)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     print("   ", (done.stdout or done.stderr).strip().splitlines()[-1])
+    note = f"    command CPU {cpu:.1f} s"
+    if postmaster:
+        note += f", PostgreSQL CPU {server_cpu(postmaster) - server:.1f} s"
+    print(note)
     return elapsed
 
 
@@ -118,6 +152,7 @@ def main() -> None:
     parser.add_argument("--tuples", type=int, default=1_000_000)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--database-url", default="")
+    parser.add_argument("--postmaster-pid", type=int, default=0)
     args = parser.parse_args()
     url = args.database_url or fresh_postgres_url("import")
     trio.run(prepare, url)
@@ -128,12 +163,12 @@ def main() -> None:
         count = write_csv(path, args.tuples, args.seed)
         print(f"generated {count:,} tuples ({path.stat().st_size / 2**20:,.0f} MiB of CSV) "
               f"in {time.monotonic() - start:.0f} s")  # fmt: skip
-        first = timed("import", *flags, str(path))
+        first = timed(args.postmaster_pid, "import", *flags, str(path))
         print(f"import: {first:.1f} s, {count / first:,.0f} tuples/s; {database_size(url)}")
-        again = timed("import", *flags, str(path))
+        again = timed(args.postmaster_pid, "import", *flags, str(path))
         print(f"import again (all there): {again:.1f} s, {count / again:,.0f} tuples/s")
         out = Path(tmp) / "export.csv"
-        exported = timed("export", *flags, str(out))
+        exported = timed(args.postmaster_pid, "export", *flags, str(out))
         print(f"export: {exported:.1f} s, {count / exported:,.0f} tuples/s")
 
 

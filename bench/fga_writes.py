@@ -28,24 +28,12 @@ import trio
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.fga import MODEL  # noqa: E402
 from bench.http_servers import _cpu_seconds  # noqa: E402
 from tests.dbfixtures import fresh_postgres_url, fresh_redis_url  # noqa: E402
 from tests.server import harness  # noqa: E402
 from tests.server.harness import ADMIN_SECRET, base_flags, running  # noqa: E402
 
-MODEL = """model
-  schema 1.1
-
-type user
-
-type group
-  relations
-    define member: [user, group#member]
-
-type doc
-  relations
-    define viewer: [user, group#member]
-"""
 API_KEY = "bench-openfga-key-0123456789"
 DEFAULT_STORE = "00000000000000000000000000"
 APIS = ("admin", "openfga")
@@ -64,7 +52,11 @@ class Measure:
 
 def _batch(caller: int, number: int, size: int, api: str) -> object:
     tuples = [
-        {"user": f"user:c{caller}n{number}t{i}", "relation": "viewer", "object": f"doc:c{caller}"}
+        {
+            "user": f"user:c{caller}n{number}t{i}",
+            "relation": "viewer",
+            "object": f"document:c{caller}",
+        }
         for i in range(size)
     ]
     if api == "admin":

@@ -41,3 +41,30 @@ def test_arguments_and_stores_that_are_refused(tmp_path: Path) -> None:
     stdin = bastion("fga", "import", *database, "-", cwd=tmp_path)
     assert stdin.returncode == 1
     assert "cannot tell the format of '-'" in stdin.stderr
+
+
+def test_the_validator_says_what_the_apis_rule_says() -> None:
+    """Asked per shape for plain tuples, it answers as ``_write_problem`` for each tuple,
+    first and later of a shape alike."""
+    from bastion.core.fga.tuples import TupleKey
+    from bastion.fga_command import Validator
+    from bastion.service.fga.base import _write_problem
+    from bastion.service.fga.engine import ActiveModel
+    from bastion.storage.fga import StoredModel
+    from tests.openfga_face.conftest import MODEL_DSL
+
+    model = ActiveModel.load(StoredModel("m", MODEL_DSL))
+    keys = [
+        TupleKey(f"folder:{obj}", relation, user, condition, context)
+        for obj in ("f1", "f2", "*", "a:b", "a b", "x#y", "")
+        for relation in ("viewer", "owner", "parent", "nope")
+        for user in ("user:anne", "user:bob", "user:*", "group:eng#member", "group:eng#nope",
+                     "folder:f1", "folder:f1#viewer", "team:x", "user", "user:a:b", "user:a b")
+        for condition, context in (("", None), ("in_window", None), ("nope", None),
+                                   ("in_window", {"grant_expiry": "x"}))
+    ]  # fmt: skip
+    validator = Validator(model)
+    for _ in range(2):
+        for key in keys:
+            assert validator.problem(key) == _write_problem(model, key), key
+    assert sum(validator.problem(k) is None for k in keys) >= 5

@@ -30,6 +30,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import sqlalchemy as sa
@@ -65,6 +66,9 @@ __all__ = [
 
 #: Seconds an import waits for the writers' lock (API writes hold it for milliseconds).
 LOCK_WAIT = 60.0
+#: Seconds an import's announcement lasts if its end is never announced (the process
+#: died): far past the longest write step of an import (its transaction's last part).
+IMPORT_LEASE = 6 * 3600.0
 #: Conflicts named in an :class:`ImportConflict` (the first ones, by line).
 MAX_CONFLICTS = 20
 #: Tuples per read of an export.
@@ -125,7 +129,8 @@ async def import_tuples(
     def announce() -> None:
         # The tuples become visible at the commit: the write is announced before it.
         if generations is not None:
-            announced.append(trio.from_thread.run(generations.begin, store_id))
+            begin = partial(generations.begin, store_id, lease=IMPORT_LEASE)
+            announced.append(trio.from_thread.run(begin))
 
     load = _copy_load if db.dialect == "postgresql" else _batched_load
 

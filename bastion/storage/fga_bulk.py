@@ -37,6 +37,7 @@ import sqlalchemy as sa
 import trio
 
 from bastion.core.fga.tuples import TupleKey, split_object
+from bastion.storage.errors import StorageUnavailable
 from bastion.storage.fga import (
     WRITE_LOCK,
     StoredModel,
@@ -134,7 +135,18 @@ async def import_tuples(
 
     load = _copy_load if db.dialect == "postgresql" else _batched_load
 
+    runs = 0
+
     def run(conn: sa.Connection) -> ImportReport:
+        # The database layer runs a transaction again after a connection lost before its
+        # commit (or a deadlock): the stream is partly read by then, never twice.
+        nonlocal runs
+        runs += 1
+        if runs > 1:
+            raise StorageUnavailable(
+                "the database connection was lost during the import, which was rolled "
+                "back: nothing was imported; run it again"
+            )
         return load(conn, store_id, batches, model_id, now, announce, progress)
 
     try:

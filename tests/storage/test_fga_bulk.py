@@ -9,9 +9,11 @@ import uuid
 from collections.abc import AsyncIterator, Iterator, Sequence
 
 import pytest
+import sqlalchemy as sa
 
 from bastion.core.fga.tuples import TupleKey
 from bastion.storage import StorageConfig
+from bastion.storage.errors import StorageUnavailable
 from bastion.storage.fga import StoredModel, TupleFilter
 from bastion.storage.fga_bulk import (
     Batch,
@@ -153,3 +155,31 @@ async def test_an_import_is_announced_as_a_write(postgres_url: str) -> None:
             assert after != before
     finally:
         await redis.aclose()
+
+
+async def test_a_connection_lost_midway_imports_nothing(postgres_url: str) -> None:
+    """The server ends the import's connection during its COPY: an error that says so,
+    and nothing written (never the rest of the stream in a second transaction)."""
+    async with open_database(config_for("postgres", postgres_url)) as db:
+        stores = SqlFgaStores(db)
+        store_id, model_id = await new_store(stores)
+        admin = sa.create_engine(postgres_url.replace("postgresql://", "postgresql+psycopg://"))
+
+        def cut() -> Iterator[Batch]:
+            yield from batches(viewers(40))
+            with admin.connect() as conn:
+                conn.execute(
+                    sa.text(
+                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                        "WHERE query LIKE 'COPY bastion_fga_import%'"
+                    )
+                )
+            yield from batches(viewers(40, 40))
+
+        try:
+            with pytest.raises(StorageUnavailable) as lost:
+                await import_tuples(stores, store_id, cut(), model_id)
+        finally:
+            admin.dispose()
+        assert "lost" in str(lost.value)
+        assert await stored(stores, store_id) == []

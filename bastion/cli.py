@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cryptography import x509
 from cryptography.exceptions import UnsupportedAlgorithm
@@ -36,6 +38,9 @@ from bastion.core.settings import (
 )
 from bastion.flag_files import HelpRequested, read_flags
 
+if TYPE_CHECKING:
+    from bastion.database_command import DatabaseCommand, Invocation
+
 __all__ = ["HelpRequested", "main", "parse_args", "read_flags", "render_help"]
 
 #: Exit status for a configuration the server refuses.
@@ -50,6 +55,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args[:1] == ["migrate"]:
         return _migrate(args[1:])
+    if args[:1] == ["fga"]:
+        return _fga(args[1:])
     try:
         settings = parse_args(args)
     except HelpRequested:
@@ -68,18 +75,42 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _migrate(args: list[str]) -> int:
-    from bastion.database_command import parse_command, render_command_help
     from bastion.migrate_command import MIGRATE, run_migrate
 
+    return _database_command(MIGRATE, run_migrate, args)
+
+
+def _fga(args: list[str]) -> int:
+    """``bastion fga import ...`` / ``bastion fga export ...``."""
+    from bastion.fga_command import EXPORT, IMPORT, run_export, run_import
+
+    commands = {"import": (IMPORT, run_import), "export": (EXPORT, run_export)}
+    if not args or args[0] not in commands:
+        print(
+            "bastion fga: name a command: bastion fga import|export (--help for either)",
+            file=sys.stderr,
+        )
+        return EXIT_CONFIG
+    command, runner = commands[args[0]]
+    return _database_command(command, runner, args[1:])
+
+
+def _database_command(
+    command: DatabaseCommand, runner: Callable[[Invocation], int], args: list[str]
+) -> int:
+    """A command that only opens the database: its flags parsed, its ``--help``."""
+    from bastion.database_command import parse_command, render_command_help
+
+    name = " ".join(command.words)
     try:
-        invocation = parse_command(MIGRATE, args)
+        invocation = parse_command(command, args)
     except HelpRequested:
-        sys.stdout.write(render_command_help(MIGRATE))
+        sys.stdout.write(render_command_help(command))
         return 0
     except ConfigError as exc:
-        print(f"bastion migrate: {exc.message}", file=sys.stderr)
+        print(f"bastion {name}: {exc.message}", file=sys.stderr)
         return EXIT_CONFIG
-    return run_migrate(invocation)
+    return runner(invocation)
 
 
 def _version() -> str:

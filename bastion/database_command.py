@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from bastion.core.settings import (
     FLAGS,
     ConfigError,
+    Flag,
     Group,
     Kind,
     Settings,
@@ -70,6 +71,16 @@ class DatabaseCommand:
     flags: tuple[CommandFlag, ...] = ()
     #: Names of the positional arguments, all required (``("FILE",)``).
     arguments: tuple[str, ...] = ()
+    #: Positional arguments that may follow those, optional (``bastion fga export [FILE]``).
+    optional: tuple[str, ...] = ()
+    #: Server flags the command reads besides the database's (``fga-store``: where the
+    #: authorization engine's store is), accepted and used as the server uses them.
+    server_flags: tuple[str, ...] = ()
+
+    def flags_read(self) -> tuple[Flag, ...]:
+        """The server flags this command uses: the database's, then its own choice."""
+        extra = tuple(flag for flag in FLAGS if flag.name in self.server_flags)
+        return DATABASE_FLAGS + extra
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +88,8 @@ class Invocation:
     """A parsed command line."""
 
     storage: StorageConfig
+    #: The server flags read (the others keep their defaults).
+    settings: Settings
     #: The command's own flags that were given: a switch as "true", else its value.
     options: dict[str, str]
     arguments: tuple[str, ...]
@@ -117,22 +130,29 @@ def parse_command(command: DatabaseCommand, argv: Sequence[str]) -> Invocation:
                 position += 1
         else:
             arguments.append(word)
-    if len(arguments) != len(command.arguments):
-        expected = " ".join(command.arguments) or "no arguments"
+    given = read_flags(server_args)
+    if (
+        not len(command.arguments)
+        <= len(arguments)
+        <= len(command.arguments) + len(command.optional)
+    ):
+        expected = (
+            " ".join([*command.arguments, *(f"[{name}]" for name in command.optional)])
+            or "no arguments"
+        )
         raise ConfigError(
             f"bastion {' '.join(command.words)} takes {expected}; got {len(arguments)} "
             f"argument(s) (see bastion {' '.join(command.words)} --help)"
         )
-    given = read_flags(server_args)
     values = {
         flag.attribute: convert(flag, given[flag.name])
-        for flag in DATABASE_FLAGS
+        for flag in command.flags_read()
         if flag.name in given
     }
     settings = Settings(**values)  # type: ignore[arg-type]
     validate_database(settings)
     storage = replace(storage_config(settings), run_migrations=False, check_schema=False)
-    return Invocation(storage, options, tuple(arguments))
+    return Invocation(storage, settings, options, tuple(arguments))
 
 
 def render_command_help(command: DatabaseCommand) -> str:
@@ -141,7 +161,7 @@ def render_command_help(command: DatabaseCommand) -> str:
     head = " ".join(
         [f"usage: bastion {words}", *(f"[{f.option}{' ' + f.value if f.value else ''}]"
                                       for f in command.flags), "DATABASE-FLAGS...",
-         *command.arguments]
+         *command.arguments, *(f"[{name}]" for name in command.optional)]
     )  # fmt: skip
     out = [head, "", textwrap.fill(command.summary, width=88), ""]
     if command.flags:
@@ -152,10 +172,12 @@ def render_command_help(command: DatabaseCommand) -> str:
                                      subsequent_indent=" " * 6))  # fmt: skip
         out.append("")
     out.append("database flags (as the server takes them; @FILE reads flags from a file):")
-    for flag in DATABASE_FLAGS:
-        out.append(f"  {flag.option}")
+    for server_flag in command.flags_read():
+        out.append(f"  {server_flag.option}")
         out.append(
-            textwrap.fill(flag.doc, width=88, initial_indent=" " * 6, subsequent_indent=" " * 6)
+            textwrap.fill(
+                server_flag.doc, width=88, initial_indent=" " * 6, subsequent_indent=" " * 6
+            )
         )
     out.append("")
     out.append(

@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import sys
 import textwrap
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cryptography import x509
 from cryptography.exceptions import UnsupportedAlgorithm
@@ -36,6 +39,9 @@ from bastion.core.settings import (
 )
 from bastion.flag_files import HelpRequested, read_flags
 
+if TYPE_CHECKING:
+    from bastion.database_command import DatabaseCommand, Invocation
+
 __all__ = ["HelpRequested", "main", "parse_args", "read_flags", "render_help"]
 
 #: Exit status for a configuration the server refuses.
@@ -50,6 +56,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args[:1] == ["migrate"]:
         return _migrate(args[1:])
+    if args[:1] == ["fga"]:
+        return _fga(args[1:])
     if tuple(args[:2]) in _MOVING_COMMANDS:
         return _moving(tuple(args[:2]), args[2:])
     try:
@@ -70,18 +78,24 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _migrate(args: list[str]) -> int:
-    from bastion.database_command import parse_command, render_command_help
     from bastion.migrate_command import MIGRATE, run_migrate
 
-    try:
-        invocation = parse_command(MIGRATE, args)
-    except HelpRequested:
-        sys.stdout.write(render_command_help(MIGRATE))
-        return 0
-    except ConfigError as exc:
-        print(f"bastion migrate: {exc.message}", file=sys.stderr)
+    return _database_command(MIGRATE, run_migrate, args)
+
+
+def _fga(args: list[str]) -> int:
+    """``bastion fga import ...`` / ``bastion fga export ...``."""
+    from bastion.fga_command import EXPORT, IMPORT, run_export, run_import
+
+    commands = {"import": (IMPORT, run_import), "export": (EXPORT, run_export)}
+    if not args or args[0] not in commands:
+        print(
+            "bastion fga: name a command: bastion fga import|export (--help for either)",
+            file=sys.stderr,
+        )
         return EXIT_CONFIG
-    return run_migrate(invocation)
+    command, runner = commands[args[0]]
+    return _database_command(command, runner, args[1:])
 
 
 #: ``bastion import authorizer``, ``bastion import users``, ``bastion export users``
@@ -89,19 +103,28 @@ _MOVING_COMMANDS = {("import", "authorizer"), ("import", "users"), ("export", "u
 
 
 def _moving(words: tuple[str, ...], args: list[str]) -> int:
-    from bastion.database_command import parse_command, render_command_help
     from bastion.moving.commands import COMMANDS, run_command
 
     command = COMMANDS[words]
+    return _database_command(command, partial(run_command, command), args)
+
+
+def _database_command(
+    command: DatabaseCommand, runner: Callable[[Invocation], int], args: list[str]
+) -> int:
+    """A command that only opens the database: its flags parsed, its ``--help``."""
+    from bastion.database_command import parse_command, render_command_help
+
+    name = " ".join(command.words)
     try:
         invocation = parse_command(command, args)
     except HelpRequested:
         sys.stdout.write(render_command_help(command))
         return 0
     except ConfigError as exc:
-        print(f"bastion {' '.join(words)}: {exc.message}", file=sys.stderr)
+        print(f"bastion {name}: {exc.message}", file=sys.stderr)
         return EXIT_CONFIG
-    return run_command(command, invocation)
+    return runner(invocation)
 
 
 def _version() -> str:

@@ -17,7 +17,6 @@ from dataclasses import dataclass, replace
 
 from bastion.core.settings import (
     FLAGS,
-    FLAGS_BY_NAME,
     ConfigError,
     Flag,
     Group,
@@ -82,8 +81,16 @@ class DatabaseCommand:
     flags: tuple[CommandFlag, ...] = ()
     #: Names of the positional arguments, all required (``("FILE",)``).
     arguments: tuple[str, ...] = ()
-    #: Server flags (beyond the database's) the command reads, e.g. ``client-secret``.
+    #: Positional arguments that may follow those, optional (``bastion fga export [FILE]``).
+    optional: tuple[str, ...] = ()
+    #: Server flags the command reads besides the database's (``fga-store``: where the
+    #: authorization engine's store is; ``client-secret``), used as the server uses them.
     server_flags: tuple[str, ...] = ()
+
+    def flags_read(self) -> tuple[Flag, ...]:
+        """The server flags this command uses: the database's, then its own choice."""
+        extra = tuple(flag for flag in FLAGS if flag.name in self.server_flags)
+        return DATABASE_FLAGS + extra
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,11 +98,13 @@ class Invocation:
     """A parsed command line."""
 
     storage: StorageConfig
+    #: The server flags read (the others keep their defaults).
+    settings: Settings
     #: The command's own flags that were given: a switch as "true", else its value.
     options: dict[str, str]
     arguments: tuple[str, ...]
-    #: The values of :attr:`DatabaseCommand.server_flags` that were given.
-    server_values: dict[str, str]
+    #: The names of the server flags that were given (a default is not a choice).
+    given: frozenset[str]
 
 
 def parse_command(command: DatabaseCommand, argv: Sequence[str]) -> Invocation:
@@ -105,20 +114,22 @@ def parse_command(command: DatabaseCommand, argv: Sequence[str]) -> Invocation:
     own = {flag.name: flag.as_flag() for flag in command.flags}
     arguments: list[str] = []
     given = read_flags(list(argv), extra=own, positionals=arguments)
-    if len(arguments) != len(command.arguments):
-        expected = " ".join(command.arguments) or "no arguments"
+    required, optional = len(command.arguments), len(command.optional)
+    if not required <= len(arguments) <= required + optional:
+        expected = " ".join([*command.arguments, *(f"[{n}]" for n in command.optional)])
         words = " ".join(command.words)
         raise ConfigError(
-            f"bastion {words} takes {expected}; got {len(arguments)} argument(s) "
-            f"(see bastion {words} --help)"
+            f"bastion {words} takes {expected or 'no arguments'}; got {len(arguments)} "
+            f"argument(s) (see bastion {words} --help)"
         )
-    values = {f.attribute: convert(f, given[f.name]) for f in DATABASE_FLAGS if f.name in given}
+    read = command.flags_read()
+    values = {f.attribute: convert(f, given[f.name]) for f in read if f.name in given}
     settings = Settings(**values)  # type: ignore[arg-type]
     validate_database(settings)
     storage = replace(storage_config(settings), run_migrations=False, check_schema=False)
     options = {name: given[name] for name in own if name in given}
-    server_values = {name: given[name] for name in command.server_flags if name in given}
-    return Invocation(storage, options, tuple(arguments), server_values)
+    server_given = frozenset(f.name for f in read if f.name in given)
+    return Invocation(storage, settings, options, tuple(arguments), server_given)
 
 
 def render_command_help(command: DatabaseCommand) -> str:
@@ -126,18 +137,14 @@ def render_command_help(command: DatabaseCommand) -> str:
     words = " ".join(command.words)
     usage = [f"usage: bastion {words}"]
     usage += [f"[{f.option}{' ' + f.value if f.value else ''}]" for f in command.flags]
-    usage += ["DATABASE-FLAGS...", *command.arguments]
+    usage += ["DATABASE-FLAGS...", *command.arguments, *(f"[{n}]" for n in command.optional)]
     out = [" ".join(usage), "", textwrap.fill(command.summary, width=88), ""]
     if command.flags:
         out.append(f"{words}:")
         out += [_entry(f.option + (" " + f.value if f.value else ""), f.doc) for f in command.flags]
         out.append("")
-    if command.server_flags:
-        out.append("server flags it reads:")
-        out += [_entry(f"--{name}", FLAGS_BY_NAME[name].doc) for name in command.server_flags]
-        out.append("")
-    out.append("database flags (as the server takes them; @FILE reads flags from a file):")
-    out += [_entry(flag.option, flag.doc) for flag in DATABASE_FLAGS]
+    out.append("server flags it reads (as the server takes them; @FILE reads flags from a file):")
+    out += [_entry(flag.option, flag.doc) for flag in command.flags_read()]
     out.append("")
     out.append(
         textwrap.fill(

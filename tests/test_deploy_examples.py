@@ -36,6 +36,9 @@ def test_every_bastion_instance_of_the_fleet_starts_from_valid_flags() -> None:
         assert settings.memory_store_url.startswith("redis+sentinel://sentinel-1:26379,")
         assert settings.workers == 2
         assert settings.database_type == "postgres"
+        # the balancer's fixed address alone is a trusted proxy (issue 36)
+        balancer = services["haproxy"]["networks"]["default"]["ipv4_address"]
+        assert settings.trusted_proxies == (balancer,)
 
 
 def test_the_load_balancer_sends_to_every_instance_and_checks_readiness() -> None:

@@ -4,7 +4,9 @@ body, GraphQL arguments, a gRPC message as a dict) before any service code runs.
 - nesting deeper than :data:`MAX_DEPTH` (explicit, not Python's recursion limit);
 - a NUL character in any string (no database stores it the same way; PostgreSQL
   refuses it outright);
-- an unpaired UTF-16 surrogate (``"\\udfff"`` in JSON): not a character, not encodable.
+- an unpaired UTF-16 surrogate (``"\\udfff"`` in JSON): not a character, not encodable;
+- an integer outside 64 bits (SQL's ``bigint``, protobuf's ``int64``): no column, message
+  or offset holds it (``from_timestamp: 1e30`` as an integer overflowed PostgreSQL).
 
 Refusals name the field (a dotted path) so the caller can find it.
 """
@@ -18,6 +20,8 @@ __all__ = ["MAX_DEPTH", "refusal"]
 
 #: Containers inside containers: far beyond any real request, far below recursion limits.
 MAX_DEPTH = 64
+#: The integers every store and wire format holds: signed 64-bit.
+MIN_INTEGER, MAX_INTEGER = -(2**63), 2**63 - 1
 
 
 def refusal(value: Any, where: str = "request") -> str | None:
@@ -53,6 +57,7 @@ class _Problem:
 _NUL = _Problem("contains a NUL character")
 _SURROGATE = _Problem("is not valid text (an unpaired surrogate)")
 _DEEP = _Problem(f"is nested more than {MAX_DEPTH} levels deep")
+_HUGE = _Problem("is out of range (integers are 64-bit)")
 
 
 def _walk(value: Any, depth: int) -> _Found | None:
@@ -60,6 +65,8 @@ def _walk(value: Any, depth: int) -> _Found | None:
     if kind is str:
         problem = _text_problem(value)
         return None if problem is None else ([], problem)
+    if kind is int:
+        return None if MIN_INTEGER <= value <= MAX_INTEGER else ([], _HUGE)
     if kind is dict or kind is list or kind is tuple or isinstance(value, Mapping | list | tuple):
         if depth >= MAX_DEPTH:
             return [], _DEEP

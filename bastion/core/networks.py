@@ -25,17 +25,21 @@ def _trusted(address: str, networks: Sequence[Network]) -> bool:
     return any(ip.version == n.version and ip in n for n in networks)
 
 
-def client_ip(peer: str, forwarded_for: str | None, trusted: Sequence[Network]) -> str:
+def client_ip(peer: str, forwarded_for: Sequence[str], trusted: Sequence[Network]) -> str:
     """The client's address as ``--trusted-proxies`` defines it.
 
+    ``forwarded_for`` is every ``X-Forwarded-For`` header line of the request, in order:
+    a proxy may append its hop as a line of its own (haproxy's ``option forwardfor``
+    does) after the line the client wrote, so the lines are joined into one list first.
     With no trusted network, or a peer outside them, the socket peer is the client and
-    ``X-Forwarded-For`` is ignored (it is whatever the client wrote). From a trusted
-    peer, ``X-Forwarded-For`` is read right to left, skipping trusted hops: the first
-    untrusted address is the client, because only the hops we trust appended honestly.
+    the header is ignored (it is whatever the client wrote). From a trusted peer, the
+    list is read right to left, skipping trusted hops: the first untrusted address is the
+    client, because only the hops we trust appended honestly; a hop that is not an
+    address there leaves the peer as the client.
     """
     if not trusted or not forwarded_for or not _trusted(peer, trusted):
         return peer
-    hops = [h.strip() for h in forwarded_for.split(",") if h.strip()]
+    hops = [h.strip() for line in forwarded_for for h in line.split(",") if h.strip()]
     for hop in reversed(hops):
         try:
             ipaddress.ip_address(hop)

@@ -136,7 +136,7 @@ def _work(command: DatabaseCommand, invocation: Invocation, files: ExitStack) ->
     source_type, source_url = options.get("from-database-type"), options.get("from-database-url")
     if not source_type or not source_url:
         raise ConfigError("give --from-database-type and --from-database-url (Authorizer's)")
-    secret = invocation.server_values.get("client-secret")
+    secret = invocation.settings.client_secret
     box = SecretBox(secret, SystemRandom()) if secret else None
     return partial(
         _import_authorizer, source_type, source_url, rules, dry_run,
@@ -182,14 +182,12 @@ def _report(run: ImportRun) -> str:
 def _rules(invocation: Invocation) -> RecordRules:
     """The server's roles (its flags, when given) and Firebase's parameters."""
 
-    def roles(name: str) -> tuple[str, ...]:
-        raw = invocation.server_values.get(name, "")
-        return tuple(part.strip() for part in raw.split(",") if part.strip())
-
+    settings = invocation.settings
     return RecordRules(
         now=int(time.time()),
-        default_roles=roles("default-roles") or ("user",),
-        allowed_roles=roles("roles"),
+        default_roles=settings.default_roles,
+        # checked only when given: an import with database flags alone takes any role
+        allowed_roles=settings.roles if "roles" in invocation.given else (),
         firebase=_firebase(invocation.options),
     )
 

@@ -15,6 +15,7 @@ from bastion.service.admin import Admin
 from bastion.service.admin import outbox_handlers as admin_outbox_handlers
 from bastion.service.auth.issuer import CustomClaims
 from bastion.service.auth.service import AuthService
+from bastion.service.fga.base import ListBounds
 from bastion.service.fga.openfga import OpenFgaService
 from bastion.service.fga.service import FgaService
 from bastion.service.mail import Mail, SmtpMailer
@@ -91,6 +92,12 @@ class Runtime:
             None if fga_stores is None else fga_stores.store(DEFAULT_FGA_STORE),
             metrics,
             allow_user_contextual=settings.allow_user_contextual_tuples,
+            list_bounds=ListBounds(
+                objects_max=settings.fga_list_objects_max_results,
+                objects_seconds=settings.fga_list_objects_deadline,
+                users_max=settings.fga_list_users_max_results,
+                users_seconds=settings.fga_list_users_deadline,
+            ),
         )
         auth.relation_gate = fga
         oauth = OAuthService(auth)

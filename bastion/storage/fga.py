@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import hashlib
 import json
 import sys
@@ -28,8 +29,10 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
 
 from bastion.core.fga.tuples import TupleKey, split_object
+from bastion.storage.fga_writes import queue_for
 from bastion.storage.sql.database import Database
 from bastion.storage.sql.schema import DEFAULT_FGA_STORE, fga_changelog, fga_models, fga_tuples
 
@@ -113,6 +116,10 @@ class StoreNotEmpty(Exception):
     """Reset refused: tuples remain."""
 
 
+#: The largest position a token may name: SQL's 64-bit ``bigint``.
+MAX_POSITION = 2**63 - 1
+
+
 def encode_token(last_id: int) -> str:
     return base64.urlsafe_b64encode(str(last_id).encode()).decode()
 
@@ -123,7 +130,7 @@ def decode_token(token: str) -> int:
         value = int(base64.urlsafe_b64decode(token.encode()).decode())
     except (binascii.Error, UnicodeError, ValueError):
         raise ValueError("invalid continuation token") from None
-    if value < 0:
+    if not 0 <= value <= MAX_POSITION:  # a position past bigint overflows every database
         raise ValueError("invalid continuation token")
     return value
 
@@ -237,6 +244,27 @@ def _existing(
     return found
 
 
+def _insert_rows(conn: sa.Connection, table: sa.Table, rows: list[dict[str, Any]]) -> None:
+    """``rows`` into ``table``: on PostgreSQL as ONE statement whose parameters are a
+    column's values each (``unnest``), where psycopg's executemany would send a statement
+    per row (pipelined, but each parsed, planned and run on its own); the other drivers
+    batch an executemany themselves (pymysql into multi-row INSERTs, sqlite3 in one
+    prepared statement)."""
+    if conn.dialect.name != "postgresql" or not rows:
+        conn.execute(sa.insert(table), rows)
+        return
+    names = list(rows[0])
+    conn.execute(_unnest_insert(table, tuple(names)), {n: [r[n] for r in rows] for n in names})
+
+
+@functools.cache
+def _unnest_insert(table: sa.Table, names: tuple[str, ...]) -> sa.TextClause:
+    types = {column.name: column.type.compile(dialect=postgresql.dialect()) for column in table.c}
+    columns = ", ".join(f'"{n}"' for n in names)
+    arrays = ", ".join(f"CAST(:{n} AS {types[n]}[])" for n in names)
+    return sa.text(f"INSERT INTO {table.name} ({columns}) SELECT * FROM unnest({arrays})")  # noqa: S608
+
+
 @dataclass(frozen=True, slots=True)
 class WriteOptions:
     """OpenFGA's ``on_duplicate: ignore`` / ``on_missing: ignore``: skip instead of failing."""
@@ -275,7 +303,7 @@ def _write(
             )
         if deletes:
             rows = _log_rows(store_id, revision, "delete", deletes, now)
-            conn.execute(sa.insert(fga_changelog), rows)
+            _insert_rows(conn, fga_changelog, rows)
         revision += len(deletes)
     write_hashes = [key_hash(k) for k in writes]
     if write_hashes:
@@ -292,8 +320,9 @@ def _write(
             if digest in present:
                 raise TupleConflict(key, exists=True)
     if write_hashes:
-        conn.execute(
-            sa.insert(fga_tuples),
+        _insert_rows(
+            conn,
+            fga_tuples,
             [
                 {
                     "store_id": store_id,
@@ -310,7 +339,7 @@ def _write(
             ],
         )
         rows = _log_rows(store_id, revision, "write", writes, now)
-        conn.execute(sa.insert(fga_changelog), rows)
+        _insert_rows(conn, fga_changelog, rows)
         revision += len(writes)
     return revision
 
@@ -467,8 +496,11 @@ class SqlFgaStore:
         options: WriteOptions = WriteOptions(),
     ) -> int:
         now, sid = self._now(), self.store_id
-        return await self.db.run_locked(
-            WRITE_LOCK, lambda conn: _write(sid, writes, deletes, options, now, conn)
+        # Committed together with the writes of this process queued meanwhile.
+        return await queue_for(self.db, WRITE_LOCK).run(
+            lambda conn: _write(sid, writes, deletes, options, now, conn),
+            savepoint=bool(writes and deletes),
+            own_errors=(TupleConflict,),
         )
 
     async def read_tuples(self, where: TupleFilter, page_size: int, token: str) -> TuplePage:

@@ -181,11 +181,13 @@ class Generations:
         self.reads["current" if found is not None else "writing"] += 1
         return found
 
-    async def begin(self, store_id: str) -> str:
-        """Announce a write about to start; its id. Raises ``StorageUnavailable``."""
+    async def begin(self, store_id: str, *, lease: float | None = None) -> str:
+        """Announce a write about to start; its id. ``lease``: seconds, for a write that
+        may outlast the usual lease (a bulk import). Raises ``StorageUnavailable``."""
         write_id = self._unique()
+        lease_ms = self._lease_ms if lease is None else max(1, round(lease * 1000))
         try:
-            await self._client.script(_BEGIN, [_key(store_id)], [write_id, self._lease_ms])
+            await self._client.script(_BEGIN, [_key(store_id)], [write_id, lease_ms])
         except StorageUnavailable:
             raise
         except Exception as exc:

@@ -28,6 +28,9 @@ def nested(depth: int) -> object:
         (OrderedDict(x=("ok", "\x00")), "body.x[1] contains a NUL character"),
         (nested(MAX_DEPTH), None),
         (nested(MAX_DEPTH + 1), "body" + "[0]" * MAX_DEPTH + " is nested more than 64 levels deep"),
+        ({"from": 2**63 - 1, "to": -(2**63), "f": 1e300}, None),
+        ({"from_timestamp": 2**63}, "body.from_timestamp is out of range (integers are 64-bit)"),
+        ({"page": [-(2**63) - 1]}, "body.page[0] is out of range (integers are 64-bit)"),
     ],
     ids=[
         "clean",
@@ -39,6 +42,9 @@ def nested(depth: int) -> object:
         "mapping",
         "deep-ok",
         "deep",
+        "int64-ok",
+        "past-int64",
+        "below-int64",
     ],
 )
 def test_refusal_names_the_field(value: object, expected: str | None) -> None:

@@ -70,6 +70,8 @@ IMPLEMENTED = {
     "enable-hsts", "disable-csp", "cookie-domain", "disable-admin-header-auth",
     "admin-cookie-secure", "fga-store", "fga-store-url",
     "allow-user-contextual-tuples", "webhook-allow-private-targets", "openfga-api-key",
+    "fga-list-objects-max-results", "fga-list-objects-deadline", "fga-list-users-max-results",
+    "fga-list-users-deadline",
     # issue 3: authentication flows
     "jwt-role-claim", "refresh-token-expires-in", "app-cookie-secure", "app-cookie-same-site",
     "enable-signup", "enable-basic-authentication", "enable-email-verification",
@@ -1125,3 +1127,15 @@ def test_shutdown_timeout_is_seconds_zero_or_more() -> None:
         "--shutdown-timeout must be a number of seconds, 0 or more"
     )
     assert refusal(*BASE, "--shutdown-timeout=inf").startswith("--shutdown-timeout expects")
+
+
+def test_list_bounds_default_to_openfgas_and_zero_lifts_them() -> None:
+    default = parse()
+    assert (default.fga_list_objects_max_results, default.fga_list_objects_deadline) == (1000, 3)
+    assert (default.fga_list_users_max_results, default.fga_list_users_deadline) == (1000, 3)
+    lifted = parse("--fga-list-objects-max-results=0", "--fga-list-users-deadline=0")
+    assert (lifted.fga_list_objects_max_results, lifted.fga_list_users_deadline) == (0, 0)
+    assert parse("--fga-list-objects-deadline=0.5").fga_list_objects_deadline == 0.5
+    assert "--fga-list-users-max-results must be 0 (no bound) or more" in refusal(
+        *BASE, "--fga-list-users-max-results=-1"
+    )

@@ -28,6 +28,7 @@ from tests.server.test_auth_flows import (
 )
 
 FULLWIDTH_E = "\uff45"
+CYRILLIC_ER = "\u0440"  # CYRILLIC SMALL LETTER ER, drawn as the Latin p
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
@@ -93,6 +94,25 @@ def test_every_spelling_of_an_address_reaches_one_account(client: httpx.Client) 
         assert login(client, spelling).status_code == 200, spelling
         again = signup(client, spelling)
         assert again.status_code == 400, spelling
+
+
+def test_a_cyrillic_look_alike_is_another_mailbox_and_never_the_original(
+    client: httpx.Client,
+) -> None:
+    """Issue 36 (17), the documented choice (README, "Look-alike addresses"): a Cyrillic
+    er (U+0440) makes another mailbox, so another account; it never signs into, mails or
+    blocks the original."""
+    original = f"{_local()}@example.com"
+    look_alike = original.replace("p", CYRILLIC_ER, 1)
+    assert look_alike != original
+    first = signup(client, original)
+    assert first.status_code == 200
+    assert login(client, look_alike).status_code == 401
+    second = signup(client, look_alike)
+    assert second.status_code == 200, second.text
+    assert second.json()["user"]["id"] != first.json()["user"]["id"]
+    assert second.json()["user"]["email"] == look_alike
+    assert login(client, original).json()["user"]["id"] == first.json()["user"]["id"]
 
 
 @pytest.mark.parametrize("email", ["a\x00b@example.com", "ab@example.com\x07"])

@@ -5,8 +5,11 @@ case fails if the attack works; each runs on SQLite and on PostgreSQL + Redis.""
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import itertools
 import threading
+import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -16,13 +19,16 @@ from pathlib import Path
 import httpx
 import pyotp
 import pytest
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from bastion.conformance.operations import OPERATIONS
 from bastion.conformance.outcome import Credentials
 from bastion.conformance.surfaces import GraphQLSurface, GrpcSurface, RestSurface
 from bastion.conformance.surfaces.base import Surface
+from bastion.core.auth.user import identifier_digest
 from tests.security.conftest import PASSWORD, flags_for
-from tests.server.harness import ADMIN_SECRET, CLIENT_ID, ServerProcess, running
+from tests.server.harness import ADMIN_SECRET, CLIENT_ID, CLIENT_SECRET, ServerProcess, running
 from tests.webhook_receiver import Receiver
 
 TOTP_STEP = 30
@@ -268,6 +274,66 @@ def test_a_stranger_spending_the_accounts_budget_does_not_lock_out_a_known_devic
         )
     assert again.status_code == 200, again.text
     assert again.json()["access_token"]
+
+
+def _mac_cookie(key_secret: str, info: bytes, payload: str) -> str:
+    """A cookie of the form ``<payload>.<mac>``, keyed as a forger with ``key_secret``
+    would key it (HKDF-SHA256, then HMAC-SHA256 cut to 32 hex digits)."""
+    key = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=info).derive(
+        key_secret.encode()
+    )
+    return f"{payload}.{hmac.new(key, payload.encode(), hashlib.sha256).hexdigest()[:32]}"
+
+
+def test_device_cookies_forged_with_the_client_secret_or_dated_ahead_are_no_device(
+    throttled: Throttled,
+) -> None:
+    """Issue 36 (13): relying parties hold ``--client-secret``; a device cookie keyed from
+    it (in the old or the new shape), one dated ten years ahead, or a stranger's genuine
+    cookie of its own account does not keep the owner's budget; the genuine one does."""
+    with throttled.http(source()) as owner:
+        email, answer = signup(owner)
+        user_id = str(answer["user"]["id"])  # type: ignore[index]
+        first = owner.post("/v1/login", json={"email": email, "password": PASSWORD})
+        device = first.cookies.get("bastion_device")
+        stranger_email, _ = signup(owner)
+        theirs = owner.post("/v1/login", json={"email": stranger_email, "password": PASSWORD})
+        stranger_device = theirs.cookies.get("bastion_device")
+    for _ in range(6):
+        with throttled.http(source()) as stranger:
+            for _ in range(5):
+                stranger.post("/v1/login", json={"email": email, "password": "Wrong!pass1"})
+    now, ahead = int(time.time()), int(time.time()) + 10 * 365 * 24 * 3600
+    digest = identifier_digest(email)
+    v1, v2 = b"bastion device cookie v1", b"bastion device cookie v2"
+    forged = {
+        "client secret, old shape": _mac_cookie(CLIENT_SECRET, v1, f"{digest}.{now}"),
+        "client secret, ten years ahead": _mac_cookie(CLIENT_SECRET, v1, f"{digest}.{ahead}"),
+        "client secret, new shape": _mac_cookie(
+            CLIENT_SECRET, v2, f"{user_id}.{now}.{digest}"
+        ).replace(f".{digest}.", "."),
+        "the server's key, ten years ahead": _mac_cookie(
+            ADMIN_SECRET, v2, f"{user_id}.{ahead}.{digest}"
+        ).replace(f".{digest}.", "."),
+        "the stranger's own device cookie": str(stranger_device),
+    }
+    for what, cookie in forged.items():
+        with throttled.http(source()) as forger:
+            tried = forger.post(
+                "/v1/login",
+                json={"email": email, "password": PASSWORD},
+                headers={"cookie": f"bastion_device={cookie}"},
+            )
+        assert tried.status_code == 429, (what, tried.status_code)
+    with throttled.http(source()) as owner_device:
+        genuine = owner_device.post(
+            "/v1/login",
+            json={"email": email, "password": PASSWORD},
+            headers={"cookie": f"bastion_device={device}"},
+        )
+    assert genuine.status_code == 200, genuine.text
+    assert device is not None
+    assert device.split(".")[0] == user_id  # bound to the account, not to the address
 
 
 # -- 5. guessing the admin secret through the header -------------------------------------------

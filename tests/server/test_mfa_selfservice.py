@@ -277,6 +277,8 @@ def test_wrong_factors_are_limited_per_user(env: Env, client: httpx.Client) -> N
     refused_login = verify(client, user.email, user.recovery_codes[0], cookie)
     assert refused_login.status_code == 429
     assert refused_login.headers["retry-after"] == str(15 * 60)
+    # the guess limit says so (not "too many codes requested": that is the resend limit)
+    assert refused_login.json()["message"] == "too many wrong codes, please try again later"
 
 
 def test_refusals(client: httpx.Client) -> None:

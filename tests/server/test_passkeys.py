@@ -167,10 +167,17 @@ def test_one_authenticator_registers_once(
     assert register(client, auth["access_token"], device).status_code == 409
 
 
-def test_registration_from_another_origin_or_rp_is_refused(env: Env, client: httpx.Client) -> None:
+def test_registration_from_another_origin_or_rp_or_unverified_is_refused(
+    env: Env, client: httpx.Client
+) -> None:
     _email, auth = signed_in(client)
     token = auth["access_token"]
-    for wrong in ({"origin": "https://evil.example"}, {"rp_id": "evil.example"}):
+    wrongs: list[dict[str, Any]] = [
+        {"origin": "https://evil.example"},
+        {"rp_id": "evil.example"},
+        {"uv": False},  # the options require user verification
+    ]
+    for wrong in wrongs:
         options = client.post("/v1/webauthn_registration_options", json={}, headers=bearer(token))
         credential = authenticator(env).create(options.json()["options"], **wrong)
         response = client.post(

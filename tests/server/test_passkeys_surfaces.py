@@ -231,6 +231,21 @@ def test_the_ceremonies_through_each_surface(
     assert surface.credentials(token) == []
 
 
+def test_a_registration_without_user_verification_is_refused(
+    server: ServerProcess, client: httpx.Client, surface: Surface
+) -> None:
+    """The registration options require user verification: an answer without it is
+    refused (issue 36), and nothing is registered."""
+    _email, token = signed_in(client)
+    device = SoftAuthenticator(origin=server.url, rp_id="127.0.0.1")
+    options = surface.registration_options(token)
+    assert json.loads(options)["authenticatorSelection"]["userVerification"] == "required"
+    unverified = device.create(options, uv=False)
+    refused = failure_of(lambda: surface.registration_verify(token, unverified))
+    assert (refused.code, refused.message) == ("invalid_argument", "invalid passkey")
+    assert surface.credentials(token) == []
+
+
 def test_garbled_credentials_and_anonymous_callers_are_refused_alike(surface: Surface) -> None:
     garbled = failure_of(lambda: surface.login_verify("not json"))
     assert (garbled.code, garbled.message) == ("invalid_argument", "invalid passkey credential")

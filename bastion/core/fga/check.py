@@ -114,11 +114,15 @@ class Checker:
                 outcome = (
                     self.evaluate(step, plan) if cache is None else cache.resolve(self, step, plan)
                 )
-            except BaseException:
+            except BaseException as exc:
                 # The steps left mid-evaluation are still marked in the memo: drop it.
                 self._memos.pop(user, None)
                 self._memo = {}
                 self.user = ""
+                if isinstance(exc, RecursionError):
+                    # computed relations cost no depth: a chain of hundreds of them ends on
+                    # the interpreter's stack before the depth limit, with OpenFGA's error
+                    raise self.request.depth_exceeded() from None
                 raise
         if outcome.error is not None:
             raise outcome.error

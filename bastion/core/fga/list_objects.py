@@ -3,7 +3,12 @@
 Reverse expansion from the user over :class:`ReverseGraph` collects candidate objects
 (reading tuples by user, so the cost follows what the user can reach), then each candidate
 is confirmed with Check in one shared request, so the answer agrees with Check exactly.
-At most ``max_results`` objects are returned; ``truncated`` says more exist.
+Walk and checks are interleaved (:class:`ObjectSearch`): each object is confirmed as soon
+as the walk reaches it, so a stream (OpenFGA's StreamedListObjects) sends it at once.
+
+Bounds, as OpenFGA's: at most ``max_results`` objects (``truncated`` says more exist;
+0 for no bound), and a ``deadline`` after which the answer is what was confirmed by then,
+with no error (``timed_out``, and ``truncated``, say so).
 
 As OpenFGA's reverse expansion does, the walk only follows tuples on relations that can
 lead to the listed one, and evaluates the condition of every tuple it follows: one that
@@ -14,6 +19,7 @@ the whole request, even when the user reaches the object another way.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from bastion.core.fga.check import Checker
@@ -23,13 +29,16 @@ from bastion.core.fga.request import RequestContext, RequestOptions
 from bastion.core.fga.tuples import TupleKey, TupleReader, split_object, split_user
 from bastion.core.fga.typesystem import TypeSystem
 
-__all__ = ["ListResult", "list_objects"]
+__all__ = ["ListResult", "ObjectSearch", "list_objects"]
 
 
 @dataclass(frozen=True, slots=True)
 class ListResult:
     items: tuple[str, ...]
+    #: More may exist: the result bound was reached, or the deadline.
     truncated: bool = False
+    #: The deadline passed before the evaluation was complete.
+    timed_out: bool = False
 
 
 def _validate(ts: TypeSystem, object_type: str, relation: str, user: str) -> None:
@@ -44,10 +53,16 @@ def _validate(ts: TypeSystem, object_type: str, relation: str, user: str) -> Non
         raise FgaError(ErrorCode.VALIDATION_ERROR, problem)
 
 
-def candidates(
-    request: RequestContext, graph: ReverseGraph, object_type: str, relation: str, user: str
-) -> list[str]:
-    """Objects of ``object_type`` that may have ``relation`` for ``user`` (a superset)."""
+def _walk(
+    request: RequestContext,
+    graph: ReverseGraph,
+    object_type: str,
+    relation: str,
+    user: str,
+    out_of_time: Callable[[], bool],
+) -> Iterator[str]:
+    """Objects of ``object_type`` that may have ``relation`` for ``user`` (a superset),
+    each once, as the walk reaches them; it stops early once ``out_of_time()``."""
     ts, reader = request.ts, request.reader
     facts: set[tuple[str, str]] = set()
     subjects: deque[str] = deque([user])
@@ -87,13 +102,64 @@ def candidates(
 
     if user_relation:
         add_fact(f"{user_type}:{user_id}", user_relation)
+        yield from found
+        found.clear()
     while subjects:
+        if out_of_time():
+            return
         subject = subjects.popleft()
         for type_name in ts.types:
             for key in reader.read_by_user(subject, type_name):
                 if follows(key, type_name, key.relation):
                     add_fact(key.object, key.relation)
-    return sorted(set(found))
+                    yield from found
+                    found.clear()
+
+
+class ObjectSearch:
+    """Iterating yields the objects on which ``user`` has ``relation``, each confirmed by
+    Check, as they are found, until the walk ends or the deadline passes (then
+    ``timed_out``). Validation errors are raised at once; a depth error as it happens;
+    condition errors are kept in ``error`` (the caller decides, by what it found)."""
+
+    def __init__(
+        self,
+        ts: TypeSystem,
+        store: TupleReader,
+        object_type: str,
+        relation: str,
+        user: str,
+        options: RequestOptions | None = None,
+        graph: ReverseGraph | None = None,
+    ) -> None:
+        _validate(ts, object_type, relation, user)
+        self._request = RequestContext(ts, store, options or RequestOptions())
+        self._graph = graph or ReverseGraph.build(ts)
+        self._target = (object_type, relation, user)
+        self.timed_out = False
+        self.error: FgaError | None = None
+
+    def _out_of_time(self) -> bool:
+        if self._request.out_of_time():
+            self.timed_out = True
+        return self.timed_out
+
+    def __iter__(self) -> Iterator[str]:
+        object_type, relation, user = self._target
+        checker = Checker(self._request)
+        walk = _walk(self._request, self._graph, object_type, relation, user, self._out_of_time)
+        for candidate in walk:
+            try:
+                ok = checker.check(candidate, relation, user)
+            except FgaError as exc:
+                if exc.fga_code == ErrorCode.RESOLUTION_TOO_COMPLEX:
+                    raise
+                self.error = self.error or exc
+                continue
+            if ok:
+                yield candidate
+            if self._out_of_time():
+                return
 
 
 def list_objects(
@@ -105,25 +171,18 @@ def list_objects(
     options: RequestOptions | None = None,
     graph: ReverseGraph | None = None,
 ) -> ListResult:
+    """At most ``max_results`` objects, sorted; a condition error fails the request
+    unless the bound was reached (or the deadline passed) all the same."""
     options = options or RequestOptions()
-    _validate(ts, object_type, relation, user)
-    request = RequestContext(ts, store, options)
-    checker = Checker(request)
+    search = ObjectSearch(ts, store, object_type, relation, user, options, graph)
+    bound = options.max_results
     allowed: list[str] = []
-    error: FgaError | None = None
-    graph = graph or ReverseGraph.build(ts)
-    for candidate in candidates(request, graph, object_type, relation, user):
-        try:
-            ok = checker.check(candidate, relation, user)
-        except FgaError as exc:
-            if exc.fga_code == ErrorCode.RESOLUTION_TOO_COMPLEX:
-                raise
-            error = error or exc
-            continue
-        if ok:
-            if len(allowed) == options.max_results:
-                return ListResult(tuple(allowed), truncated=True)
-            allowed.append(candidate)
-    if error is not None and len(allowed) < options.max_results:
-        raise error
-    return ListResult(tuple(allowed))
+    for obj in search:
+        if bound and len(allowed) == bound:
+            return ListResult(tuple(sorted(allowed)), truncated=True)
+        allowed.append(obj)
+    if search.timed_out:
+        return ListResult(tuple(sorted(allowed)), truncated=True, timed_out=True)
+    if search.error is not None and (not bound or len(allowed) < bound):
+        raise search.error
+    return ListResult(tuple(sorted(allowed)))

@@ -214,6 +214,24 @@ def _source_from_json(meta: Any) -> SourceInfo | None:
     return SourceInfo(str(module), str(file))
 
 
+def _mapping(value: Any, where: str) -> Mapping[str, Any]:
+    """``value`` when it is an object (absent: empty), else :class:`ModelFormatError`."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ModelFormatError(f"{where} must be an object")
+    return value
+
+
+def _sequence(value: Any, where: str) -> list[Any]:
+    """``value`` when it is a list (absent: empty), else :class:`ModelFormatError`."""
+    if value is None:
+        return []
+    if not isinstance(value, list | tuple):
+        raise ModelFormatError(f"{where} must be a list")
+    return list(value)
+
+
 def _ref_from_json(obj: Mapping[str, Any]) -> RelationRef:
     return RelationRef(
         type=str(obj.get("type") or ""),
@@ -223,38 +241,58 @@ def _ref_from_json(obj: Mapping[str, Any]) -> RelationRef:
     )
 
 
-def _type_from_json(obj: Mapping[str, Any]) -> TypeDefinition:
+def _type_from_json(obj: Mapping[str, Any], where: str) -> TypeDefinition:
     metadata = obj.get("metadata") or {}
     relation_meta = (metadata.get("relations") or {}) if isinstance(metadata, Mapping) else {}
+    relation_meta = _mapping(relation_meta, f"{where}.metadata.relations")
     relations: dict[str, Relation] = {}
-    for name, rewrite in (obj.get("relations") or {}).items():
-        meta = relation_meta.get(name) or {}
-        refs = _get(meta, "directly_related_user_types", "directlyRelatedUserTypes") or []
+    for name, rewrite in _mapping(obj.get("relations"), f"{where}.relations").items():
+        meta = _mapping(relation_meta.get(name), f"{where}.metadata.relations.{name}")
+        refs = _sequence(
+            _get(meta, "directly_related_user_types", "directlyRelatedUserTypes"),
+            f"{where}.metadata.relations.{name}.directly_related_user_types",
+        )
         relations[name] = Relation(
             name=name,
             rewrite=rewrite_from_json(rewrite),
-            directly_related=tuple(_ref_from_json(ref) for ref in refs),
+            directly_related=tuple(
+                _ref_from_json(_mapping(ref, f"{where}.metadata.relations.{name}[{i}]"))
+                for i, ref in enumerate(refs)
+            ),
             source=_source_from_json(meta),
         )
     return TypeDefinition(str(obj.get("type") or ""), relations, _source_from_json(metadata))
 
 
-def _param_from_json(obj: Mapping[str, Any]) -> ConditionParam:
-    generics = _get(obj, "generic_types", "genericTypes") or []
+def _param_from_json(obj: Mapping[str, Any], where: str) -> ConditionParam:
+    generics = _sequence(_get(obj, "generic_types", "genericTypes"), f"{where}.generic_types")
     return ConditionParam(
         str(_get(obj, "type_name", "typeName") or "TYPE_NAME_UNSPECIFIED"),
-        tuple(str(_get(g, "type_name", "typeName")) for g in generics),
+        tuple(
+            str(_get(_mapping(g, f"{where}.generic_types[{i}]"), "type_name", "typeName"))
+            for i, g in enumerate(generics)
+        ),
     )
 
 
 def model_from_json(obj: Mapping[str, Any]) -> AuthorizationModel:
-    """Build a model from its protojson dict; :class:`ModelFormatError` if malformed."""
+    """Build a model from its protojson dict; :class:`ModelFormatError` (naming the field)
+    if its shape is not a model's."""
+    definitions = _sequence(_get(obj, "type_definitions", "typeDefinitions"), "type_definitions")
     types = tuple(
-        _type_from_json(t) for t in (_get(obj, "type_definitions", "typeDefinitions") or [])
+        _type_from_json(_mapping(t, f"type_definitions[{i}]"), f"type_definitions[{i}]")
+        for i, t in enumerate(definitions)
     )
     conditions: dict[str, Condition] = {}
-    for key, cond in (obj.get("conditions") or {}).items():
-        params = {name: _param_from_json(p) for name, p in (cond.get("parameters") or {}).items()}
+    for key, raw in _mapping(obj.get("conditions"), "conditions").items():
+        cond = _mapping(raw, f"conditions.{key}")
+        params = {
+            name: _param_from_json(
+                _mapping(p, f"conditions.{key}.parameters.{name}"),
+                f"conditions.{key}.parameters.{name}",
+            )
+            for name, p in _mapping(cond.get("parameters"), f"conditions.{key}.parameters").items()
+        }
         conditions[key] = Condition(
             name=str(cond.get("name") or ""),
             expression=str(cond.get("expression") or ""),

@@ -8,7 +8,7 @@ context overlaid by the tuple's stored context.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,12 +17,39 @@ from bastion.core.fga.errors import ErrorCode, FgaError
 from bastion.core.fga.tuples import CombinedReader, MemoryTupleReader, TupleKey, TupleReader
 from bastion.core.fga.typesystem import TypeSystem
 
-__all__ = ["DEFAULT_MAX_DEPTH", "DEFAULT_MAX_RESULTS", "RequestContext", "RequestOptions"]
+__all__ = [
+    "DEFAULT_LIST_DEADLINE",
+    "DEFAULT_MAX_DEPTH",
+    "DEFAULT_MAX_RESULTS",
+    "Deadline",
+    "RequestContext",
+    "RequestOptions",
+]
 
 #: OpenFGA's resolveNodeLimit: the 25th tuple hop fails with 2002.
 DEFAULT_MAX_DEPTH = 25
 #: OpenFGA's listObjectsMaxResults / listUsersMaxResults.
 DEFAULT_MAX_RESULTS = 1000
+#: Seconds: OpenFGA's listObjectsDeadline / listUsersDeadline.
+DEFAULT_LIST_DEADLINE = 3.0
+
+
+@dataclass(frozen=True, slots=True)
+class Deadline:
+    """When a ListObjects or ListUsers evaluation stops and answers with what it has
+    confirmed so far: ``at`` on the scale of ``clock`` (the caller's; the core keeps
+    none)."""
+
+    at: float
+    clock: Callable[[], float]
+
+    @classmethod
+    def after(cls, seconds: float, clock: Callable[[], float]) -> Deadline | None:
+        """``seconds`` from now; ``None`` (no deadline) for 0, as OpenFGA's flags."""
+        return None if seconds <= 0 else cls(clock() + seconds, clock)
+
+    def passed(self) -> bool:
+        return self.clock() >= self.at
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -32,7 +59,10 @@ class RequestOptions:
     context: Mapping[str, Any] = field(default_factory=dict)
     contextual_tuples: Sequence[TupleKey] = ()
     max_depth: int = DEFAULT_MAX_DEPTH
+    #: List results at most; 0 for no bound (OpenFGA's StreamedListObjects).
     max_results: int = DEFAULT_MAX_RESULTS
+    #: When a list evaluation answers with what it has (none: no deadline).
+    deadline: Deadline | None = None
 
 
 class RequestContext:
@@ -43,6 +73,7 @@ class RequestContext:
         self.options = options
         self.context = options.context
         self.max_depth = options.max_depth
+        self.deadline = options.deadline
         if options.contextual_tuples:
             typesystem.validate_contextual(list(options.contextual_tuples))
             self.reader: TupleReader = CombinedReader(
@@ -50,6 +81,9 @@ class RequestContext:
             )
         else:
             self.reader = store
+
+    def out_of_time(self) -> bool:
+        return self.deadline is not None and self.deadline.passed()
 
     def valid(self, key: TupleKey) -> bool:
         return self.ts.tuple_problem(key) is None

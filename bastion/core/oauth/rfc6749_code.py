@@ -1,7 +1,8 @@
 """Authorization codes (RFC 6749 §4.1.2 / §4.1.3) and pending authorize requests.
 
-A code is bound to who logged in (user, granted roles, login method, auth time) and to the
-request that asked for it (redirect URI, scope, OIDC nonce, PKCE challenge). It lives
+A code is bound to who logged in (user, granted roles, login method, auth time, and the
+session that got it: the code dies with that session) and to the request that asked for
+it (redirect URI, scope, OIDC nonce, PKCE challenge). It lives
 :data:`CODE_TTL` seconds and is redeemed once: the store takes it atomically, so of two
 concurrent redemptions only one finds it; a second redemption revokes the tokens the
 first one got (§4.1.2: "the authorization server SHOULD revoke ... all tokens previously
@@ -44,6 +45,8 @@ class CodeGrant:
     nonce: str | None = None
     code_challenge: str | None = None
     code_challenge_method: str | None = None
+    #: the session family (its ``sid``) that got the code: logging it out voids the code
+    session_id: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
@@ -63,6 +66,7 @@ class CodeGrant:
             nonce=_text(data.get("nonce")),
             code_challenge=_text(data.get("code_challenge")),
             code_challenge_method=_text(data.get("code_challenge_method")),
+            session_id=_text(data.get("session_id")),
         )
 
 

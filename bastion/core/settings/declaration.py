@@ -366,6 +366,29 @@ class Settings:
         "Serve OpenFGA's own HTTP API (/stores/...) on the HTTP port, for OpenFGA's SDKs "
         "and CLI; requests must carry Authorization: Bearer KEY. Off when empty.",
     )
+    fga_list_objects_max_results: int = flag_field(
+        1000,
+        _A,
+        "Objects in a ListObjects answer at most (OpenFGA's --listObjects-max-results); "
+        "0: no bound. StreamedListObjects is not bounded.",
+    )
+    fga_list_objects_deadline: float = flag_field(
+        3.0,
+        _A,
+        "Seconds a ListObjects (streamed or not, and list_permissions) may evaluate; then "
+        "it answers with what it has confirmed (OpenFGA's --listObjects-deadline); 0: none.",
+    )
+    fga_list_users_max_results: int = flag_field(
+        1000,
+        _A,
+        "Users in a ListUsers answer at most (OpenFGA's --listUsers-max-results); 0: no bound.",
+    )
+    fga_list_users_deadline: float = flag_field(
+        3.0,
+        _A,
+        "Seconds a ListUsers may evaluate; then it answers with the users it has met that "
+        "Check confirms (OpenFGA's --listUsers-deadline); 0: none.",
+    )
     allow_user_contextual_tuples: bool = flag_field(
         False,
         _A,

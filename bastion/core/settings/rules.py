@@ -36,9 +36,11 @@ def validate(settings: Settings) -> None:
 
 def validate_database(settings: Settings) -> None:
     """The rules of the database flags alone: for the commands that only open the database
-    (``bastion migrate``), which take no secret but the database's."""
+    (``bastion migrate``), which take no secret but the database's; with the engine's store
+    flags when the command reads them (``bastion fga import``)."""
     _require_database(settings)
     _check_memory_store(settings)
+    _check_fga_store(settings)
 
 
 def _missing_required(s: Settings) -> list[str]:
@@ -396,6 +398,17 @@ def _check_openfga_api(s: Settings) -> None:
         )
 
 
+def _check_list_bounds(s: Settings) -> None:
+    for option, value in (
+        ("--fga-list-objects-max-results", s.fga_list_objects_max_results),
+        ("--fga-list-objects-deadline", s.fga_list_objects_deadline),
+        ("--fga-list-users-max-results", s.fga_list_users_max_results),
+        ("--fga-list-users-deadline", s.fga_list_users_deadline),
+    ):
+        if value < 0:
+            raise ConfigError(f"{option} must be 0 (no bound) or more, got {value}")
+
+
 def _check_graphql_limits(s: Settings) -> None:
     for option, value in (
         ("--graphql-max-complexity", s.graphql_max_complexity),
@@ -439,6 +452,7 @@ _RULES = (
     _check_request_timeout,
     _check_shutdown_timeout,
     _check_fga_store,
+    _check_list_bounds,
     _check_database_replica,
     _check_openfga_api,
     _check_graphql_limits,

@@ -92,6 +92,7 @@ from bastion.core.state_machines.mfa_effects import (
 from bastion.core.state_machines.mfa_setup import MfaSetupMachine, MfaSetupRequested
 from bastion.core.state_machines.oauth_authorize import (
     AuthorizeRequested,
+    CheckSession,
     CodeRedemptionRequested,
     CodeTaken,
     Deliver,
@@ -100,6 +101,7 @@ from bastion.core.state_machines.oauth_authorize import (
     RedirectToLogin,
     RememberCodeTokens,
     RevokeCodeTokens,
+    SessionChecked,
     StoreCode,
     StorePending,
     TakeCode,
@@ -167,6 +169,7 @@ __all__ = [
     "ChallengeTaken",
     "CheckCode",
     "CheckRequiredRelations",
+    "CheckSession",
     "ClearMfaCookie",
     "ClearSessionCookie",
     "CodeChecked",
@@ -241,6 +244,7 @@ __all__ = [
     "SecondFactorRequired",
     "SendEmail",
     "SendSms",
+    "SessionChecked",
     "SessionMachine",
     "SessionRequested",
     "SetMfaCookie",

@@ -146,7 +146,7 @@ __all__ = [
 
 INVALID_SESSION = "invalid session"
 INVALID_OTP = "invalid otp"
-TOO_MANY_CODES = "too many wrong codes, please try again later"
+TOO_MANY_WRONG_CODES = "too many wrong codes, please try again later"
 INVALID_REQUEST = "invalid verification request"
 OTP_VERIFIED = "OTP verified successfully."
 OTP_RESENT = "OTP has been sent. Please check your inbox"
@@ -484,7 +484,7 @@ class MfaMachine(Machine[State]):
             )
             refusal = Fail(
                 error=ResourceExhausted,
-                message=TOO_MANY_CODES,
+                message=TOO_MANY_WRONG_CODES,
                 retry_after=otp.USER_GUESS_WINDOW,
             )
             return [locked, announce, refusal], State.FAILED

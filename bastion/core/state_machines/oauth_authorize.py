@@ -29,14 +29,17 @@ redeem (``CodeRedemptionRequested``)
   5. ``redirect_uri`` must equal the authorize request's. A code with a PKCE challenge
      needs the matching verifier; one without needs the client secret. A presented but
      wrong client secret is ``invalid_client`` either way.
-  6. The user must still exist, not be revoked, and not have had their sessions ended since
+  6. The session that got the code must still be live (``CheckSession``: a logout, a
+     ``revoke_session`` from another device or any end of that session voids its codes).
+     The user must still exist, not be revoked, and not have had their sessions ended since
      the session that got the code began (``LoadUser`` with ``session_started``: a
      password reset or an admin's revoke voids codes too); then tokens are minted under a new
      session (refresh token only with ``offline_access``), kept, remembered as this code's
      (``RememberCodeTokens``), audited (``session.created``), and returned (``Respond``).
 bind (``LoginWithState``)
   7. A login carrying the ``state`` of a parked request stores that request's announced
-     code, bound to the login (Authorizer's login app redirects with it itself).
+     code, bound to the login and its session (Authorizer's login app redirects with it
+     itself).
 """
 
 from __future__ import annotations
@@ -75,6 +78,7 @@ from bastion.core.state_machines.events import TokensIssued, UserLoaded
 
 __all__ = [
     "AuthorizeRequested",
+    "CheckSession",
     "CodeRedemptionRequested",
     "CodeTaken",
     "Deliver",
@@ -84,6 +88,7 @@ __all__ = [
     "RedirectToLogin",
     "RememberCodeTokens",
     "RevokeCodeTokens",
+    "SessionChecked",
     "SessionGrant",
     "State",
     "StoreCode",
@@ -97,6 +102,7 @@ class State(enum.Enum):
     LOADING_USER = "loading_user"
     ISSUING_TOKENS = "issuing_tokens"
     TAKING_CODE = "taking_code"
+    REDEEM_CHECKING_SESSION = "redeem_checking_session"
     REDEEM_LOADING_USER = "redeem_loading_user"
     REDEEM_ISSUING_TOKENS = "redeem_issuing_tokens"
     DONE = "done"
@@ -128,6 +134,8 @@ class SessionGrant:
     roles: tuple[str, ...]
     login_method: str
     auth_time: int
+    #: the session family's id (``sid``): a code it gets dies with it
+    sid: str
 
 
 # -- events ----------------------------------------------------------------------------------
@@ -159,6 +167,13 @@ class CodeTaken(Event):
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class SessionChecked(Event):
+    """Answer to ``CheckSession``."""
+
+    alive: bool
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class LoginWithState(Event):
     """A login (any flow) finished with the ``state`` of a parked request."""
 
@@ -167,6 +182,8 @@ class LoginWithState(Event):
     roles: tuple[str, ...]
     login_method: str
     auth_time: int
+    #: the session family the login starts (or refreshes)
+    sid: str
 
 
 # -- effects ---------------------------------------------------------------------------------
@@ -209,6 +226,15 @@ class TakeCode(Effect):
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class CheckSession(Effect):
+    """Is the user's session family ``sid`` still live (not logged out, not revoked)?"""
+
+    replies: ClassVar[tuple[type[Event], ...]] = (SessionChecked,)
+    user_id: str
+    sid: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class RevokeCodeTokens(Effect):
     """End the session a first redemption of ``code`` created, if any."""
 
@@ -231,7 +257,12 @@ TABLE: Table[State] = {
     (State.LOADING_USER, UserLoaded): edge("_on_user", State.ISSUING_TOKENS, State.DONE),
     (State.ISSUING_TOKENS, TokensIssued): edge("_on_tokens", State.DONE),
     (State.START, CodeRedemptionRequested): edge("_on_redeem", State.TAKING_CODE, State.FAILED),
-    (State.TAKING_CODE, CodeTaken): edge("_on_code_taken", State.REDEEM_LOADING_USER, State.FAILED),
+    (State.TAKING_CODE, CodeTaken): edge(
+        "_on_code_taken", State.REDEEM_CHECKING_SESSION, State.REDEEM_LOADING_USER, State.FAILED
+    ),
+    (State.REDEEM_CHECKING_SESSION, SessionChecked): edge(
+        "_on_session_checked", State.REDEEM_LOADING_USER, State.FAILED
+    ),
     (State.REDEEM_LOADING_USER, UserLoaded): edge(
         "_on_redeem_user", State.REDEEM_ISSUING_TOKENS, State.FAILED
     ),
@@ -265,6 +296,7 @@ class OAuthAuthorizeMachine(Machine[State]):
     EMITS = frozenset(
         {
             AuditRecord,
+            CheckSession,
             Deliver,
             Fail,
             IssueTokens,
@@ -374,6 +406,7 @@ class OAuthAuthorizeMachine(Machine[State]):
                 nonce=request.nonce,
                 code_challenge=request.code_challenge,
                 code_challenge_method=request.code_challenge_method,
+                session_id=session.sid,
             )
             effects.append(StoreCode(code=self.ctx.code, grant=grant))
         if not request.wants_tokens:
@@ -469,6 +502,18 @@ class OAuthAuthorizeMachine(Machine[State]):
         elif redeem.client_authenticated is not True:
             return self._fail(InvalidClient, "client authentication or PKCE is required")
         self.ctx.grant = grant
+        if grant.session_id is not None:
+            check = CheckSession(user_id=grant.user_id, sid=grant.session_id)
+            return [check], State.REDEEM_CHECKING_SESSION
+        return self._load_granted_user(grant)
+
+    def _on_session_checked(self, event: SessionChecked) -> tuple[list[Effect], State]:
+        if not event.alive:
+            return self._fail(InvalidGrant, "The authorization code is invalid or has expired")
+        return self._load_granted_user(self._require(self.ctx.grant))
+
+    @staticmethod
+    def _load_granted_user(grant: CodeGrant) -> tuple[list[Effect], State]:
         load = LoadUser(user_id=grant.user_id, session_started=grant.auth_time)
         return [load], State.REDEEM_LOADING_USER
 
@@ -525,5 +570,6 @@ class OAuthAuthorizeMachine(Machine[State]):
             nonce=pending.nonce,
             code_challenge=pending.code_challenge,
             code_challenge_method=pending.code_challenge_method,
+            session_id=event.sid,
         )
         return [StoreCode(code=pending.code, grant=grant)], State.DONE

@@ -281,6 +281,9 @@ class PasskeyMachine(Machine[State]):
     def _on_attestation(self, event: AttestationVerified) -> tuple[list[Effect], State]:
         if event.credential is None:
             return self._refused(INVALID_PASSKEY, registration=True, reason=event.reason)
+        if self._require(self.ctx.ceremony).user_verification and not event.user_verified:
+            reason = "user verification missing"
+            return self._refused(INVALID_PASSKEY, registration=True, reason=reason)
         self.ctx.credential = event.credential
         return [StoreCredential(credential=event.credential)], State.STORING_CREDENTIAL
 

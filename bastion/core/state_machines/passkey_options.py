@@ -149,6 +149,8 @@ class PasskeyOptionsMachine(Machine[State]):
             challenge=event.challenge,
             kind=CeremonyKind.REGISTER,
             user_id=event.user_id,
+            # the options require it: a registration without it is refused
+            user_verification=True,
             expires_at=self._expiry(),
         )
         return [LoadUser(user_id=event.user_id)], State.LOADING_USER

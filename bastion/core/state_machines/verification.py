@@ -10,8 +10,8 @@ verify_email
      are accepted here (signup, magic link, email change); reset links are not.
   1a. Proving an address that was never verified clears a password set before, unless
      the link is a signup link followed from the browser that signed up (its signer
-     cookie, event ``signer``): otherwise a stranger who signed up with someone else's
-     address would keep a password into the owner's account.
+     cookie, event ``signer``: the account's user id): otherwise a stranger who signed up
+     with someone else's address would keep a password into the owner's account.
   2. A revoked user gets FailedPrecondition "user access has been revoked".
   3. Tokens are issued with ``login_method`` ``magic_link_login`` for a magic link,
      ``basic_auth`` otherwise, and the session kept (the memory store); only then, in ONE
@@ -44,7 +44,6 @@ from bastion.core.auth.roles import INVALID_ROLES, login_roles
 from bastion.core.auth.user import (
     SignupMethod,
     User,
-    identifier_digest,
     is_valid_email,
     normalise_email,
 )
@@ -126,8 +125,8 @@ class VerifyEmailRequested(Event):
     #: the browser variant (``GET /verify_email``) may carry roles and scope
     roles: tuple[str, ...] = ()
     scope: tuple[str, ...] = ()
-    #: the account digest (:func:`~core.auth.user.identifier_digest`) that the caller's
-    #: signer cookie names: this browser signed up for that account
+    #: the user id that the caller's signer cookie names (its MAC checked by the
+    #: service): this browser signed up for that account
     signer: str | None = None
 
 
@@ -234,7 +233,7 @@ class VerificationMachine(Machine[State]):
         if not user.email_verified:
             now = self._env.now()
             user = dataclasses.replace(user, email_verified_at=now, updated_at=now)
-            if self._proves_a_strangers_password(request):
+            if self._proves_a_strangers_password(request, user.id):
                 # The link proves the address, not that its owner chose the password set
                 # before: whoever signed up with it may be a stranger. The password goes
                 # (the owner sets one later by a reset).
@@ -250,7 +249,7 @@ class VerificationMachine(Machine[State]):
         )
         return [issue], State.ISSUING_TOKENS
 
-    def _proves_a_strangers_password(self, request: VerificationRequest) -> bool:
+    def _proves_a_strangers_password(self, request: VerificationRequest, user_id: str) -> bool:
         """Whether following this link would hand the address to a password its owner may
         not have chosen: a magic link always (it proves the address to whoever asked for
         it), a signup link unless the browser that signed up follows it. An email change
@@ -260,7 +259,7 @@ class VerificationMachine(Machine[State]):
         if request.identifier != EmailEvent.BASIC_AUTH_SIGNUP:
             return False
         signer = self.ctx.signer
-        return signer is None or not hmac.compare_digest(signer, identifier_digest(request.email))
+        return signer is None or not hmac.compare_digest(signer, user_id)
 
     def _on_tokens(self, event: TokensIssued) -> tuple[list[Effect], State]:
         """The session first, then the user row, the spent link, the webhooks and the

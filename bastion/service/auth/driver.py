@@ -150,6 +150,8 @@ class FlowRun:
         self.cookies: list[Cookie] = []
         #: what ``CreateUser`` found taken: "email" / "phone_number"
         self.taken: str | None = None
+        #: the account the run loaded or created last (the account cookies name it)
+        self.user_id: str | None = None
         self._sql: list[SqlOp] = []
         self._consumed_message = "invalid token"
         #: the sessions this run kept: (user id, sid, nonce)
@@ -246,7 +248,10 @@ class FlowRun:
     async def _answer(self, effect: Effect) -> Event:
         db = self.auth.storage.db
         if isinstance(effect, LoadUser):
-            return UserLoaded(user=await db.read(lambda conn: load_user(conn, effect)))
+            loaded = await db.read(lambda conn: load_user(conn, effect))
+            if loaded is not None:
+                self.user_id = loaded.id
+            return UserLoaded(user=loaded)
         if isinstance(effect, VerifyPasswordHash):
             hasher = self.auth.hasher
             if effect.password_hash is None:
@@ -270,12 +275,13 @@ class FlowRun:
             if taken is not None:
                 self.taken = taken
                 return UserAlreadyExists()
+            self.user_id = user.id
             return UserCreated(user=user)
         if isinstance(effect, IssueTokens):
-            if effect.state is not None and self.auth.state_binder is not None:
-                effect = await self.auth.state_binder(effect, self.caller)
             sid = self.sid or effect.nonce
             self.sid = sid
+            if effect.state is not None and self.auth.state_binder is not None:
+                effect = await self.auth.state_binder(effect, self.caller, sid)
             return TokensIssued(tokens=await self.auth.mint(effect, sid=sid, now=self._now))
         if isinstance(effect, CreateVerificationRequest):
             return VerificationRequestCreated(token=await self._create_request(effect))

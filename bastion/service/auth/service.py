@@ -16,6 +16,7 @@ import hashlib
 import logging
 from typing import Any
 
+from bastion.core import redirects
 from bastion.core.auth import otp
 from bastion.core.auth.claims import TokenType
 from bastion.core.auth.responses import AuthResponse
@@ -119,13 +120,8 @@ class AuthService(SessionListOperations, MfaSetupOperations):
         return uri
 
     def redirect_allowed(self, uri: str) -> bool:
-        if not uri.lower().startswith(("http://", "https://")):
-            return False
-        # URL parsers drop CR, LF and tab before checking; a header or page built from
-        # the raw value would not: no control character is ever a redirect target.
-        if any(ord(c) < 0x20 or ord(c) == 0x7F for c in uri):
-            return False
-        return self.origins.trusts(uri)
+        """Every redirect target's one rule: core/redirects.py (as a browser reads it)."""
+        return redirects.redirect_allowed(uri, self.origins)
 
     @staticmethod
     def reply(result: Any, run: FlowRun) -> Reply:
@@ -164,11 +160,11 @@ class AuthService(SessionListOperations, MfaSetupOperations):
                 raise InvalidArgument("user with given phone number already exists") from None
             raise
         reply = self.reply(result, run)
-        if request.email and isinstance(result, AuthResponse) and result.access_token is None:
+        pending = isinstance(result, AuthResponse) and result.access_token is None
+        if request.email and pending and run.user_id is not None:
             # A verification is pending, and this browser chose the password: following
             # the link from here keeps it (see the verification machine).
-            signer = self.signers.cookie(normalise_email(request.email))
-            reply = Reply(reply.body, (*reply.cookies, signer))
+            reply = Reply(reply.body, (*reply.cookies, self.signers.cookie(run.user_id)))
         return reply
 
     def _throttle_keys(self, identifier: str, caller: CallerContext) -> tuple[str, str]:
@@ -247,8 +243,9 @@ class AuthService(SessionListOperations, MfaSetupOperations):
         signed_in = isinstance(result, AuthResponse) and result.access_token is not None
         self.record_login(kind, "signed_in" if signed_in else "second_factor")
         reply = self.reply(result, run)
-        if identifier:
-            reply = Reply(reply.body, (*reply.cookies, self.devices.cookie(identifier)))
+        if identifier and run.user_id is not None:
+            device = self.devices.cookie(run.user_id, identifier=identifier)
+            reply = Reply(reply.body, (*reply.cookies, device))
         return reply
 
     # -- the second factor -------------------------------------------------------------------

@@ -167,6 +167,17 @@ class SessionStore:
             await self.memory.index_remove(self.index_key(user_id), *dead)
         return sorted(live, key=lambda s: (s.created_at, s.id))
 
+    async def alive(self, user_id: str, sid: str) -> bool:
+        """Is the session family ``sid`` live: its current tokens not logged out, revoked,
+        ended with every other session, or expired?"""
+        raw = await self.memory.get(self.meta_key(user_id, sid))
+        if raw is None:
+            return False
+        nonce = str(json.loads(raw)["nonce"])
+        kinds = (SESSION, ACCESS, REFRESH)
+        found = await self.memory.get_many(*(self.key(user_id, sid, nonce, k) for k in kinds))
+        return any(value is not None for value in found)
+
     async def revoke_family(self, user_id: str, sid: str) -> bool:
         """End one of the user's session families; False if the user has no such session."""
         if sid not in {s.id for s in await self.listing(user_id)}:

@@ -159,6 +159,7 @@ class FgaAdministration(FgaBase):
                     max_results=LIST_LIMIT,
                     context=request_context(request.context),
                     contextual_tuples=self._contextual(request.contextual_tuples),
+                    deadline=self.list_bounds.users_deadline(),
                 ),
             )
             return Reply({"users": list(found.items)})

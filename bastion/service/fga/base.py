@@ -23,6 +23,7 @@ from prometheus_client import Counter, Histogram
 
 from bastion.core.errors import FailedPrecondition, InvalidArgument, Unauthenticated
 from bastion.core.fga.conditions import ConditionError, convert_parameter
+from bastion.core.fga.request import DEFAULT_LIST_DEADLINE, DEFAULT_MAX_RESULTS, Deadline
 from bastion.core.fga.tuples import TupleKey
 from bastion.service.context import CallerContext
 from bastion.service.fga.engine import ActiveModel, EngineState
@@ -33,7 +34,7 @@ from bastion.storage.fga import (
 )
 from bastion.storage.sql.schema import audit_logs
 
-__all__ = ["CONTEXTUAL_REFUSED", "LIST_LIMIT", "NOT_ENABLED", "FgaBase"]
+__all__ = ["CONTEXTUAL_REFUSED", "LIST_LIMIT", "NOT_ENABLED", "FgaBase", "ListBounds"]
 
 log = logging.getLogger("bastion.fga")
 
@@ -101,6 +102,24 @@ def _write_problem(model: ActiveModel, key: TupleKey) -> str | None:
     return None
 
 
+@dataclass(frozen=True, slots=True)
+class ListBounds:
+    """ListObjects' and ListUsers' bounds (``--fga-list-*``): results at most (0: none)
+    and seconds of evaluation (0: no deadline), OpenFGA's defaults."""
+
+    objects_max: int = DEFAULT_MAX_RESULTS
+    objects_seconds: float = DEFAULT_LIST_DEADLINE
+    users_max: int = DEFAULT_MAX_RESULTS
+    users_seconds: float = DEFAULT_LIST_DEADLINE
+
+    def objects_deadline(self) -> Deadline | None:
+        """A ListObjects' deadline, from now."""
+        return Deadline.after(self.objects_seconds, time.monotonic)
+
+    def users_deadline(self) -> Deadline | None:
+        return Deadline.after(self.users_seconds, time.monotonic)
+
+
 #: One check of a batch: relation, object, contextual tuples, request context.
 _ParsedCheck = tuple[str, str, list[TupleKey], dict[str, Any]]
 
@@ -132,9 +151,11 @@ class FgaBase:
         metrics: Metrics,
         *,
         allow_user_contextual: bool = False,
+        list_bounds: ListBounds = ListBounds(),
     ) -> None:
         self.service = service
         self.allow_user_contextual = allow_user_contextual
+        self.list_bounds = list_bounds
         self.store = store
         self.engine = None if store is None else EngineState(store)
         self.metrics = metrics

@@ -9,13 +9,18 @@ from __future__ import annotations
 
 import hmac
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import replace
 from typing import Any, TypeVar
+
+import trio
+import trio.lowlevel
 
 from bastion.core.errors import InvalidArgument
 from bastion.core.fga.check import check
+from bastion.core.fga.errors import FgaError
 from bastion.core.fga.expand import expand
-from bastion.core.fga.list_objects import list_objects
+from bastion.core.fga.list_objects import ObjectSearch, list_objects
 from bastion.core.fga.list_users import UserFilter, list_users
 from bastion.core.fga.request import RequestOptions
 from bastion.service.fga.engine import ActiveModel, EngineState
@@ -40,6 +45,9 @@ T = TypeVar("T")
 MAX_BATCH_CHECKS = 50
 #: Model versions other than the latest kept parsed, per process.
 _OLD_MODELS = 32
+#: gRPC's status code for an OpenFGA HTTP status, in a stream's error message (what
+#: grpc-gateway writes: ``{"error": {"code", "message", "details"}}``).
+_GRPC_CODES = {400: 3, 404: 5, 409: 6, 422: 3, 429: 8, 500: 13, 503: 14, 504: 4}
 
 
 def engine_call(body: Callable[[], T]) -> T:
@@ -196,34 +204,39 @@ class OpenFgaQueries:
         )
 
     async def list_objects(self, store_id: str, body: Mapping[str, Any]) -> dict[str, Any]:
-        return {"objects": list(await self._list_objects(store_id, body))}
+        bounds = self.fga.list_bounds
+        engine, model, target, options = await self._list_request(store_id, body)
+        options = replace(
+            options, max_results=bounds.objects_max, deadline=bounds.objects_deadline()
+        )
+        found = engine_call(
+            lambda: list_objects(model.ts, engine.index, *target, options, graph=model.graph)
+        )
+        return {"objects": list(found.items)}
 
     async def streamed_list_objects(
         self, store_id: str, body: Mapping[str, Any]
-    ) -> Iterator[dict[str, Any]]:
-        """StreamedListObjects' messages, one per object."""
-        found = await self._list_objects(store_id, body)
-        return iter([{"result": {"object": obj}} for obj in found])
+    ) -> AsyncIterator[dict[str, Any]]:
+        """StreamedListObjects' messages, each object as soon as Check confirms it; no
+        result bound, the deadline as ListObjects'. A refusal of the request is raised
+        here, before any message; an error met while streaming is the last message."""
+        engine, model, target, options = await self._list_request(store_id, body)
+        options = replace(options, max_results=0, deadline=self.fga.list_bounds.objects_deadline())
+        search = engine_call(
+            lambda: ObjectSearch(model.ts, engine.index, *target, options, graph=model.graph)
+        )
+        return _stream(search)
 
-    async def _list_objects(self, store_id: str, body: Mapping[str, Any]) -> tuple[str, ...]:
+    async def _list_request(
+        self, store_id: str, body: Mapping[str, Any]
+    ) -> tuple[EngineState, ActiveModel, tuple[str, str, str], RequestOptions]:
         engine, model = await self._evaluation(store_id, body)
         wanted = {name: body.get(name) for name in ("type", "relation", "user")}
         for name, value in wanted.items():
             if not isinstance(value, str) or not value:
                 raise validation(f"{name} is required")
-        options = self._options(body, body.get("contextual_tuples"))
-        found = engine_call(
-            lambda: list_objects(
-                model.ts,
-                engine.index,
-                str(wanted["type"]),
-                str(wanted["relation"]),
-                str(wanted["user"]),
-                options,
-                graph=model.graph,
-            )
-        )
-        return found.items
+        target = (str(wanted["type"]), str(wanted["relation"]), str(wanted["user"]))
+        return engine, model, target, self._options(body, body.get("contextual_tuples"))
 
     async def list_users(self, store_id: str, body: Mapping[str, Any]) -> dict[str, Any]:
         engine, model = await self._evaluation(store_id, body)
@@ -239,7 +252,12 @@ class OpenFgaQueries:
         if not isinstance(raw_filter, Mapping) or not raw_filter.get("type"):
             raise validation("user_filters: type is required")
         user_filter = UserFilter(str(raw_filter["type"]), str(raw_filter.get("relation") or ""))
-        options = self._options(body, body.get("contextual_tuples"))
+        bounds = self.fga.list_bounds
+        options = replace(
+            self._options(body, body.get("contextual_tuples")),
+            max_results=bounds.users_max,
+            deadline=bounds.users_deadline(),
+        )
         found = engine_call(
             lambda: list_users(
                 model.ts,
@@ -251,3 +269,18 @@ class OpenFgaQueries:
             )
         )
         return {"users": [user_json(u) for u in found.items]}
+
+
+async def _stream(search: ObjectSearch) -> AsyncIterator[dict[str, Any]]:
+    """The search's objects as StreamedListObjects' messages; between two, the loop
+    serves others (and the message goes out)."""
+    try:
+        for obj in search:
+            yield {"result": {"object": obj}}
+            await trio.lowlevel.checkpoint()
+        if search.error is not None and not search.timed_out:
+            raise search.error
+    except FgaError as exc:
+        error = as_openfga_error(exc)
+        code = _GRPC_CODES.get(error.status, 2)
+        yield {"error": {"code": code, "message": error.message, "details": []}}

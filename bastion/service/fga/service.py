@@ -257,11 +257,14 @@ class FgaService(FgaAdministration):
             permissions: list[dict[str, str]] = []
             objects: dict[str, None] = {}
             truncated = False
+            # One deadline for the whole answer (Authorizer's cap stays its own).
+            deadline = self.list_bounds.objects_deadline()
             for type_name, rel in pairs:
                 options = RequestOptions(
                     max_results=LIST_LIMIT - len(permissions),
                     context=context,
                     contextual_tuples=contextual,
+                    deadline=deadline,
                 )
                 found = list_objects(
                     model.ts, engine.index, type_name, rel, user, options, graph=model.graph

@@ -32,6 +32,7 @@ from bastion.core.state_machines.effects import (
 from bastion.core.state_machines.events import TokensIssued, UserLoaded
 from bastion.core.state_machines.oauth_authorize import (
     AuthorizeRequested,
+    CheckSession,
     CodeRedemptionRequested,
     CodeTaken,
     Deliver,
@@ -41,6 +42,7 @@ from bastion.core.state_machines.oauth_authorize import (
     RedirectToLogin,
     RememberCodeTokens,
     RevokeCodeTokens,
+    SessionChecked,
     SessionGrant,
     State,
     StoreCode,
@@ -134,6 +136,8 @@ class OAuthService:
             return TokensIssued(tokens=await auth.mint(effect, sid=effect.nonce, now=now))
         if isinstance(effect, TakeCode):
             return CodeTaken(grant=await self.store.take_code(effect.code))
+        if isinstance(effect, CheckSession):
+            return SessionChecked(alive=await auth.sessions.alive(effect.user_id, effect.sid))
         raise Internal(f"no answer for {type(effect).__name__}")
 
     async def _do(self, effect: Effect, caller: CallerContext) -> None:
@@ -176,6 +180,7 @@ class OAuthService:
             roles=who.roles,
             login_method=who.login_method,
             auth_time=who.auth_time,
+            sid=who.sid,
         )
 
     async def authorize(
@@ -210,9 +215,10 @@ class OAuthService:
             raise Internal("redemption ended without tokens")
         return Reply(answer.result.to_api_dict())
 
-    async def bind_state(self, effect: IssueTokens, caller: CallerContext) -> IssueTokens:
+    async def bind_state(self, effect: IssueTokens, caller: CallerContext, sid: str) -> IssueTokens:
         """A login carrying the ``state`` of a parked authorize request: bind the request's
-        announced code to it and give the ID token the request's ``nonce``."""
+        announced code to it and to its session family ``sid`` (the code dies with that
+        session) and give the ID token the request's ``nonce``."""
         if effect.state is None:
             return effect
         pending = await self.store.take_pending(effect.state)
@@ -224,6 +230,7 @@ class OAuthService:
             roles=effect.roles,
             login_method=effect.login_method,
             auth_time=int(self.auth.clock.now()),
+            sid=sid,
         )
         await self._run(self._machine(), event, caller)
         return dataclasses.replace(effect, oidc_nonce=pending.nonce or effect.oidc_nonce)

@@ -87,6 +87,11 @@ class RelyingParty:
         """The options JSON for ``navigator.credentials.create()`` or ``get()``."""
         ceremony = options.ceremony
         challenge = base64url_to_bytes(ceremony.challenge)
+        wanted = (
+            UserVerificationRequirement.REQUIRED
+            if ceremony.user_verification
+            else UserVerificationRequirement.PREFERRED
+        )
         if ceremony.kind is CeremonyKind.REGISTER:
             user = options.user
             if user is None:
@@ -101,16 +106,11 @@ class RelyingParty:
                 timeout=TIMEOUT_MS,
                 authenticator_selection=AuthenticatorSelectionCriteria(
                     resident_key=ResidentKeyRequirement.REQUIRED,
-                    user_verification=UserVerificationRequirement.REQUIRED,
+                    user_verification=wanted,
                 ),
                 exclude_credentials=[_descriptor(c) for c in options.credentials],
             )
             return options_to_json(made)
-        wanted = (
-            UserVerificationRequirement.REQUIRED
-            if ceremony.user_verification
-            else UserVerificationRequirement.PREFERRED
-        )
         asked = generate_authentication_options(
             rp_id=self.id,
             challenge=challenge,

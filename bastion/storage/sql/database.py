@@ -64,7 +64,13 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from bastion.storage.config import StorageConfig, dialect_of, sqlalchemy_url
 from bastion.storage.errors import StorageUnavailable
 
-__all__ = ["Database", "notify_on_commit", "open_database", "reserved_connections"]
+__all__ = [
+    "Database",
+    "lock_in_transaction",
+    "notify_on_commit",
+    "open_database",
+    "reserved_connections",
+]
 
 T = TypeVar("T")
 
@@ -466,6 +472,14 @@ def _pg_locked(
     for lock_id in lock_ids:
         conn.execute(sa.select(sa.func.pg_advisory_xact_lock(lock_id))).all()
     return fn(conn)
+
+
+def lock_in_transaction(conn: sa.Connection, key: str, lock_wait: float) -> None:
+    """Take :meth:`Database.run_locked`'s lock ``key`` now, inside a PostgreSQL transaction
+    that :meth:`Database.run` began, until it ends: for a transaction with unlocked work of
+    its own first (a bulk load's staging). Waits at most ``lock_wait``; the transaction's
+    statements are unbounded from here on."""
+    _pg_locked([_pg_lock_id(key)], lambda _conn: None, lock_wait, conn)
 
 
 def _mysql_lock_name(key: str) -> str:

@@ -323,7 +323,8 @@ def _caller(runtime: Runtime, context: grpc.ServicerContext) -> CallerContext:
         protocol=Protocol.GRPC,
         client_ip=client_ip(
             _peer_address(context.peer()),
-            metadata.get("x-forwarded-for"),
+            # gRPC's core keeps one value of this key (the last line): a list of one
+            [str(metadata["x-forwarded-for"])] if "x-forwarded-for" in metadata else [],
             runtime.trusted_proxies,
         ),
         user_agent=str(metadata.get("user-agent", "")),

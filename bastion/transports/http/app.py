@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -127,7 +127,11 @@ class HttpApp:
         headers = _first_values(scope["headers"], _EDGE_HEADERS)
         peer = (scope.get("client") or ("unknown", 0))[0]
         state = EdgeState(
-            client_ip(peer, headers.get("x-forwarded-for"), self.runtime.trusted_proxies),
+            client_ip(
+                peer,
+                _all_values(scope["headers"], b"x-forwarded-for"),
+                self.runtime.trusted_proxies,
+            ),
             edge.request_id(headers.get("x-request-id")),
         )
         scope[_EDGE] = state
@@ -169,6 +173,7 @@ class HttpApp:
             response.headers["Allow"] = ", ".join(m for m in match.allowed if m != "HEAD")
             return response
         request.scope["path_params"] = match.params
+        _refuse_bad_url(request, match.params)
         if route is not None:
             # The guard may drain a refused body up to the server-wide ceiling.
             if route.guard is not None and (refused := await route.guard(request)) is not None:
@@ -295,9 +300,7 @@ def _wanted(*names: str) -> dict[bytes, str]:
 
 
 #: The request headers the edge itself reads, and those of the caller's context.
-_EDGE_HEADERS = _wanted(
-    "x-forwarded-for", "x-request-id", "content-length", "transfer-encoding", "origin"
-)
+_EDGE_HEADERS = _wanted("x-request-id", "content-length", "transfer-encoding", "origin")
 _CALLER_HEADERS = _wanted(
     "authorization",
     "user-agent",
@@ -317,6 +320,21 @@ def _first_values(raw: Iterable[tuple[bytes, bytes]], wanted: dict[bytes, str]) 
         if key is not None and key not in found:
             found[key] = value.decode("latin-1")
     return found
+
+
+def _refuse_bad_url(request: Request, path_params: Mapping[str, Any]) -> None:
+    """The input rules (NUL, unpaired surrogates) on every route's path parameters and
+    query string, as on bodies: no database sees them (PostgreSQL would fail with 500)."""
+    if (why := input_rules.refusal(path_params, "path")) is not None:
+        raise errors.InvalidArgument(why)
+    for name, value in request.query_params.multi_items():
+        if (why := input_rules.refusal({name: value}, "query")) is not None:
+            raise errors.InvalidArgument(why)
+
+
+def _all_values(raw: Iterable[tuple[bytes, bytes]], name: bytes) -> list[str]:
+    """Every line of header ``name``, in the order sent (ASGI names are lower-case)."""
+    return [value.decode("latin-1") for key, value in raw if key == name]
 
 
 def _declared_length(scope: Scope, headers: dict[str, str]) -> int | None:
@@ -390,9 +408,7 @@ def route_view(route: Route) -> Handler:
         if route.method != "GET":
             body = await read_json_object(request)
         else:
-            body = query_values(request)
-            if (why := input_rules.refusal(body, "query")) is not None:
-                raise errors.InvalidArgument(why)
+            body = query_values(request)  # the edge refused a bad query (_refuse_bad_url)
         reply = await route.operation(body, caller_context(request))
         return with_cookies(json_response(reply.body), reply.cookies)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import parse_qsl
 
 from starlette.datastructures import ImmutableMultiDict
 from starlette.requests import Request
@@ -16,8 +17,10 @@ from bastion.transports.http.errors import http_status
 
 __all__ = [
     "RETRY_UNAVAILABLE_SECONDS",
+    "decode_json",
     "error_response",
     "first_values",
+    "form_or_json",
     "form_values",
     "json_response",
     "query_values",
@@ -65,11 +68,33 @@ def query_values(request: Request) -> dict[str, str]:
     return first_values(request.query_params)
 
 
+def _refuse(value: Any, where: str) -> None:
+    if (why := input_rules.refusal(value, where)) is not None:
+        raise errors.InvalidArgument(why)
+
+
 async def form_values(request: Request) -> dict[str, str]:
     """A posted form's text fields (``application/x-www-form-urlencoded`` or multipart;
-    uploaded files are not fields); any other body is no form: ``{}``."""
+    uploaded files are not fields); any other body is no form: ``{}``. The input rules
+    hold for every field, as for JSON bodies."""
     form = await request.form()
-    return {k: v for k, v in first_values(form).items() if isinstance(v, str)}
+    values = {k: v for k, v in first_values(form).items() if isinstance(v, str)}
+    _refuse(values, "form")
+    return values
+
+
+def decode_json(raw: bytes, where: str = "body") -> Any:
+    """JSON text as a value under the input rules (nesting, NUL, surrogates), refused with
+    ``InvalidArgument`` naming the field; ``ValueError`` when it is not JSON at all. Every
+    JSON body of every route is read through here."""
+    try:
+        value = json.loads(raw)
+    except RecursionError:  # json gives up near Python's recursion limit: far past ours
+        raise errors.InvalidArgument(
+            f"{where} is nested more than {input_rules.MAX_DEPTH} levels deep"
+        ) from None
+    _refuse(value, where)
+    return value
 
 
 async def read_json_object(request: Request) -> dict[str, Any]:
@@ -78,15 +103,24 @@ async def read_json_object(request: Request) -> dict[str, Any]:
     if not raw.strip():
         return {}
     try:
-        body = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
+        body = decode_json(raw)
+    except ValueError:  # UnicodeDecodeError included
         raise errors.InvalidArgument("request body must be a JSON object") from None
-    except RecursionError:
-        raise errors.InvalidArgument(
-            f"request body is nested more than {input_rules.MAX_DEPTH} levels deep"
-        ) from None
     if not isinstance(body, dict):
         raise errors.InvalidArgument("request body must be a JSON object")
-    if (why := input_rules.refusal(body, "body")) is not None:
-        raise errors.InvalidArgument(why)
     return body
+
+
+async def form_or_json(request: Request) -> dict[str, Any]:
+    """``application/x-www-form-urlencoded`` (RFC 6749) or a JSON object (what is neither
+    reads as ``{}``), under the input rules."""
+    raw = await request.body()
+    if "json" in request.headers.get("content-type", "").lower():
+        try:
+            body = decode_json(raw or b"{}")
+        except ValueError:
+            return {}
+        return body if isinstance(body, dict) else {}
+    values = dict(parse_qsl(raw.decode("utf-8", "replace")))
+    _refuse(values, "form")
+    return values

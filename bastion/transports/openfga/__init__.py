@@ -5,11 +5,11 @@ work against bastion; every decision is :class:`service.fga.openfga.OpenFgaServi
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 
 from bastion.core import errors
 from bastion.service.fga.openfga import OpenFgaError, OpenFgaService
@@ -96,8 +96,13 @@ def openfga_views(fga: OpenFgaService, caller_of: CallerOf) -> list[View]:
 
     async def streamed_list_objects(request: Request, store_id: str) -> Response:
         messages = await fga.streamed_list_objects(store_id, await read_json_object(request))
-        lines = "".join(json.dumps(m, separators=(",", ":")) + "\n" for m in messages)
-        return Response(lines, media_type="application/json")
+
+        async def lines() -> AsyncIterator[bytes]:
+            async for message in messages:
+                yield (json.dumps(message, separators=(",", ":")) + "\n").encode()
+
+        # Each message is sent as it comes (chunked): the objects as they are found.
+        return StreamingResponse(lines(), media_type="application/json")
 
     store = "/stores/{store_id}"
     view("/stores", "POST", create_store)

@@ -9,7 +9,6 @@ OAuth error objects). The rest of the provider is :mod:`transports.rest.oauth`.
 from __future__ import annotations
 
 import html
-import json
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -26,7 +25,7 @@ from bastion.transports.http.cookies import with_cookies
 from bastion.transports.http.dispatch import View
 from bastion.transports.http.errors import http_status
 from bastion.transports.http.routes import Route
-from bastion.transports.http.wire import json_response, query_values
+from bastion.transports.http.wire import form_or_json, json_response, query_values
 
 __all__ = ["auth_routes", "oauth_views"]
 
@@ -207,18 +206,6 @@ def _page(title: str, body: str, status: int = 200) -> Response:
     return Response(page, status_code=status, media_type="text/html; charset=utf-8")
 
 
-async def _form(request: Request) -> dict[str, Any]:
-    """``application/x-www-form-urlencoded`` (RFC 6749) or a JSON object."""
-    raw = await request.body()
-    if "json" in request.headers.get("content-type", "").lower():
-        try:
-            body = json.loads(raw or b"{}")
-        except ValueError:
-            return {}
-        return body if isinstance(body, dict) else {}
-    return dict(parse_qsl(raw.decode("utf-8", "replace")))
-
-
 def oauth_views(auth: AuthService, caller_context: CallerOf) -> list[View]:
     settings = auth.settings
     issuer = auth.policy.issuer
@@ -229,7 +216,7 @@ def oauth_views(auth: AuthService, caller_context: CallerOf) -> list[View]:
         return form.get("client_id") == settings.client_id
 
     async def revoke(request: Request) -> Response:
-        form = await _form(request)
+        form = await form_or_json(request)
         if not client_ok(form):
             return _oauth_error("invalid_client", "The client_id is invalid", 401)
         hint = form.get("token_type_hint")
@@ -287,7 +274,7 @@ def oauth_views(auth: AuthService, caller_context: CallerOf) -> list[View]:
         return _page("Undo the email change", form)
 
     async def undo_email_change_submit(request: Request) -> Response:
-        token = (await _form(request)).get("token")
+        token = (await form_or_json(request)).get("token")
         wire = {"token": token if isinstance(token, str) else ""}
         try:
             reply = await undo_email_change(wire, caller_context(request))

@@ -32,8 +32,13 @@ from bastion.transports.http.app import CallerOf
 from bastion.transports.http.cookies import with_cookies
 from bastion.transports.http.dispatch import View
 from bastion.transports.http.edge import request_origin
-from bastion.transports.http.wire import form_values, json_response, query_values
-from bastion.transports.rest.auth import _form, _oauth_error
+from bastion.transports.http.wire import (
+    form_or_json,
+    form_values,
+    json_response,
+    query_values,
+)
+from bastion.transports.rest.auth import _oauth_error
 from bastion.transports.rest.oauth_responses import redirect, render_answer
 
 __all__ = ["discovery_document", "provider_views"]
@@ -185,7 +190,7 @@ def provider_views(oauth: OAuthService, caller_context: CallerOf) -> list[View]:
         return redirect(f"{issuer}{page}?{urlencode(answer.params)}")
 
     async def token(request: Request) -> Response:
-        form = await _form(request)
+        form = await form_or_json(request)
         grant = form.get("grant_type") or "authorization_code"
         try:
             if grant == "refresh_token":
@@ -223,7 +228,7 @@ def provider_views(oauth: OAuthService, caller_context: CallerOf) -> list[View]:
         return with_cookies(response, reply.cookies)
 
     async def introspect(request: Request) -> Response:
-        form = await _form(request)
+        form = await form_or_json(request)
         client_id, secret = _client_credentials(request, form)
         if secret is None or not oauth.client_secret_ok(client_id, secret):
             return _error(request, InvalidClient("client authentication is required"))

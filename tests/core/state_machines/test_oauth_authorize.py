@@ -38,6 +38,7 @@ from bastion.core.state_machines.events import TokensIssued, UserLoaded
 from bastion.core.state_machines.oauth_authorize import (
     TABLE,
     AuthorizeRequested,
+    CheckSession,
     CodeRedemptionRequested,
     CodeTaken,
     Deliver,
@@ -47,6 +48,7 @@ from bastion.core.state_machines.oauth_authorize import (
     RedirectToLogin,
     RememberCodeTokens,
     RevokeCodeTokens,
+    SessionChecked,
     SessionGrant,
     State,
     StoreCode,
@@ -59,7 +61,7 @@ REDIRECT = "https://app.example.com/cb"
 VERIFIER = "v" * 43
 CHALLENGE = rfc7636_pkce.s256(VERIFIER)
 SESSION = SessionGrant(
-    user_id="user-1", roles=("user",), login_method="basic_auth", auth_time=NOW - 5
+    user_id="user-1", roles=("user",), login_method="basic_auth", auth_time=NOW - 5, sid="sid-1"
 )
 KEY = b"k" * 32
 
@@ -116,8 +118,10 @@ GRANT = CodeGrant(
     nonce="n-1",
     code_challenge=CHALLENGE,
     code_challenge_method="S256",
+    session_id="sid-1",
 )
-#: a code asked for without PKCE: only a confidential client may redeem it
+#: a code asked for without PKCE (only a confidential client may redeem it), and stored
+#: before codes named their session
 NO_PKCE = CodeGrant(
     user_id="user-1",
     roles=("user",),
@@ -145,6 +149,7 @@ def test_code_flow_with_a_session_stores_a_bound_code_and_redirects_with_it() ->
         nonce="n-1",
         code_challenge=CHALLENGE,
         code_challenge_method="S256",
+        session_id="sid-1",
     )
     assert effects == [
         StoreCode(code="id-1", grant=grant),
@@ -329,7 +334,8 @@ def test_redemption_with_the_right_verifier_mints_under_a_new_session() -> None:
     m = machine()
     event = CodeRedemptionRequested(code="c-1", redirect_uri=REDIRECT, code_verifier=VERIFIER)
     assert m.handle(event) == [TakeCode(code="c-1")]
-    assert m.handle(CodeTaken(grant=GRANT)) == [
+    assert m.handle(CodeTaken(grant=GRANT)) == [CheckSession(user_id="user-1", sid="sid-1")]
+    assert m.handle(SessionChecked(alive=True)) == [
         LoadUser(user_id="user-1", session_started=GRANT.auth_time)
     ]
     (issue,) = m.handle(UserLoaded(user=user()))
@@ -373,12 +379,25 @@ def test_a_used_or_unknown_code_revokes_what_it_issued_and_is_invalid_grant() ->
     assert m.state is State.FAILED
 
 
+def test_a_code_whose_session_ended_is_invalid_grant() -> None:
+    """Logged out, or revoked from another device, between authorize and redemption."""
+    m = machine()
+    m.handle(CodeRedemptionRequested(code="c-1", redirect_uri=REDIRECT, code_verifier=VERIFIER))
+    assert m.handle(CodeTaken(grant=GRANT)) == [CheckSession(user_id="user-1", sid="sid-1")]
+    assert m.handle(SessionChecked(alive=False)) == [
+        Fail(error=InvalidGrant, message="The authorization code is invalid or has expired")
+    ]
+    assert m.state is State.FAILED
+
+
 def _fail_of(event: CodeRedemptionRequested, grant: CodeGrant | None = GRANT) -> Fail:
     m = machine()
     effects = m.handle(event)
     if effects and isinstance(effects[-1], Fail):
         return effects[-1]
     effects = m.handle(CodeTaken(grant=grant))
+    if isinstance(effects[-1], CheckSession):
+        effects = m.handle(SessionChecked(alive=True))
     assert isinstance(effects[-1], Fail), effects
     return effects[-1]
 
@@ -450,6 +469,7 @@ def test_a_login_with_the_state_binds_the_announced_code() -> None:
         roles=("user",),
         login_method="magic_link_login",
         auth_time=NOW,
+        sid="sid-9",
     )
     grant = CodeGrant(
         user_id="user-1",
@@ -459,6 +479,7 @@ def test_a_login_with_the_state_binds_the_announced_code() -> None:
         redirect_uri=REDIRECT,
         auth_time=NOW,
         nonce="n-9",
+        session_id="sid-9",
     )
     assert m.handle(event) == [StoreCode(code="c-9", grant=grant)]
     assert m.state is State.DONE
@@ -587,6 +608,7 @@ def samples() -> dict[type[Event], list[Event]]:
         TokensIssued: [TokensIssued(tokens=tokens()), TokensIssued(tokens=tokens(refresh=True))],
         CodeRedemptionRequested: redeem,
         CodeTaken: [CodeTaken(grant=GRANT), CodeTaken(grant=NO_PKCE), CodeTaken(grant=None)],
+        SessionChecked: [SessionChecked(alive=True), SessionChecked(alive=False)],
         LoginWithState: [
             LoginWithState(
                 pending=PendingAuthorize(redirect_uri=REDIRECT, scope=("openid",), code=c),
@@ -594,6 +616,7 @@ def samples() -> dict[type[Event], list[Event]]:
                 roles=(),
                 login_method="basic_auth",
                 auth_time=NOW,
+                sid="sid-1",
             )
             for c in ("c-1", None)
         ],

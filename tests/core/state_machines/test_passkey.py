@@ -161,6 +161,7 @@ def test_registration_options_exclude_the_users_passkeys() -> None:
         challenge="chal",
         kind=CeremonyKind.REGISTER,
         user_id="user-1",
+        user_verification=True,
         expires_at=NOW + CEREMONY_TTL,
     )
     assert store == StoreCeremony(ceremony=expected)
@@ -292,6 +293,18 @@ def test_registration_refusals_after_the_ceremony() -> None:
     m.handle(CeremonyTaken(ceremony=ceremony(CeremonyKind.REGISTER)))
     m.handle(AttestationVerified(credential=CRED))
     assert fail_of(m.handle(CredentialStored(ok=False))).error is AlreadyExists
+
+
+def test_registration_without_user_verification_is_refused_when_the_options_required_it() -> None:
+    m = PasskeyMachine(env())
+    m.handle(RegistrationVerifyRequested(user_id="user-1", challenge="chal", response="{}"))
+    m.handle(CeremonyTaken(ceremony=ceremony(CeremonyKind.REGISTER, user_verification=True)))
+    refused = m.handle(AttestationVerified(credential=CRED, user_verified=False))
+    assert (fail_of(refused).error, fail_of(refused).message) == (
+        InvalidArgument,
+        "invalid passkey",
+    )
+    assert refused[0].metadata == {"reason": "user verification missing"}
 
 
 # -- sign-in ------------------------------------------------------------------------------

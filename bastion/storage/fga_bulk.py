@@ -1,0 +1,351 @@
+"""Tuples in bulk: one store's import from a stream of tuples, and its export.
+
+An import is ONE transaction: every tuple is written or none is. It is a write like any
+other (:mod:`storage.fga`): it takes the writers' lock, each tuple it adds takes the next
+revision and leaves a ``write`` row in the changelog (what OpenFGA's ``/changes`` readers
+expect), and with Redis it is announced as a write in progress (:mod:`storage.fga_generation`)
+until it has committed, so every server process uses it from its next request on. A
+process that was more than ``MAX_REPLAY`` changes behind reloads instead of replaying
+them, so a large import is never replayed row by row.
+
+Tuples already stored as given (the same condition and context), and repeats within the
+stream, are skipped: importing a file twice changes nothing the second time. A tuple
+stored with another condition, or repeated with another, fails the import
+(:class:`ImportConflict`, with the lines).
+
+How each database is loaded:
+
+- PostgreSQL: ``COPY`` through the driver into a temporary table (no lock held: the
+  stream is read, validated and sent meanwhile), then, holding the writers' lock, one
+  ``INSERT ... SELECT ... ON CONFLICT DO NOTHING`` whose returned rows are the
+  changelog's. Only when fewer rows went in than were sent is the stream's table joined
+  to the store to tell skipped repeats from conflicts.
+- SQLite and MySQL/MariaDB: holding the lock from the start (SQLite has one writer
+  anyway), batches of multi-row inserts through the store's own write
+  (:func:`storage.fga._write`), repeats dropped per batch.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import sqlalchemy as sa
+import trio
+
+from bastion.core.fga.tuples import TupleKey, split_object
+from bastion.storage.errors import StorageUnavailable
+from bastion.storage.fga import (
+    WRITE_LOCK,
+    StoredModel,
+    TupleConflict,
+    WriteOptions,
+    _condition_of,
+    _context_json,
+    _key_from_row,
+    _latest_model,
+    _max_revision,
+    _write,
+    key_hash,
+)
+from bastion.storage.fga_stores import SqlFgaStores
+from bastion.storage.sql.database import lock_in_transaction
+from bastion.storage.sql.schema import fga_tuples
+
+__all__ = [
+    "LOCK_WAIT",
+    "Batch",
+    "ImportConflict",
+    "ImportReport",
+    "ModelChanged",
+    "export_tuples",
+    "import_tuples",
+]
+
+#: Seconds an import waits for the writers' lock (API writes hold it for milliseconds).
+LOCK_WAIT = 60.0
+#: Seconds an import's announcement lasts if its end is never announced (the process
+#: died): far past the longest write step of an import (its transaction's last part).
+IMPORT_LEASE = 6 * 3600.0
+#: Conflicts named in an :class:`ImportConflict` (the first ones, by line).
+MAX_CONFLICTS = 20
+#: Tuples per read of an export.
+_EXPORT_BATCH = 5_000
+
+#: A batch of the stream: (line, tuple) pairs, validated already.
+Batch = Sequence[tuple[int, TupleKey]]
+
+
+@dataclass(frozen=True, slots=True)
+class ImportReport:
+    #: Tuples in the stream, repeats included.
+    given: int
+    #: Tuples the import added.
+    written: int
+    #: The store's revision after the import.
+    revision: int
+
+    @property
+    def skipped(self) -> int:
+        return self.given - self.written
+
+
+class ImportConflict(Exception):
+    """Tuples stored (or given earlier in the stream) with another condition: ``(line,
+    tuple)`` pairs, the first :data:`MAX_CONFLICTS` by line."""
+
+    def __init__(self, conflicts: list[tuple[int, TupleKey]]) -> None:
+        super().__init__(f"{len(conflicts)} conflicting tuple(s)")
+        self.conflicts = conflicts
+
+
+class ModelChanged(Exception):
+    """The store's model is not the one the stream was validated against any more."""
+
+
+async def import_tuples(
+    stores: SqlFgaStores,
+    store_id: str,
+    batches: Iterable[Batch],
+    model_id: str,
+    *,
+    progress: Callable[[int], None] = lambda _given: None,
+    clock: Callable[[], float] = time.time,
+) -> ImportReport:
+    """Write every tuple of ``batches`` into the store, or none.
+
+    ``batches`` is consumed in a worker thread (it may read and validate a file as it
+    goes; an exception it raises rolls everything back); ``model_id``: the model it was
+    validated against, which must still be the store's when the tuples go in.
+    ``progress`` is called (in that thread) with the count so far after each batch.
+    """
+    db = stores.db
+    generations = stores.generations
+    now = int(clock())
+    announced: list[str] = []
+
+    def announce() -> None:
+        # The tuples become visible at the commit: the write is announced before it.
+        if generations is not None:
+            begin = partial(generations.begin, store_id, lease=IMPORT_LEASE)
+            announced.append(trio.from_thread.run(begin))
+
+    load = _copy_load if db.dialect == "postgresql" else _batched_load
+
+    runs = 0
+
+    def run(conn: sa.Connection) -> ImportReport:
+        # The database layer runs a transaction again after a connection lost before its
+        # commit (or a deadlock): the stream is partly read by then, never twice.
+        nonlocal runs
+        runs += 1
+        if runs > 1:
+            raise StorageUnavailable(
+                "the database connection was lost during the import, which was rolled "
+                "back: nothing was imported; run it again"
+            )
+        return load(conn, store_id, batches, model_id, now, announce, progress)
+
+    try:
+        if db.dialect == "postgresql":
+            return await db.run(run, write=True)
+        return await db.run_locked(WRITE_LOCK, run, lock_wait=LOCK_WAIT)
+    finally:
+        if generations is not None and announced:
+            await generations.end(store_id, announced[0])
+
+
+def _check_model(conn: sa.Connection, store_id: str, model_id: str) -> None:
+    current: StoredModel | None = _latest_model(conn, store_id)
+    if current is None or current.id != model_id:
+        raise ModelChanged()
+
+
+# ---------------------------------------------------------------- PostgreSQL
+
+_STAGE = "bastion_fga_import"
+_STAGE_COLUMNS = (
+    "line",
+    "key_hash",
+    "object_type",
+    "object",
+    "relation",
+    '"user"',
+    "condition_name",
+    "condition_context",
+)
+_COPY_COLUMNS = ", ".join(_STAGE_COLUMNS)
+# The tuples the stream adds, and a changelog row for each, numbered in insertion order.
+_INSERT = sa.text(
+    """
+WITH added AS (
+    INSERT INTO service_fga_tuples (store_id, key_hash, object_type, object, relation,
+                                    "user", condition_name, condition_context, created_at)
+    SELECT :store_id, key_hash, object_type, object, relation, "user", condition_name,
+           condition_context, :now
+    FROM bastion_fga_import
+    ON CONFLICT (store_id, key_hash) DO NOTHING
+    RETURNING object, relation, "user", condition_name, condition_context
+)
+INSERT INTO service_fga_changelog (store_id, revision, operation, object, relation, "user",
+                                   condition_name, condition_context, created_at)
+SELECT :store_id, :base + row_number() OVER (), 'write', object, relation, "user",
+       condition_name, condition_context, :now
+FROM added
+"""
+)
+
+# After the insert, each key's stored tuple is the store's (or the stream's first): a line
+# that differs from it conflicts.
+_CONFLICTS = sa.text(
+    """
+SELECT s.line, s.object, s.relation, s."user", s.condition_name, s.condition_context
+FROM bastion_fga_import s
+JOIN service_fga_tuples t ON t.store_id = :store_id AND t.key_hash = s.key_hash
+WHERE t.condition_name IS DISTINCT FROM s.condition_name
+   OR t.condition_context IS DISTINCT FROM s.condition_context
+ORDER BY s.line
+LIMIT :limit
+"""
+)
+
+
+def _copy_load(
+    conn: sa.Connection,
+    store_id: str,
+    batches: Iterable[Batch],
+    model_id: str,
+    now: int,
+    announce: Callable[[], None],
+    progress: Callable[[int], None],
+) -> ImportReport:
+    conn.exec_driver_sql("SET LOCAL statement_timeout = 0")
+    conn.exec_driver_sql(
+        "CREATE TEMPORARY TABLE bastion_fga_import (line bigint, key_hash text, object_type text, "
+        'object text, relation text, "user" text, condition_name text, '
+        "condition_context text) ON COMMIT DROP"
+    )
+    given = 0
+    driver: Any = conn.connection.driver_connection
+    with (
+        driver.cursor() as cursor,
+        cursor.copy(f"COPY bastion_fga_import ({_COPY_COLUMNS}) FROM STDIN") as copy,
+    ):
+        for batch in batches:
+            for line, key in batch:
+                copy.write_row(
+                    (
+                        line,
+                        key_hash(key),
+                        split_object(key.object)[0],
+                        key.object,
+                        key.relation,
+                        key.user,
+                        key.condition or None,
+                        _context_json(key),
+                    )
+                )
+            given += len(batch)
+            progress(given)
+    announce()
+    lock_in_transaction(conn, WRITE_LOCK, LOCK_WAIT)
+    _check_model(conn, store_id, model_id)
+    base = _max_revision(conn, store_id)
+    written = conn.execute(_INSERT, {"store_id": store_id, "now": now, "base": base}).rowcount
+    if written < given:
+        rows = conn.execute(_CONFLICTS, {"store_id": store_id, "limit": MAX_CONFLICTS}).all()
+        if rows:
+            raise ImportConflict([(row.line, _key_from_row(row)) for row in rows])
+    return ImportReport(given, written, base + written)
+
+
+# ---------------------------------------------------------------- SQLite, MySQL/MariaDB
+
+
+def _batched_load(
+    conn: sa.Connection,
+    store_id: str,
+    batches: Iterable[Batch],
+    model_id: str,
+    now: int,
+    announce: Callable[[], None],
+    progress: Callable[[int], None],
+) -> ImportReport:
+    announce()
+    _check_model(conn, store_id, model_id)
+    options = WriteOptions(ignore_existing=True)
+    revision = _max_revision(conn, store_id)
+    given = written = 0
+    conflicts: list[tuple[int, TupleKey]] = []
+    for batch in batches:
+        given += len(batch)
+        keys, lines = _first_of_each(batch, conflicts)
+        while True:
+            try:
+                after = _write(store_id, keys, (), options, now, conn)
+                break
+            except TupleConflict as conflict:  # raised before the batch wrote anything
+                # Named, and the rest written all the same (the transaction will be
+                # rolled back): a later repeat of it is then found as well.
+                digest = key_hash(conflict.key)
+                conflicts.append((lines[digest], conflict.key))
+                keys = [k for k in keys if key_hash(k) != digest]
+        written += after - revision
+        revision = after
+        if len(conflicts) >= MAX_CONFLICTS:
+            break
+        progress(given)
+    if conflicts:
+        conflicts.sort(key=lambda item: item[0])
+        raise ImportConflict(conflicts[:MAX_CONFLICTS])
+    return ImportReport(given, written, revision)
+
+
+def _first_of_each(
+    batch: Batch, conflicts: list[tuple[int, TupleKey]]
+) -> tuple[list[TupleKey], dict[str, int]]:
+    """The batch without repeats, and each tuple's line; a repeat with another condition
+    is a conflict."""
+    first: dict[str, tuple[int, TupleKey]] = {}
+    for line, key in batch:
+        digest = key_hash(key)
+        seen = first.get(digest)
+        if seen is None:
+            first[digest] = (line, key)
+        elif _condition_of(seen[1]) != _condition_of(key):
+            conflicts.append((line, key))
+    return [key for _, key in first.values()], {d: line for d, (line, _) in first.items()}
+
+
+# ---------------------------------------------------------------- export
+
+
+async def export_tuples(
+    stores: SqlFgaStores, store_id: str, write: Callable[[TupleKey], None]
+) -> tuple[int, int]:
+    """Every tuple of the store, oldest first, given to ``write`` (in a worker thread),
+    as of one moment; the count and the store's revision then."""
+    db = stores.db
+
+    def run(conn: sa.Connection) -> tuple[int, int]:
+        if db.dialect == "postgresql":
+            conn.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            conn.exec_driver_sql("SET LOCAL statement_timeout = 0")
+        revision = _max_revision(conn, store_id)
+        t = fga_tuples.c
+        query = (
+            sa.select(t.object, t.relation, t.user, t.condition_name, t.condition_context)
+            .where(t.store_id == store_id)
+            .order_by(t.id)
+        )
+        count = 0
+        result = conn.execution_options(stream_results=True, yield_per=_EXPORT_BATCH).execute(query)
+        for row in result:
+            write(_key_from_row(row))
+            count += 1
+        return count, revision
+
+    return await db.run(run)

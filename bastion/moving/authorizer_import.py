@@ -26,7 +26,6 @@ from bastion.moving.authorizer_rows import (
     webhook_row,
 )
 from bastion.moving.authorizer_source import AuthorizerSource
-from bastion.moving.progress import Progress
 from bastion.moving.records import RecordProblem, RecordRules, user_of
 from bastion.moving.writer import SKIPPED, ImportRun
 from bastion.service.secretbox import SecretBox
@@ -54,9 +53,8 @@ async def import_authorizer(
     rules: RecordRules,
     from_jwt_secret: str | None,
     box: SecretBox | None,
-    progress: Progress,
 ) -> None:
-    await _users(run, source, rules, progress)
+    await _users(run, source, rules)
     rows: dict[str, tuple[str, Callable[[dict[str, Any]], dict[str, Any]]]] = {
         "webhooks": ("webhooks", webhook_row),
         "webhook_logs": ("webhook logs", log_row),
@@ -68,9 +66,8 @@ async def import_authorizer(
             next_page = _pages(source, table)
             while page := await next_page():
                 await run.rows(kind, [convert(row) for row in page])
-                progress.tick(kind, len(page))
     if source.has("authenticators"):
-        await _authenticators(run, source, from_jwt_secret, box, progress)
+        await _authenticators(run, source, from_jwt_secret, box)
     for table, reason in LEFT_BEHIND.items():
         if source.has(table):
             rows_there = await trio.to_thread.run_sync(source.count, table)
@@ -92,9 +89,7 @@ def _pages(source: AuthorizerSource, table: str) -> Callable[[], Awaitable[list[
     return next_page
 
 
-async def _users(
-    run: ImportRun, source: AuthorizerSource, rules: RecordRules, progress: Progress
-) -> None:
+async def _users(run: ImportRun, source: AuthorizerSource, rules: RecordRules) -> None:
     next_page = _pages(source, "users")
     while page := await next_page():
         batch = []
@@ -106,12 +101,11 @@ async def _users(
                 continue
             batch.append((imported.user.id, imported))
         await run.users(batch)
-        progress.tick("users", len(page))
 
 
 async def _authenticators(
     run: ImportRun, source: AuthorizerSource, from_jwt_secret: str | None,
-    box: SecretBox | None, progress: Progress,
+    box: SecretBox | None,
 ) -> None:  # fmt: skip
     kind = "authenticators"
     key = authorizer_key(from_jwt_secret) if from_jwt_secret else None
@@ -129,4 +123,3 @@ async def _authenticators(
             else:
                 rows.append(found.row())
         await run.rows(kind, rows)
-        progress.tick(kind, len(page))

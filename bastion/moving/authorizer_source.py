@@ -75,7 +75,7 @@ class AuthorizerSource:
     """Read access to one Authorizer database (blocking calls: run them in a thread)."""
 
     def __init__(self, engine: sa.Engine) -> None:
-        self._engine = engine
+        self.engine = engine
         self._metadata = sa.MetaData()
         inspector = sa.inspect(engine)
         self.tables = {
@@ -83,8 +83,9 @@ class AuthorizerSource:
             for name in inspector.get_table_names()
             if name.startswith(PREFIX)
         }
-        #: OpenFGA's own tables, where Authorizer's embedded engine kept its store here
-        self.openfga_tables = {"tuple", "authorization_model", "store"} & set(
+        #: whether OpenFGA's own tables are here: Authorizer's embedded engine kept its
+        #: store in this database
+        self.openfga_tables = {"tuple", "authorization_model", "store"} <= set(
             inspector.get_table_names()
         )
 
@@ -93,7 +94,7 @@ class AuthorizerSource:
 
     def count(self, table: str) -> int:
         query = sa.select(sa.func.count()).select_from(self._table(table))
-        with self._engine.connect() as conn:
+        with self.engine.connect() as conn:
             return int(conn.execute(query).scalar_one())
 
     def page(self, table: str, after: str) -> list[dict[str, Any]]:
@@ -101,13 +102,13 @@ class AuthorizerSource:
         in id order, each as a dict of its columns."""
         source = self._table(table)
         query = sa.select(source).where(source.c.id > after).order_by(source.c.id).limit(PAGE)
-        with self._engine.connect() as conn:
+        with self.engine.connect() as conn:
             return [dict(row) for row in conn.execute(query).mappings()]
 
     def _table(self, table: str) -> sa.Table:
         name = PREFIX + table
         if name not in self._metadata.tables:
-            sa.Table(name, self._metadata, autoload_with=self._engine)
+            sa.Table(name, self._metadata, autoload_with=self.engine)
         return self._metadata.tables[name]
 
 

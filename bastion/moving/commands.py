@@ -15,6 +15,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import ExitStack
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import IO
@@ -23,19 +24,19 @@ import trio
 
 from bastion.core.settings import ConfigError
 from bastion.database_command import CommandFlag, DatabaseCommand, Invocation
+from bastion.moving.authorizer_fga import MODEL, OpenFgaTables, import_fga
 from bastion.moving.authorizer_import import import_authorizer
 from bastion.moving.authorizer_source import open_source
-from bastion.moving.progress import Progress
 from bastion.moving.records import FirebaseParameters, RecordRules
 from bastion.moving.users_file import export_users, import_users
 from bastion.moving.writer import ImportRun
+from bastion.progress import Progress
+from bastion.service.fga.opening import open_fga_store
 from bastion.service.hash_formats import UnusableHash
 from bastion.service.secretbox import SecretBox
 from bastion.service.system import SystemRandom
-from bastion.storage import SchemaMismatch, StorageUnavailable
-from bastion.storage.sql import open_database
-from bastion.storage.sql.database import Database
-from bastion.storage.sql.migrate import pending_revisions
+from bastion.storage import SchemaMismatch, Storage, StorageUnavailable, open_storage
+from bastion.storage.fga_stores import SqlFgaStores
 
 __all__ = ["COMMANDS", "run_command"]
 
@@ -56,6 +57,12 @@ IMPORT_AUTHORIZER = DatabaseCommand(
             "URL",
         ),
         CommandFlag(
+            "from-fga-store-name",
+            "The OpenFGA store of Authorizer's embedded engine, by name (Authorizer's "
+            "--organization-name), when its database holds several.",
+            "NAME",
+        ),
+        CommandFlag(
             "from-jwt-secret",
             "Authorizer's --jwt-secret: Authorizer 2.3 seals authenticator apps' secrets "
             "with a key derived from it. Without it those authenticators are skipped.",
@@ -63,7 +70,7 @@ IMPORT_AUTHORIZER = DatabaseCommand(
         ),
         _DRY_RUN,
     ),
-    server_flags=("client-secret", "roles", "default-roles"),
+    server_flags=("client-secret", "roles", "default-roles", "fga-store", "fga-store-url"),
 )
 IMPORT_USERS = DatabaseCommand(
     words=("import", "users"),
@@ -108,18 +115,13 @@ def run_command(command: DatabaseCommand, invocation: Invocation) -> int:
     return 0
 
 
-Work = Callable[[Database], Awaitable[str]]
+Work = Callable[[Storage], Awaitable[str]]
 
 
 async def _with_database(invocation: Invocation, work: Work) -> str:
-    async with open_database(invocation.storage) as db:
-        pending = await db.run(pending_revisions)
-        if pending:
-            raise SchemaMismatch(
-                f"bastion's database schema is behind this build ({len(pending)} pending "
-                "migration(s)): run `bastion migrate` with the same database flags first"
-            )
-        return await work(db)
+    """``work`` on bastion's storage; a schema behind this build is refused (migrate first)."""
+    async with open_storage(replace(invocation.storage, check_schema=True)) as storage:
+        return await work(storage)
 
 
 def _work(command: DatabaseCommand, invocation: Invocation, files: ExitStack) -> Work:
@@ -139,33 +141,43 @@ def _work(command: DatabaseCommand, invocation: Invocation, files: ExitStack) ->
     secret = invocation.settings.client_secret
     box = SecretBox(secret, SystemRandom()) if secret else None
     return partial(
-        _import_authorizer, source_type, source_url, rules, dry_run,
-        options.get("from-jwt-secret"), box,
+        _import_authorizer, invocation, source_type, source_url, rules, box,
     )  # fmt: skip
 
 
-async def _import_users(lines: IO[str], rules: RecordRules, dry_run: bool, db: Database) -> str:
-    run = ImportRun(db, dry_run=dry_run)
-    await import_users(run, lines, rules=rules, progress=Progress())
+async def _import_users(lines: IO[str], rules: RecordRules, dry_run: bool, storage: Storage) -> str:
+    run = ImportRun(storage.db, dry_run=dry_run, progress=Progress("import users"))
+    await import_users(run, lines, rules=rules)
     return _report(run)
 
 
-async def _export(out: IO[str], to_file: bool, db: Database) -> str:
-    written = await export_users(db, out, progress=Progress())
+async def _export(out: IO[str], to_file: bool, storage: Storage) -> str:
+    written = await export_users(storage.db, out, progress=Progress("export users"))
     return f"exported {written:,} users" if to_file else ""
 
 
 async def _import_authorizer(
-    source_type: str, source_url: str, rules: RecordRules, dry_run: bool,
-    from_jwt_secret: str | None,
-    box: SecretBox | None, db: Database,
+    invocation: Invocation, source_type: str, source_url: str, rules: RecordRules,
+    box: SecretBox | None, storage: Storage,
 ) -> str:  # fmt: skip
-    run = ImportRun(db, dry_run=dry_run)
+    options = invocation.options
+    run = ImportRun(
+        storage.db, dry_run="dry-run" in options, progress=Progress("import authorizer")
+    )
     with open_source(source_type, source_url) as source:
         await import_authorizer(
-            run, source, rules=rules, from_jwt_secret=from_jwt_secret, box=box,
-            progress=Progress(),
-        )  # fmt: skip
+            run, source, rules=rules, from_jwt_secret=options.get("from-jwt-secret"), box=box
+        )
+        if source.openfga_tables:
+            async with open_fga_store(invocation.settings, storage) as stores:
+                if isinstance(stores, SqlFgaStores):
+                    tables = await trio.to_thread.run_sync(OpenFgaTables, source.engine)
+                    store_name = options.get("from-fga-store-name")
+                    await import_fga(run, tables, stores, store_name=store_name)
+                else:
+                    run.tally.skip_all(
+                        MODEL, 1, "bastion's engine keeps no store in a database (--fga-store)"
+                    )
     return _report(run)
 
 

@@ -11,9 +11,9 @@ import json
 from functools import partial
 from typing import IO
 
-from bastion.moving.progress import Progress
 from bastion.moving.records import ImportedUser, RecordProblem, RecordRules, record_of, user_of
 from bastion.moving.writer import SKIPPED, ImportRun
+from bastion.progress import Progress
 from bastion.storage import users as user_rows
 from bastion.storage.sql.database import Database
 
@@ -23,9 +23,7 @@ BATCH = 500
 _KIND = "users"
 
 
-async def import_users(
-    run: ImportRun, lines: IO[str], *, rules: RecordRules, progress: Progress
-) -> None:
+async def import_users(run: ImportRun, lines: IO[str], *, rules: RecordRules) -> None:
     batch: list[tuple[str, ImportedUser]] = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
@@ -42,7 +40,6 @@ async def import_users(
         batch.append((where, imported))
         if len(batch) >= BATCH:
             await run.users(batch)
-            progress.tick(_KIND, len(batch))
             batch = []
     await run.users(batch)
 
@@ -58,5 +55,5 @@ async def export_users(db: Database, out: IO[str], *, progress: Progress) -> int
             out.write(json.dumps(record_of(user), separators=(",", ":"), ensure_ascii=False))
             out.write("\n")
         written += len(page)
-        progress.tick(_KIND, len(page))
+        progress(written, _KIND)
         after = page[-1].id

@@ -22,6 +22,7 @@ import sqlalchemy as sa
 
 from bastion.core.auth.user import User, identity_lock_keys
 from bastion.moving.records import ImportedUser
+from bastion.progress import Progress
 from bastion.storage import users as user_rows
 from bastion.storage.sql.database import Database
 from bastion.storage.sql.schema import (
@@ -52,6 +53,10 @@ class Tally:
         self.counts.setdefault(kind, Counter())[result] += 1
         if result == SKIPPED:
             self.skipped[(kind, reason)].append(where)
+
+    def count(self, kind: str, result: str, rows: int) -> None:
+        """``rows`` rows of ``kind`` with ``result`` at once (not skipped ones)."""
+        self.counts.setdefault(kind, Counter())[result] += rows
 
     def skip_all(self, kind: str, rows: int, reason: str) -> None:
         """A whole table left out: ``rows`` skipped for one reason."""
@@ -96,9 +101,10 @@ class ImportRun:
     """One import into ``db``: its tally, and what it gave out and wrote so far (which a dry
     run cannot read back from the database)."""
 
-    def __init__(self, db: Database, *, dry_run: bool) -> None:
+    def __init__(self, db: Database, *, dry_run: bool, progress: Progress | None = None) -> None:
         self.db, self.dry_run = db, dry_run
         self.tally = Tally()
+        self._progress = progress
         self._identities: dict[str, str] = {}
         self._written: dict[str, set[str]] = defaultdict(set)
 
@@ -120,6 +126,7 @@ class ImportRun:
         outcomes = await self.db.run_locked(sorted(keys), apply)
         for (where, _), (result, reason) in zip(batch, outcomes, strict=True):
             self.tally.add("users", result, where, reason)
+        self._show("users")
 
     async def rows(self, kind: str, batch: Sequence[dict[str, Any]]) -> None:
         """Rows of one of :data:`TABLES` (bastion's column names, ``id`` kept), one
@@ -134,6 +141,11 @@ class ImportRun:
         outcomes = await self.db.run(apply, write=not self.dry_run)
         for row, (result, reason) in zip(batch, outcomes, strict=True):
             self.tally.add(kind, result, str(row["id"]), reason)
+        self._show(kind)
+
+    def _show(self, kind: str) -> None:
+        if self._progress is not None:
+            self._progress(sum(self.tally.counts[kind].values()), kind)
 
     def has(self, conn: sa.Connection, kind: str, table: sa.Table, row_id: str) -> bool:
         """Whether a row of ``kind`` is in bastion's database or was written by this run."""

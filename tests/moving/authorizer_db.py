@@ -13,6 +13,8 @@ import json
 import os
 import uuid
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import bcrypt
@@ -21,6 +23,9 @@ import sqlalchemy as sa
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+from google.protobuf.struct_pb2 import Struct
+
+from bastion.moving.openfga_wire import encode_model
 
 #: (column, Go type, GORM tag) per model, as Authorizer 2.3.0 declares them.
 MODELS: dict[str, list[tuple[str, str, str]]] = {
@@ -127,6 +132,47 @@ def ddl(dialect: str) -> list[str]:
     return statements
 
 
+#: OpenFGA's own tables as its migrations leave them (openfga/openfga assets/migrations:
+#: SQLite's 005-006, PostgreSQL's 001-006): what Authorizer's embedded engine creates in its
+#: database when it keeps its store there.
+OPENFGA_DDL = {
+    "sqlite": [
+        "CREATE TABLE tuple (store CHAR(26) NOT NULL, object_type VARCHAR(128) NOT NULL, "
+        "object_id VARCHAR(128) NOT NULL, relation VARCHAR(50) NOT NULL, "
+        "user_object_type VARCHAR(128) NOT NULL, user_object_id VARCHAR(128) NOT NULL, "
+        "user_relation VARCHAR(50) NOT NULL, user_type VARCHAR(7) NOT NULL, "
+        "ulid CHAR(26) NOT NULL, inserted_at TIMESTAMP NOT NULL, "
+        "condition_name VARCHAR(256), condition_context LONGBLOB, PRIMARY KEY (store, "
+        "object_type, object_id, relation, user_object_type, user_object_id, user_relation))",
+        "CREATE UNIQUE INDEX idx_tuple_ulid ON tuple (ulid)",
+        "CREATE TABLE authorization_model (store CHAR(26) NOT NULL, "
+        "authorization_model_id CHAR(26) NOT NULL, schema_version VARCHAR(5) NOT NULL "
+        "DEFAULT '1.1', serialized_protobuf LONGBLOB NOT NULL, "
+        "PRIMARY KEY (store, authorization_model_id))",
+        "CREATE TABLE store (id CHAR(26) PRIMARY KEY, name VARCHAR(64) NOT NULL, "
+        "created_at TIMESTAMP NOT NULL, updated_at TIMESTAMP, deleted_at TIMESTAMP)",
+    ],
+    "postgresql": [
+        "CREATE TABLE tuple (store TEXT NOT NULL, object_type TEXT NOT NULL, "
+        "object_id TEXT NOT NULL, relation TEXT NOT NULL, _user TEXT NOT NULL, "
+        "user_type TEXT NOT NULL, ulid TEXT NOT NULL, inserted_at TIMESTAMPTZ NOT NULL, "
+        "condition_name TEXT, condition_context BYTEA, "
+        "PRIMARY KEY (store, object_type, object_id, relation, _user))",
+        "CREATE UNIQUE INDEX idx_tuple_ulid ON tuple (ulid)",
+        "CREATE TABLE authorization_model (store TEXT NOT NULL, "
+        "authorization_model_id TEXT NOT NULL, type TEXT NOT NULL, type_definition BYTEA, "
+        "schema_version TEXT NOT NULL DEFAULT '1.0', serialized_protobuf BYTEA, "
+        "PRIMARY KEY (store, authorization_model_id, type))",
+        "CREATE TABLE store (id TEXT PRIMARY KEY, name TEXT NOT NULL, "
+        "created_at TIMESTAMPTZ NOT NULL, updated_at TIMESTAMPTZ, deleted_at TIMESTAMPTZ)",
+    ],
+}
+#: The model Authorizer's engine holds (tests/moving/authorizer_fga_model.json: what
+#: OpenFGA's CLI writes for it), with its ULID.
+FGA_MODEL_ID = "01JB0000000000000000000000"
+FGA_STORE_ID = "01JA0000000000000000000000"
+
+
 def go_bcrypt(password: str) -> str:
     """What Go's ``bcrypt.GenerateFromPassword(password, 10)`` writes (``$2a$10$``)."""
     return bcrypt.hashpw(password.encode(), bcrypt.gensalt(10, prefix=b"2a")).decode()
@@ -222,18 +268,68 @@ class AuthorizerDeployment:
         }  # fmt: skip
 
 
-def build(url: str, deployment: AuthorizerDeployment) -> None:
+def fga_rows(deployment: AuthorizerDeployment, dialect: str) -> dict[str, list[dict[str, Any]]]:
+    """OpenFGA's rows: one store, its model (protobuf), three tuples (one with a condition
+    and its context as a ``google.protobuf.Struct``)."""
+    model = json.loads((Path(__file__).with_name("authorizer_fga_model.json")).read_text())
+    model["id"] = FGA_MODEL_ID
+    context = Struct()
+    context.update({"ip": "10.1.2.3"})
+    at = datetime.fromtimestamp(deployment.now, UTC)
+    ada = deployment.ids["ada"]
+    tuples = [
+        ("readme", "viewer", None, None), ("plan", "owner", None, None),
+        ("intranet", "viewer", "in_office", context.SerializeToString()),
+    ]  # fmt: skip
+    rows = []
+    for number, (doc, relation, condition, raw) in enumerate(tuples):
+        row = {
+            "store": FGA_STORE_ID, "object_type": "doc", "object_id": doc, "relation": relation,
+            "user_type": "user", "ulid": f"01JC00000000000000000000{number:02d}",
+            "inserted_at": at, "condition_name": condition, "condition_context": raw,
+        }  # fmt: skip
+        if dialect == "sqlite":
+            row |= {"user_object_type": "user", "user_object_id": ada, "user_relation": ""}
+        else:
+            row["_user"] = f"user:{ada}"
+        rows.append(row)
+    model_row = {
+        "store": FGA_STORE_ID, "authorization_model_id": FGA_MODEL_ID, "schema_version": "1.1",
+        "serialized_protobuf": encode_model(model),
+    }  # fmt: skip
+    if dialect != "sqlite":
+        model_row |= {"type": "", "type_definition": None}
+    return {
+        "store": [
+            {
+                "id": FGA_STORE_ID,
+                "name": "Authorizer",
+                "created_at": at,
+                "updated_at": at,
+                "deleted_at": None,
+            }
+        ],
+        "authorization_model": [model_row],
+        "tuple": rows,
+    }
+
+
+def build(url: str, deployment: AuthorizerDeployment, *, fga: bool = False) -> None:
     """Create Authorizer's tables at ``url`` (an empty SQLite file or PostgreSQL database)
-    and write the deployment's rows."""
+    and write the deployment's rows; with ``fga``, its embedded OpenFGA's tables too."""
     engine = sa.create_engine(url)
+    dialect = engine.dialect.name
     try:
         with engine.begin() as conn:
-            for statement in ddl(engine.dialect.name):
+            for statement in ddl(dialect) + (OPENFGA_DDL[dialect] if fga else []):
                 conn.exec_driver_sql(statement)
             metadata = sa.MetaData()
             metadata.reflect(conn)
             for model, rows in deployment.rows().items():
                 if rows:
                     conn.execute(metadata.tables[f"authorizer_{model}"].insert(), rows)
+            if fga:
+                for table, rows in fga_rows(deployment, dialect).items():
+                    conn.execute(metadata.tables[table].insert(), rows)
     finally:
         engine.dispose()

@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from bastion.core.auth.totp import recovery_digest
 from bastion.transports.grpc.proto.authorizer.v1 import authorizer_pb2, authorizer_pb2_grpc
 from tests.dbfixtures import fresh_postgres_url, fresh_sqlite_url
-from tests.moving.authorizer_db import AuthorizerDeployment, build
+from tests.moving.authorizer_db import FGA_MODEL_ID, AuthorizerDeployment, build
 from tests.node_project import node_for
 from tests.server.harness import (
     ADMIN_SECRET,
@@ -63,13 +63,13 @@ def moved(request: pytest.FixtureRequest, tmp_path: Path) -> Moved:
     deployment = AuthorizerDeployment()
     if request.param == "sqlite":
         source_path = tmp_path / "authorizer.db"
-        build(f"sqlite:///{source_path}", deployment)
+        build(f"sqlite:///{source_path}", deployment, fga=True)
         source = ["--from-database-type=sqlite", f"--from-database-url={source_path}"]
         target = fresh_sqlite_url(tmp_path, "moved")
         flags = ["--database-type=sqlite", f"--database-url={target}"]
     else:
         source_url = fresh_postgres_url("authorizer")
-        build(source_url.replace("postgresql://", "postgresql+psycopg://"), deployment)
+        build(source_url.replace("postgresql://", "postgresql+psycopg://"), deployment, fga=True)
         source = ["--from-database-type=postgres", f"--from-database-url={source_url}"]
         flags = ["--database-type=postgres", f"--database-url={fresh_postgres_url('moved')}"]
     migrated = bastion("migrate", *flags, cwd=tmp_path)
@@ -90,10 +90,14 @@ def test_an_authorizer_deployment_moves_in_and_its_users_sign_in(moved: Moved) -
     for kind in ("webhooks", "webhook logs", "email templates", "audit logs", "authenticators"):
         assert first[kind] == "1 imported, 0 updated, 0 unchanged, 0 skipped", kind
     assert first["verification requests"] == "0 imported, 0 updated, 0 unchanged, 1 skipped"
+    assert first["authorization model"] == "1 imported, 0 updated, 0 unchanged, 0 skipped"
+    assert first["authorization tuples"] == "3 imported, 0 updated, 0 unchanged, 0 skipped"
     assert first["sessions"] == "0 imported, 0 updated, 0 unchanged, 1 skipped"
     again = summary(moved.run(*secrets))
     assert again["users"] == "0 imported, 0 updated, 4 unchanged, 0 skipped"
     assert again["authenticators"] == "0 imported, 0 updated, 1 unchanged, 0 skipped"
+    assert again["authorization model"] == "0 imported, 0 updated, 1 unchanged, 0 skipped"
+    assert again["authorization tuples"] == "0 imported, 0 updated, 3 unchanged, 0 skipped"
 
     deployment, ids = moved.deployment, moved.deployment.ids
     with running([*server_flags(moved.flags), "--enable-mfa", "--enable-totp-login",
@@ -121,6 +125,21 @@ def test_an_authorizer_deployment_moves_in_and_its_users_sign_in(moved: Moved) -
             )
             assert answer.user.id == ids["ada"]
             assert answer.access_token
+        # Authorizer's authorization model and tuples answer ada's own checks
+        with server.client() as client:
+            checks = [{"relation": "viewer", "object": f"doc:{doc}"}
+                      for doc in ("readme", "plan", "other")]  # fmt: skip
+            answered = client.post(
+                "/v1/check_permissions", json={"checks": checks},
+                headers={"Authorization": f"Bearer {answer.access_token}"},
+            )  # fmt: skip
+            assert answered.status_code == 200, answered.text
+            assert [r["allowed"] for r in answered.json()["results"]] == [True, True, False]
+            model = client.get(
+                "/v1/admin/fga/model", headers={"x-service-admin-secret": ADMIN_SECRET}
+            )
+            assert model.json()["id"] == FGA_MODEL_ID  # the id clients pinned is kept
+            assert "condition in_office(ip: ipaddress)" in model.json()["dsl"]
         # the authenticator app still signs its user in, with Authorizer's secret
         with server.client() as client:
             parked = client.post(

@@ -13,6 +13,7 @@ from __future__ import annotations
 import sys
 import textwrap
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -57,6 +58,8 @@ def main(argv: list[str] | None = None) -> int:
         return _migrate(args[1:])
     if args[:1] == ["fga"]:
         return _fga(args[1:])
+    if tuple(args[:2]) in _MOVING_COMMANDS:
+        return _moving(tuple(args[:2]), args[2:])
     try:
         settings = parse_args(args)
     except HelpRequested:
@@ -93,6 +96,17 @@ def _fga(args: list[str]) -> int:
         return EXIT_CONFIG
     command, runner = commands[args[0]]
     return _database_command(command, runner, args[1:])
+
+
+#: ``bastion import authorizer``, ``bastion import users``, ``bastion export users``
+_MOVING_COMMANDS = {("import", "authorizer"), ("import", "users"), ("export", "users")}
+
+
+def _moving(words: tuple[str, ...], args: list[str]) -> int:
+    from bastion.moving.commands import COMMANDS, run_command
+
+    command = COMMANDS[words]
+    return _database_command(command, partial(run_command, command), args)
 
 
 def _database_command(

@@ -1,11 +1,12 @@
-"""Commands that only open the database: ``bastion migrate`` (and any other command that
-reads or writes the database without serving).
+"""Commands that only open the database: ``bastion migrate``, the import and export
+commands.
 
 They take the server's *database* flags, never its secrets: an operator migrates (or imports)
 with a database user and a flag file of its own. The server's full flag file may be given as
-it is: its other flags are known, so they are accepted and ignored; an unknown flag is refused
-as the server refuses it. Each command has its own flags (``--dry-run``) and positional
-arguments, and its own ``--help``.
+it is: its other flags are known, so they are accepted and ignored (a command that needs one
+of them names it in :attr:`DatabaseCommand.server_flags`); an unknown flag is refused as the
+server refuses it. Each command has its own flags (``--dry-run``), which may also stand in a
+flag file, its positional arguments, and its own ``--help``.
 """
 
 from __future__ import annotations
@@ -60,12 +61,21 @@ class CommandFlag:
     def option(self) -> str:
         return f"--{self.name}"
 
+    def as_flag(self) -> Flag:
+        kind = Kind.TEXT if self.value else Kind.BOOL
+        attribute = self.name.replace("-", "_")
+        default = "" if self.value else False
+        return Flag(
+            name=self.name, attribute=attribute, kind=kind, default=default,
+            group=Group.DATABASE, doc=self.doc, choices=(), shown_default="",
+        )  # fmt: skip
+
 
 @dataclass(frozen=True, slots=True)
 class DatabaseCommand:
     """How a command is called: its name, what it does, its own flags and arguments."""
 
-    #: The words after ``bastion`` (``("migrate",)``, ``("fga", "import")``).
+    #: The words after ``bastion`` (``("migrate",)``, ``("import", "users")``).
     words: tuple[str, ...]
     summary: str
     flags: tuple[CommandFlag, ...] = ()
@@ -74,7 +84,7 @@ class DatabaseCommand:
     #: Positional arguments that may follow those, optional (``bastion fga export [FILE]``).
     optional: tuple[str, ...] = ()
     #: Server flags the command reads besides the database's (``fga-store``: where the
-    #: authorization engine's store is), accepted and used as the server uses them.
+    #: authorization engine's store is; ``client-secret``), used as the server uses them.
     server_flags: tuple[str, ...] = ()
 
     def flags_read(self) -> tuple[Flag, ...]:
@@ -93,92 +103,48 @@ class Invocation:
     #: The command's own flags that were given: a switch as "true", else its value.
     options: dict[str, str]
     arguments: tuple[str, ...]
+    #: The names of the server flags that were given (a default is not a choice).
+    given: frozenset[str]
 
 
 def parse_command(command: DatabaseCommand, argv: Sequence[str]) -> Invocation:
     """The storage to open and the command's own flags and arguments.
 
     Raises :class:`ConfigError` (or ``HelpRequested`` for ``--help``)."""
-    own = {flag.option: flag for flag in command.flags}
-    options: dict[str, str] = {}
+    own = {flag.name: flag.as_flag() for flag in command.flags}
     arguments: list[str] = []
-    server_args: list[str] = []
-    words = list(argv)
-    position = 0
-    while position < len(words):
-        word = words[position]
-        position += 1
-        name, equals, value = word.partition("=")
-        flag = own.get(name)
-        if flag is not None:
-            if name.removeprefix("--") in options:
-                raise ConfigError(f"{flag.option} is given more than once")
-            if flag.value and not equals:
-                if position >= len(words):
-                    raise ConfigError(f"{flag.option} needs a value ({flag.value})")
-                value = words[position]
-                position += 1
-            elif not flag.value and equals:
-                raise ConfigError(f"{flag.option} takes no value")
-            options[flag.name] = value if flag.value else "true"
-        elif word.startswith(("--", "-h", "@")):
-            server_args.append(word)
-            # a server flag's value that follows it (``--database-url PATH``)
-            known = next((f for f in FLAGS if f.option == name), None)
-            if known and not equals and known.kind is not Kind.BOOL and position < len(words):
-                server_args.append(words[position])
-                position += 1
-        else:
-            arguments.append(word)
-    given = read_flags(server_args)
-    if (
-        not len(command.arguments)
-        <= len(arguments)
-        <= len(command.arguments) + len(command.optional)
-    ):
-        expected = (
-            " ".join([*command.arguments, *(f"[{name}]" for name in command.optional)])
-            or "no arguments"
-        )
+    given = read_flags(list(argv), extra=own, positionals=arguments)
+    required, optional = len(command.arguments), len(command.optional)
+    if not required <= len(arguments) <= required + optional:
+        expected = " ".join([*command.arguments, *(f"[{n}]" for n in command.optional)])
+        words = " ".join(command.words)
         raise ConfigError(
-            f"bastion {' '.join(command.words)} takes {expected}; got {len(arguments)} "
-            f"argument(s) (see bastion {' '.join(command.words)} --help)"
+            f"bastion {words} takes {expected or 'no arguments'}; got {len(arguments)} "
+            f"argument(s) (see bastion {words} --help)"
         )
-    values = {
-        flag.attribute: convert(flag, given[flag.name])
-        for flag in command.flags_read()
-        if flag.name in given
-    }
+    read = command.flags_read()
+    values = {f.attribute: convert(f, given[f.name]) for f in read if f.name in given}
     settings = Settings(**values)  # type: ignore[arg-type]
     validate_database(settings)
     storage = replace(storage_config(settings), run_migrations=False, check_schema=False)
-    return Invocation(storage, settings, options, tuple(arguments))
+    options = {name: given[name] for name in own if name in given}
+    server_given = frozenset(f.name for f in read if f.name in given)
+    return Invocation(storage, settings, options, tuple(arguments), server_given)
 
 
 def render_command_help(command: DatabaseCommand) -> str:
     """``bastion <command> --help``: the command's own flags, then the database flags."""
     words = " ".join(command.words)
-    head = " ".join(
-        [f"usage: bastion {words}", *(f"[{f.option}{' ' + f.value if f.value else ''}]"
-                                      for f in command.flags), "DATABASE-FLAGS...",
-         *command.arguments, *(f"[{name}]" for name in command.optional)]
-    )  # fmt: skip
-    out = [head, "", textwrap.fill(command.summary, width=88), ""]
+    usage = [f"usage: bastion {words}"]
+    usage += [f"[{f.option}{' ' + f.value if f.value else ''}]" for f in command.flags]
+    usage += ["DATABASE-FLAGS...", *command.arguments, *(f"[{n}]" for n in command.optional)]
+    out = [" ".join(usage), "", textwrap.fill(command.summary, width=88), ""]
     if command.flags:
         out.append(f"{words}:")
-        for flag in command.flags:
-            out.append(f"  {flag.option}{' ' + flag.value if flag.value else ''}")
-            out.append(textwrap.fill(flag.doc, width=88, initial_indent=" " * 6,
-                                     subsequent_indent=" " * 6))  # fmt: skip
+        out += [_entry(f.option + (" " + f.value if f.value else ""), f.doc) for f in command.flags]
         out.append("")
-    out.append("database flags (as the server takes them; @FILE reads flags from a file):")
-    for server_flag in command.flags_read():
-        out.append(f"  {server_flag.option}")
-        out.append(
-            textwrap.fill(
-                server_flag.doc, width=88, initial_indent=" " * 6, subsequent_indent=" " * 6
-            )
-        )
+    out.append("server flags it reads (as the server takes them; @FILE reads flags from a file):")
+    out += [_entry(flag.option, flag.doc) for flag in command.flags_read()]
     out.append("")
     out.append(
         textwrap.fill(
@@ -188,3 +154,8 @@ def render_command_help(command: DatabaseCommand) -> str:
         )
     )
     return "\n".join(out) + "\n"
+
+
+def _entry(head: str, doc: str) -> str:
+    body = textwrap.fill(doc, width=88, initial_indent=" " * 6, subsequent_indent=" " * 6)
+    return f"  {head}\n{body}"

@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 import re
 import sys
-import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import AsyncExitStack
 from dataclasses import replace
@@ -30,6 +29,7 @@ import trio
 from bastion.core.fga.tuples import TupleKey
 from bastion.database_command import CommandFlag, DatabaseCommand, Invocation
 from bastion.fga_files import Row, TupleFileError, TupleWriter, format_of, read_rows
+from bastion.progress import Progress
 from bastion.service.fga.base import _write_problem
 from bastion.service.fga.engine import ActiveModel
 from bastion.service.fga.openfga_input import OpenFgaError, tuple_key
@@ -87,8 +87,6 @@ EXPORT = DatabaseCommand(
 BATCH = 5_000
 #: Bad lines named before the import gives up reading.
 MAX_PROBLEMS = 20
-#: Seconds between two progress lines (none for a run shorter than that).
-PROGRESS_EVERY = 2.0
 
 
 class Refused(Exception):
@@ -97,33 +95,6 @@ class Refused(Exception):
     def __init__(self, *lines: str) -> None:
         super().__init__(lines[0] if lines else "")
         self.lines = lines
-
-
-class Progress:
-    """``bastion fga import: 1,200,000 tuples (98,000/s)`` on standard error, at most
-    every :data:`PROGRESS_EVERY` seconds; overwritten in place on a terminal."""
-
-    def __init__(self, command: str, out: TextIO = sys.stderr) -> None:
-        self._command = command
-        self._out = out
-        self._start = self._last = time.monotonic()
-        self._shown = False
-        self._tty = out.isatty()
-
-    def __call__(self, count: int) -> None:
-        now = time.monotonic()
-        if now - self._last < PROGRESS_EVERY:
-            return
-        self._last = now
-        self._shown = True
-        rate = count / max(now - self._start, 1e-9)
-        line = f"bastion {self._command}: {count:,} tuples ({rate:,.0f}/s)"
-        self._out.write(f"\r{line}" if self._tty else f"{line}\n")
-        self._out.flush()
-
-    def done(self) -> None:
-        if self._shown and self._tty:
-            self._out.write("\n")
 
 
 def run_import(invocation: Invocation) -> int:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from bastion.core.settings import (
@@ -24,12 +24,24 @@ from bastion.core.settings import (
 __all__ = ["HelpRequested", "read_flags"]
 
 
+_NO_EXTRA: Mapping[str, Flag] = {}
+
+
 class HelpRequested(Exception):  # a request to print help, not a failure
     """``--help`` or ``-h`` was given."""
 
 
-def read_flags(argv: list[str]) -> dict[str, str]:
-    """The flags given in ``argv`` (``@FILE`` expanded) as texts keyed by flag name."""
+def read_flags(
+    argv: list[str],
+    *,
+    extra: Mapping[str, Flag] = _NO_EXTRA,
+    positionals: list[str] | None = None,
+) -> dict[str, str]:
+    """The flags given in ``argv`` (``@FILE`` expanded) as texts keyed by flag name.
+
+    ``extra``: a command's own flags, known beside the server's (on the command line and in
+    flag files alike). ``positionals``: where a command's arguments go; without it, an
+    argument that is not a flag is refused."""
     values: dict[str, str] = {}
     given_at: dict[str, str] = {}
 
@@ -55,7 +67,7 @@ def read_flags(argv: list[str]) -> dict[str, str]:
             raise HelpRequested
         if arg.startswith("@") and len(arg) > 1:
             for name, value, where in _read_flag_file(arg[1:]):
-                store(_lookup(name, where), value, where)
+                store(_lookup(name, where, extra), value, where)
             previous_bool = ""
             continue
         if not arg.startswith("--") or arg == "--":
@@ -64,12 +76,15 @@ def read_flags(argv: list[str]) -> dict[str, str]:
                 raise ConfigError(
                     f"write {previous_bool}={arg.lower()}: a boolean flag takes its value after '='"
                 )
+            if positionals is not None:
+                positionals.append(arg)
+                continue
             raise ConfigError(
                 f"unexpected argument #{position}: bastion takes only --flag, --flag=VALUE, "
                 f"--flag VALUE and @FILE"
             )
         name, equals, value = arg[2:].partition("=")
-        flag = _lookup(name, "")
+        flag = _lookup(name, "", extra)
         previous_bool = flag.option if flag.kind is Kind.BOOL and not equals else ""
         if not equals and flag.kind is not Kind.BOOL:
             if position >= len(argv):
@@ -80,10 +95,10 @@ def read_flags(argv: list[str]) -> dict[str, str]:
     return values
 
 
-def _lookup(name: str, where: str) -> Flag:
+def _lookup(name: str, where: str, extra: Mapping[str, Flag]) -> Flag:
     if name == "help":
         raise HelpRequested
-    flag = FLAGS_BY_NAME.get(name)
+    flag = extra.get(name) or FLAGS_BY_NAME.get(name)
     if flag is not None:
         return flag
     if name in RENAMED_FLAGS:
@@ -96,10 +111,11 @@ def _lookup(name: str, where: str) -> Flag:
         raise ConfigError(f"{where}--{name} is not accepted; use --{replacement}")
     if name in NOSQL_ONLY_FLAGS:
         raise ConfigError(f"{where}--{name} is not accepted: NoSQL backends are not supported")
+    known = [*extra, *FLAGS_BY_NAME]
     kebab = name.replace("_", "-")
-    if kebab in FLAGS_BY_NAME:
+    if kebab in known:
         raise ConfigError(f"{where}unknown flag --{name}; flag names are kebab-case: --{kebab}")
-    close = difflib.get_close_matches(name, FLAGS_BY_NAME, n=1)
+    close = difflib.get_close_matches(name, known, n=1)
     hint = f"did you mean --{close[0]}?" if close else "see bastion --help"
     raise ConfigError(f"{where}unknown flag --{name} ({hint})")
 

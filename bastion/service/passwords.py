@@ -1,8 +1,9 @@
 """Password hashing: argon2id in worker threads, never on the event loop.
 
 Parameters are OWASP's argon2id minimum (t=2, m=19 MiB, p=1): about 20 ms per hash on
-this project's reference machine. Hashes imported from Authorizer are bcrypt; they verify,
-and :meth:`PasswordHasher.verify` says so, so the caller rehashes on that login.
+this project's reference machine. Hashes imported from Authorizer (bcrypt) or from any other
+system (:mod:`service.hash_formats`) verify, and :meth:`PasswordHasher.verify` says they
+need a rehash, so the caller replaces them with argon2id on that login.
 A capacity limiter keeps concurrent hashes to the number of cores (shared out among the
 ``--workers``): more would only queue inside the CPU and inflate every request's latency.
 """
@@ -12,14 +13,15 @@ from __future__ import annotations
 import os
 
 import argon2
-import bcrypt
 import trio
+
+from bastion.service.hash_formats import UnusableHash, parse_hash
 
 TIME_COST = 2
 MEMORY_COST_KIB = 19456
 PARALLELISM = 1
 
-_BCRYPT_PREFIXES = ("$2a$", "$2b$", "$2y$")
+_ARGON2ID = "$argon2id$"
 
 
 def hashes_at_once(processes: int = 1) -> int:
@@ -55,14 +57,14 @@ class PasswordHasher:
         await self.verify(self._dummy, password)
 
     def _verify_sync(self, stored: str, password: str) -> tuple[bool, bool]:
-        if stored.startswith(_BCRYPT_PREFIXES):
+        if stored.startswith(_ARGON2ID):
             try:
-                matches = bcrypt.checkpw(password.encode(), stored.encode())
-            except ValueError:
+                self._argon2.verify(stored, password)
+            except (argon2.exceptions.VerificationError, argon2.exceptions.InvalidHashError):
                 return False, False
-            return matches, matches
+            return True, self._argon2.check_needs_rehash(stored)
         try:
-            self._argon2.verify(stored, password)
-        except (argon2.exceptions.VerificationError, argon2.exceptions.InvalidHashError):
+            matches = parse_hash(stored).verify(password)
+        except UnusableHash:
             return False, False
-        return True, self._argon2.check_needs_rehash(stored)
+        return matches, matches

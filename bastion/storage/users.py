@@ -32,6 +32,7 @@ __all__ = [
     "insert",
     "insert_unique",
     "list_page",
+    "page_after",
     "phone_taken",
     "set_password_hash",
     "status",
@@ -204,6 +205,15 @@ def list_page(
     ).all()
     total = conn.execute(sa.select(sa.func.count()).select_from(users).where(where)).scalar_one()
     return [_from_row(row) for row in rows], int(total)
+
+
+def page_after(conn: sa.Connection, *, after_id: str, limit: int) -> list[User]:
+    """Up to ``limit`` users whose id sorts after ``after_id``, in id order: a walk over every
+    user (an export) one indexed read a page."""
+    rows = conn.execute(
+        sa.select(users).where(users.c.id > after_id).order_by(users.c.id).limit(limit)
+    ).all()
+    return [_from_row(row) for row in rows]
 
 
 def status(conn: sa.Connection, user_id: str) -> UserStatus | None:

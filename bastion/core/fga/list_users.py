@@ -298,12 +298,12 @@ def list_users(
     request = RequestContext(ts, store, options)
     object_type = split_object(obj)[0]
     is_filter_itself = (object_type, relation) == (user_filter.type, user_filter.relation)
-    if not is_filter_itself and not has_possible_edges(
-        ts, user_filter.type, user_filter.relation, object_type, relation
-    ):
-        return ListResult(())
     expander = _Expander(request, user_filter)
     try:
+        if not is_filter_itself and not has_possible_edges(
+            ts, user_filter.type, user_filter.relation, object_type, relation
+        ):
+            return ListResult(())
         expansion = expander.expand(obj, relation, 0, frozenset())
     except _OutOfTime:
         return _confirmed(request, obj, relation, list(expander.met), options.max_results)

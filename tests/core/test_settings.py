@@ -42,6 +42,7 @@ from bastion.core.settings import (
     settings_from_flags,
     validate,
 )
+from bastion.core.settings.cautions import startup_cautions
 
 BASE = [
     "--admin-secret=admin-secret",
@@ -851,6 +852,17 @@ def test_flag_file_mixes_with_argv(tmp_path: Path) -> None:
     assert settings.allowed_origins == ("https://a.example", "https://b.example")
 
 
+def test_the_command_line_overrides_a_flag_file(tmp_path: Path) -> None:
+    """Last wins, as in every CLI: a file of defaults, one flag changed for this run."""
+    flag_file = tmp_path / "bastion.flags"
+    flag_file.write_text("--admin-secret=from-the-file\n--http-port=9000\n")
+    settings = parse_args([f"@{flag_file}", *without("--admin-secret"), "--admin-secret=cli"])
+    assert (settings.admin_secret, settings.http_port) == ("cli", 9000)
+    later = tmp_path / "later.flags"
+    later.write_text("--http-port=9001\n")
+    assert parse_args([f"@{flag_file}", f"@{later}", *BASE]).http_port == 9001
+
+
 def test_flag_file_errors_name_the_line(tmp_path: Path) -> None:
     flag_file = tmp_path / "bastion.flags"
     flag_file.write_text("--http-port=9000\nhunter2\n")
@@ -860,9 +872,9 @@ def test_flag_file_errors_name_the_line(tmp_path: Path) -> None:
     assert refusal(f"@{flag_file}", *BASE) == (
         f"{flag_file} line 2: --database_url is not accepted; use --database-url"
     )
-    flag_file.write_text("--admin-secret=other\n")
+    flag_file.write_text("--admin-secret=other\n--admin-secret=again\n")
     assert refusal(f"@{flag_file}", *BASE) == (
-        f"--admin-secret is given more than once (on {flag_file} line 1 and on the command line)"
+        f"--admin-secret is given more than once (on {flag_file} line 1 and on {flag_file} line 2)"
     )
     flag_file.write_text("--grpc-insecure=false\n")
     assert refusal(f"@{flag_file}", *BASE) == ("--grpc-insecure is not implemented in this build")
@@ -1098,7 +1110,7 @@ def test_plain_http_origins_elsewhere_are_warned_about() -> None:
             "--allowed-origins=http://localhost:3000,http://127.0.0.1:5173,http://app.example.com",
         ]
     )
-    (warning,) = settings.startup_warnings()
+    (warning,) = [w for w in startup_cautions(settings) if w.startswith("--allowed-origins")]
     assert "http://app.example.com" in warning
 
 

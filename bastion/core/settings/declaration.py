@@ -16,7 +16,7 @@ from bastion.core.settings.vocabulary import (
     Group,
     flag_field,
 )
-from bastion.core.sites import cross_site_origins, insecure_origins
+from bastion.core.sites import cross_site_origins
 
 _S = Group.SERVER
 _D = Group.DATABASE
@@ -420,7 +420,7 @@ class Settings:
     )
 
     def __post_init__(self) -> None:
-        url = self.url or _default_url(self.host, self.http_port)
+        url = self.url or default_url(self.host, self.http_port)
         parts = urlsplit(url)
         if parts.netloc and parts.path.endswith("/") and not (parts.query or parts.fragment):
             url = url.rstrip("/")
@@ -449,14 +449,6 @@ class Settings:
         """Browsers refuse ``SameSite=None`` without ``Secure``: it is then always set."""
         return self.app_cookie_secure or self.session_cookie_same_site == "None"
 
-    def startup_warnings(self) -> list[str]:
-        """What start-up logs as a warning: allowed, but probably not what was meant."""
-        return [
-            f"--allowed-origins lists {origin}: plain http outside this machine, so the "
-            "cookies and tokens it is trusted with travel unencrypted"
-            for origin in insecure_origins(self.allowed_origins)
-        ]
-
     @property
     def memory_store_kind(self) -> str:
         """``redis``, ``memory`` (one process only) or ``sql`` (the main database)."""
@@ -480,7 +472,7 @@ class Settings:
         return self.rate_limit_rps > 0
 
 
-def _default_url(host: str, port: int) -> str:
+def default_url(host: str, port: int) -> str:
     if host in ("", "0.0.0.0", "::"):  # noqa: S104
         name = "localhost"
     elif ":" in host:

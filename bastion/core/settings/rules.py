@@ -10,7 +10,7 @@ from typing import Final
 from urllib.parse import urlsplit
 
 from bastion.core.redis_url import parse_redis_url
-from bastion.core.settings.declaration import Settings, _default_url
+from bastion.core.settings.declaration import Settings, default_url
 from bastion.core.settings.table import FLAGS
 from bastion.core.settings.vocabulary import (
     DATABASE_TYPES,
@@ -262,7 +262,7 @@ def _check_url(s: Settings) -> None:
     parts = urlsplit(s.url)
     if "@" in parts.netloc:  # checked first: the message must not echo a password
         raise ConfigError("--url must not contain a user name or password")
-    if s.http_port == 0 and s.url == _default_url(s.host, 0):
+    if s.http_port == 0 and s.url == default_url(s.host, 0):
         raise ConfigError("--http-port=0 needs --url: the public URL cannot name an unknown port")
     try:
         port_ok = parts.port is None or parts.port > 0

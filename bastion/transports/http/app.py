@@ -22,7 +22,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from bastion.core import errors, input_rules
+from bastion.core import errors, input_rules, log_context
 from bastion.core.networks import client_ip
 from bastion.core.out_of_scope import OUT_OF_SCOPE_MESSAGE, is_out_of_scope
 from bastion.service.context import CallerContext, Protocol, Reply
@@ -135,17 +135,21 @@ class HttpApp:
             edge.request_id(headers.get("x-request-id")),
         )
         scope[_EDGE] = state
-        body = BodyReceiver(receive, MAX_BODY_BYTES, _declared_length(scope, headers))
-        request = Request(scope, body)
-        match = self.dispatcher.match(scope["method"], scope["path"])
+        logged_as = log_context.request_id.set(state.request_id)
         try:
-            response = await self._answer(request, match, body, state)
-        except Exception as exc:  # every failure gets an answer in the API's envelope
-            response = _failure(exc, scope["path"])
-        endpoint = match.endpoint if match is not None else None
-        origin = headers.get("origin")
-        await self._edge_out(request, response, body, state, endpoint, started, origin)
-        await response(scope, body, send)
+            body = BodyReceiver(receive, MAX_BODY_BYTES, _declared_length(scope, headers))
+            request = Request(scope, body)
+            match = self.dispatcher.match(scope["method"], scope["path"])
+            try:
+                response = await self._answer(request, match, body, state)
+            except Exception as exc:  # every failure gets an answer in the API's envelope
+                response = _failure(exc, scope["path"])
+            endpoint = match.endpoint if match is not None else None
+            origin = headers.get("origin")
+            await self._edge_out(request, response, body, state, endpoint, started, origin)
+            await response(scope, body, send)
+        finally:
+            log_context.request_id.reset(logged_as)
 
     async def _answer(
         self, request: Request, match: Match | None, body: BodyReceiver, state: EdgeState
@@ -279,11 +283,17 @@ def _failure(exc: Exception, path: str) -> Response:
         failure = _HEALTH_FAILURE.get(path)
         if failure is not None:
             return json_response(failure, 503)
-        log.error("storage unavailable", extra={"path": path, "error": str(exc)})
+        log.error(
+            "storage unavailable",
+            extra={"path": path, "error": str(exc), "error_type": type(exc).__name__},
+        )
         return error_response(errors.Unavailable("storage unavailable"))
     if isinstance(exc, errors.BastionError):
         if isinstance(exc, errors.ServerError):
-            log.error("request failed", extra={"error_code": exc.code, "path": path})
+            log.error(
+                "request failed",
+                extra={"error_code": exc.code, "error_type": type(exc).__name__, "path": path},
+            )
         return error_response(exc)
     if isinstance(exc, ClientDisconnect):
         return error_response(errors.InvalidArgument("the request body was cut short"))

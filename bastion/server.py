@@ -188,6 +188,14 @@ async def serve(
         open_storage(storage_config(settings, worker=slot is not None)) as storage,
         open_fga_store(settings, storage) as fga_stores,
     ):
+        try:
+            await storage.ping()
+        except StorageUnavailable as exc:
+            # Started all the same (it may come up later): said now, not first by a request.
+            log.warning(
+                f"{exc.store} unreachable at start: /readyz answers 503 until it answers",
+                extra={"store": exc.store, "error": str(exc)},
+            )
         replica = None if fga_stores is None else fga_stores.replica
         if replica is None:
             metrics.watch_storage(storage.statistics)

@@ -8,7 +8,7 @@ async with open_storage(config) as storage:
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
@@ -48,15 +48,24 @@ class Storage:
         return found
 
     async def ping(self) -> None:
-        """Raise :class:`StorageUnavailable` unless both stores answer within ``timeout``."""
-        try:
-            with trio.fail_after(self.timeout):
-                await self.db.ping()
-                # The default memory store lives in the same database: one ping proves both.
-                if not isinstance(self.memory, SqlMemoryStore):
-                    await self.memory.ping()
-        except trio.TooSlowError:
-            raise StorageUnavailable("storage did not answer in time") from None
+        """Raise :class:`StorageUnavailable` naming the store (``database`` or ``memory
+        store``) unless both answer within ``timeout``."""
+        await _answers(self.db.ping, "database", self.timeout)
+        # The default memory store lives in the same database: one ping proves both.
+        if not isinstance(self.memory, SqlMemoryStore):
+            await _answers(self.memory.ping, "memory store", self.timeout)
+
+
+async def _answers(ping: Callable[[], Awaitable[None]], store: str, seconds: float) -> None:
+    try:
+        with trio.fail_after(seconds):
+            await ping()
+    except trio.TooSlowError:
+        raise StorageUnavailable(f"the {store} did not answer in time", store=store) from None
+    except StorageUnavailable as exc:
+        raise StorageUnavailable(str(exc), store=store) from exc
+    except OSError as exc:
+        raise StorageUnavailable(f"the {store} is unreachable: {exc}", store=store) from exc
 
 
 @asynccontextmanager

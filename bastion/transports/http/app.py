@@ -67,9 +67,8 @@ CallerOf = Callable[[Request], CallerContext]
 #: Gives the views that are not JSON-in/JSON-out (redirects, forms, pages, OpenFGA's API).
 ViewRegistrar = Callable[[CallerOf], Iterable[View]]
 
-_HEALTH_FAILURE = {
-    "/readyz": {"status": "not ready", "error": "storage unavailable"},
-}
+#: Health routes answer a storage failure in their own shape, naming the store.
+_HEALTH_PATHS = frozenset({"/readyz"})
 _PREFLIGHT = {
     "Access-Control-Allow-Methods": edge.CORS_ALLOW_METHODS,
     "Access-Control-Allow-Headers": edge.CORS_ALLOW_HEADERS,
@@ -280,9 +279,8 @@ def _failure(exc: Exception, path: str) -> Response:
     """The answer to a request that raised ``exc``."""
     if isinstance(exc, StorageUnavailable):
         # Its message names the store's address: logged, never answered.
-        failure = _HEALTH_FAILURE.get(path)
-        if failure is not None:
-            return json_response(failure, 503)
+        if path in _HEALTH_PATHS:
+            return json_response({"status": "not ready", "error": f"{exc.store} unavailable"}, 503)
         log.error(
             "storage unavailable",
             extra={"path": path, "error": str(exc), "error_type": type(exc).__name__},

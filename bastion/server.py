@@ -25,7 +25,7 @@ from hypercorn.trio.run import worker_serve
 from hypercorn.utils import wrap_app
 
 from bastion import logs
-from bastion.core.settings import Settings
+from bastion.core.settings import EXIT_CONFIG, Settings
 from bastion.core.settings.cautions import startup_cautions
 from bastion.service.fga.opening import open_fga_store
 from bastion.service.metrics import Metrics
@@ -292,8 +292,9 @@ def run(settings: Settings) -> int:
         print(f"bastion: storage unavailable: {exc}", file=sys.stderr)
         return 1
     except SchemaMismatch as exc:
+        # A schema this build must not run on is a refused configuration, like a bad flag.
         print(f"bastion: {exc}", file=sys.stderr)
-        return 1
+        return EXIT_CONFIG
     except ListenerUnavailable as exc:
         print(f"bastion: {exc}", file=sys.stderr)
         return 1
@@ -305,7 +306,10 @@ def run(settings: Settings) -> int:
         if isinstance(first, ListenerUnavailable):
             print(f"bastion: {first}", file=sys.stderr)
             return 1
-        if isinstance(first, OSError | StorageUnavailable | SchemaMismatch):
+        if isinstance(first, SchemaMismatch):
+            print(f"bastion: {first}", file=sys.stderr)
+            return EXIT_CONFIG
+        if isinstance(first, OSError | StorageUnavailable):
             print(f"bastion: cannot start: {first}", file=sys.stderr)
             return 1
         raise

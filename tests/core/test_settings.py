@@ -66,6 +66,7 @@ IMPLEMENTED = {
     "database-type", "database-url", "database-host", "database-port", "database-name",
     "database-username", "database-password", "database-cert", "database-ca-cert",
     "database-cert-key", "memory-store-url", "client-id", "client-secret", "admin-secret",
+    "admin-secret-previous", "client-secret-previous", "webhook-secret",
     "jwt-type", "jwt-secret", "jwt-private-key", "jwt-public-key", "allowed-origins",
     "trusted-proxies", "rate-limit-rps", "rate-limit-burst", "rate-limit-fail-closed",
     "enable-hsts", "disable-csp", "cookie-domain", "disable-admin-header-auth",

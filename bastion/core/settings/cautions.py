@@ -42,6 +42,8 @@ def startup_cautions(s: Settings) -> list[str]:
 def _secret_cautions(s: Settings) -> list[str]:
     secrets = [("--admin-secret", s.admin_secret, _SECRET_MINIMUM),
                ("--client-secret", s.client_secret, _SECRET_MINIMUM)]  # fmt: skip
+    if s.webhook_secret:
+        secrets.append(("--webhook-secret", s.webhook_secret, _SECRET_MINIMUM))
     if s.jwt_secret:
         secrets.append(("--jwt-secret", s.jwt_secret, _HMAC_MINIMUM.get(s.jwt_type, 32)))
     cautions = []

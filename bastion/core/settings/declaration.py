@@ -161,6 +161,15 @@ class Settings:
     admin_secret: str = flag_field(
         "", _C, "Super-admin secret (non-empty).", shown_default=REQUIRED_SHOWN
     )
+    admin_secret_previous: str = flag_field(
+        "", _C, "Rotation: the admin secret being replaced, still accepted until removed."
+    )
+    client_secret_previous: str = flag_field(
+        "",
+        _C,
+        "Rotation: the client secret being replaced, still accepted from relying parties "
+        "and still opening authenticator secrets sealed under it (resealed when next read).",
+    )
     disable_admin_header_auth: bool = flag_field(
         False, _C, "Refuse the admin secret header; honour only the admin cookie."
     )
@@ -415,6 +424,12 @@ class Settings:
     )
 
     # -- webhooks
+    webhook_secret: str = flag_field(
+        "",
+        _W,
+        "Signs webhook deliveries (X-Authorizer-Signature, HMAC-SHA256 of timestamp.body).",
+        shown_default="--client-secret, as Authorizer signs",
+    )
     webhook_allow_private_targets: bool = flag_field(
         False, _W, "Allow webhooks to private and loopback addresses."
     )
@@ -425,6 +440,10 @@ class Settings:
         if parts.netloc and parts.path.endswith("/") and not (parts.query or parts.fragment):
             url = url.rstrip("/")
         object.__setattr__(self, "url", url)
+
+    @property
+    def webhook_signing_secret(self) -> str:
+        return self.webhook_secret or self.client_secret
 
     @property
     def is_hmac(self) -> bool:

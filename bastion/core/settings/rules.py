@@ -68,6 +68,14 @@ def _require_credentials(s: Settings) -> None:
         raise ConfigError("--client-id is required and must not be empty.")
     if not s.client_secret:
         raise ConfigError("--client-secret is required and must not be empty.")
+    for flag, previous, current in (
+        ("admin-secret", s.admin_secret_previous, s.admin_secret),
+        ("client-secret", s.client_secret_previous, s.client_secret),
+    ):
+        if previous == current:
+            raise ConfigError(
+                f"--{flag}-previous is the same as --{flag}: give the secret being replaced"
+            )
 
 
 _SUPPORTED_DATABASES = ", ".join(DATABASE_TYPES)

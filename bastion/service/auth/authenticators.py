@@ -61,9 +61,14 @@ class AuthenticatorStore:
         if stored is None:
             return None
         try:
-            secret = self._box.open(stored.sealed_secret, owner=user_id)
+            secret, current = self._box.open_current(stored.sealed_secret, owner=user_id)
         except SecretBoxError:
             return None  # sealed under another key: as good as none, never an error
+        if not current:  # a client-secret rotation: sealed again under the new key
+            old, new = stored.sealed_secret, self._box.seal(secret, owner=user_id)
+            await self._db.run_locked(
+                f"authenticator:{user_id}", lambda conn: rows.reseal(conn, user_id, old, new)
+            )
         return Authenticator(
             user_id=user_id,
             secret=secret,

@@ -121,7 +121,8 @@ class SyncDriver:
         self.mfa_policy = mfa_policy or MfaPolicy()
         self.relations = relations
         self.cookies: dict[str, str | None] = {}
-        #: the session family tokens are minted under (a refresh keeps its family)
+        #: the session family of the request being run: a login starts one, a refresh
+        #: keeps the family of the session it refreshes (reset for every request)
         self.sid: str | None = None
         self._queued: list[Callable[[], None]] = []
         #: the sessions the current request kept: (user id, nonce)
@@ -131,6 +132,7 @@ class SyncDriver:
         """Feed ``event`` and carry out the effects until the flow answers or refuses
         (raises the ``BastionError`` its ``Fail`` names)."""
         self._kept = []
+        self.sid = None
         try:
             return self._run(machine, event)
         finally:

@@ -249,6 +249,7 @@ async def serve(
         async with trio.open_nursery() as outer:
             outer.start_soon(_stop_on_signal, stop)
             outer.start_soon(runtime.fga.warm_up)
+            outer.start_soon(runtime.pruner.run)
             await outer.start(runtime.outbox.run)
             async with trio.open_nursery() as listeners:
                 http_address = await listeners.start(serve_http, stop)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import trio
@@ -25,6 +26,7 @@ from bastion.service.oauth.service import OAuthService
 from bastion.service.outbox import Handler, OutboxWorker
 from bastion.service.passkeys import PasskeyService
 from bastion.service.ratelimit import RateLimiter
+from bastion.service.retention import Pruner
 from bastion.service.sms import sms_handlers
 from bastion.service.social.service import SocialLogin
 from bastion.storage import Storage, StorageUnavailable
@@ -57,6 +59,8 @@ class Runtime:
     oauth: OAuthService
     #: passkeys (issue 22)
     passkeys: PasskeyService
+    #: the background prune of expired rows and old logs (``--prune-interval``)
+    pruner: Pruner
 
     async def check_ready(self) -> None:
         """Storage answers AND the migrated schema is there (raises StorageUnavailable);
@@ -127,6 +131,7 @@ class Runtime:
             social=SocialLogin(auth),
             oauth=oauth,
             passkeys=PasskeyService(auth, service),
+            pruner=Pruner(settings, storage, metrics, time.time),
         )
 
 

@@ -67,6 +67,8 @@ IMPLEMENTED = {
     "database-username", "database-password", "database-cert", "database-ca-cert",
     "database-cert-key", "memory-store-url", "client-id", "client-secret", "admin-secret",
     "admin-secret-previous", "client-secret-previous", "webhook-secret",
+    "audit-log-retention-days", "webhook-log-retention-days", "prune-interval",
+    "prune-batch-size",
     "jwt-type", "jwt-secret", "jwt-private-key", "jwt-public-key", "allowed-origins",
     "trusted-proxies", "rate-limit-rps", "rate-limit-burst", "rate-limit-fail-closed",
     "enable-hsts", "disable-csp", "cookie-domain", "disable-admin-header-auth",

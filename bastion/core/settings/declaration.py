@@ -7,6 +7,7 @@ import ipaddress
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from bastion.core.settings.retention import RetentionFlags
 from bastion.core.settings.vocabulary import (
     DATABASE_TYPES,
     JWT_TYPES,
@@ -35,7 +36,7 @@ _W = Group.WEBHOOKS
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Settings:
+class Settings(RetentionFlags):
     """Every startup flag, by its kebab-case name with ``-`` turned into ``_``.
 
     Build one from flag values with :func:`settings_from_flags` (which also validates);

@@ -175,6 +175,17 @@ def _check_shutdown_timeout(s: Settings) -> None:
         raise ConfigError("--shutdown-timeout must be a number of seconds, 0 or more")
 
 
+def _check_retention(s: Settings) -> None:
+    for flag, days in (("audit-log", s.audit_log_retention_days),
+                       ("webhook-log", s.webhook_log_retention_days)):  # fmt: skip
+        if days < 0:
+            raise ConfigError(f"--{flag}-retention-days must be 0 (keep forever) or more")
+    if not s.prune_interval >= 0:
+        raise ConfigError("--prune-interval must be a number of seconds, 0 (never) or more")
+    if s.prune_batch_size < 1:
+        raise ConfigError("--prune-batch-size must be at least 1")
+
+
 def _check_workers(s: Settings) -> None:
     if not 1 <= s.workers <= MAX_WORKERS:
         raise ConfigError(f"--workers must be between 1 and {MAX_WORKERS}, got {s.workers}")
@@ -459,6 +470,7 @@ _RULES = (
     _check_recent_sign_in,
     _check_request_timeout,
     _check_shutdown_timeout,
+    _check_retention,
     _check_fga_store,
     _check_list_bounds,
     _check_database_replica,

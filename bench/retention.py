@@ -81,8 +81,9 @@ def pruned(metrics_url: str) -> float:
 def run(args: argparse.Namespace, prune: bool, database: str, emails: list[str]) -> None:
     tmp = Path(f"/tmp/bastion-retention-bench-{prune}")
     tmp.mkdir(exist_ok=True)
-    flags = [*base_flags("postgres", database), f"--memory-store-url={fresh_redis_url()}",
-             "--rate-limit-rps=0", "--workers=2", "--url=http://127.0.0.1"]  # fmt: skip
+    flags = [f for f in base_flags("postgres", database) if not f.startswith("--rate-limit")]
+    flags += [f"--memory-store-url={fresh_redis_url()}", "--rate-limit-rps=0", "--workers=2",
+              "--url=http://127.0.0.1"]  # fmt: skip
     flags += (
         ["--prune-interval=1", "--audit-log-retention-days=1"] if prune else ["--prune-interval=0"]
     )

@@ -13,6 +13,8 @@ revision = "0011"
 down_revision = "0010"
 branch_labels = None
 depends_on = None
+#: adds an index only: a build of revision 0010 runs on this schema unchanged
+expand_only = True
 
 
 def upgrade() -> None:

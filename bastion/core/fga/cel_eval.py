@@ -16,7 +16,9 @@ Semantics are cel-go's where a condition can see them:
 - no arithmetic across numeric types; ``==`` is false across types, except between
   numbers, which compare by value; ``<`` on two different non-numeric types is an error;
 - a missing map key is an error; ``has(m.f)`` tests for it;
-- ``matches`` is RE2 (google-re2: linear time, whatever pattern a request sends).
+- ``matches`` is RE2 (google-re2: linear time, whatever pattern a request sends);
+- every evaluation is charged as cel-go charges it (:mod:`.cel_cost`) and ends once past
+  its budget.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from bastion.core.fga.cel_cost import BUDGET, Budget, call_cost, spend
 from bastion.core.fga.cel_functions import FUNCTIONS, METHODS
 from bastion.core.fga.cel_operators import (
     OPERATORS,
@@ -41,6 +44,14 @@ __all__ = ["CelParseError", "Program", "parse"]
 
 Activation = Mapping[str, Any]
 Eval = Callable[[Activation], Any]
+#: cel-go's costs of a list or map literal, and of one element of a comprehension beyond
+#: its predicate's (see :mod:`.cel_cost`).
+_LIST_COST = 10
+_MAP_COST = 30
+_QUANTIFIER_STEP = 3
+_EXISTS_ONE_STEP = 2
+_FILTER_STEP = 1
+_MAP_STEP = 12
 
 
 class Program:
@@ -49,9 +60,11 @@ class Program:
     def __init__(self, tree: Tree) -> None:
         self._run = _compile(tree)
 
-    def evaluate(self, activation: Activation) -> Any:
+    def evaluate(self, activation: Activation, budget: Budget | None = None) -> Any:
+        """The expression's value; ``budget`` bounds the work (none: unbounded)."""
+        scope = {**activation, BUDGET: Budget() if budget is None else budget}
         try:
-            return self._run(activation)
+            return self._run(scope)
         except ConditionError:
             raise
         except RecursionError as exc:
@@ -124,9 +137,15 @@ def _binary(children: Sequence[Node]) -> Eval:
         return _compile(children[0])
     operator, right_node = children
     assert isinstance(operator, Tree)
-    function = OPERATORS[operator.data]
+    function, cost = OPERATORS[operator.data], call_cost(operator.data)
     left, right = _compile(operator.children[0]), _compile(right_node)
-    return lambda activation: function(left(activation), right(activation))
+
+    def run(activation: Activation) -> Any:
+        a, b = left(activation), right(activation)
+        spend(activation, 1 if cost is None else cost(a, b))
+        return function(a, b)
+
+    return run
 
 
 def _unary(children: Sequence[Node]) -> Eval:
@@ -135,19 +154,36 @@ def _unary(children: Sequence[Node]) -> Eval:
     operator, operand_node = children
     assert isinstance(operator, Tree)
     operand = _compile(operand_node)
-    if operator.data == "unary_not":
-        return lambda activation: logical_not(operand(activation))
-    return lambda activation: negate(operand(activation))
+    function = logical_not if operator.data == "unary_not" else negate
+
+    def run(activation: Activation) -> Any:
+        value = operand(activation)
+        spend(activation, 1)
+        return function(value)
+
+    return run
 
 
 def _member_dot(children: Sequence[Node]) -> Eval:
     target, field = _compile(children[0]), str(children[1])
-    return lambda activation: select(target(activation), field)
+
+    def run(activation: Activation) -> Any:
+        container = target(activation)
+        spend(activation, 1)
+        return select(container, field)
+
+    return run
 
 
 def _member_index(children: Sequence[Node]) -> Eval:
     target, key = _compile(children[0]), _compile(children[1])
-    return lambda activation: index(target(activation), key(activation))
+
+    def run(activation: Activation) -> Any:
+        container, value = target(activation), key(activation)
+        spend(activation, 1)
+        return index(container, value)
+
+    return run
 
 
 def _arguments(rest: Sequence[Node]) -> list[Node]:
@@ -162,7 +198,7 @@ def _member_dot_arg(children: Sequence[Node]) -> Eval:
     if name in _MACROS and variable is not None and len(argument_nodes) in (2, 3):
         steps = [_compile(node) for node in argument_nodes[1:]]
         return _MACROS[name](target, variable, steps)
-    function = METHODS.get(name)
+    function, cost = METHODS.get(name), call_cost(name)
     arguments = [_compile(node) for node in argument_nodes]
 
     def run(activation: Activation) -> Any:
@@ -170,6 +206,7 @@ def _member_dot_arg(children: Sequence[Node]) -> Eval:
         values = [argument(activation) for argument in arguments]
         if function is None:
             raise no_overload(name, receiver, *values)
+        spend(activation, 1 if cost is None else cost(receiver, *values))
         return function(receiver, *values)
 
     return run
@@ -179,13 +216,14 @@ def _ident_arg(children: Sequence[Node]) -> Eval:
     name, argument_nodes = str(children[0]), _arguments(children[1:])
     if name == "has" and len(argument_nodes) == 1:
         return _has(argument_nodes[0])
-    function = FUNCTIONS.get(name)
+    function, cost = FUNCTIONS.get(name), call_cost(name)
     arguments = [_compile(node) for node in argument_nodes]
 
     def run(activation: Activation) -> Any:
         values = [argument(activation) for argument in arguments]
         if function is None:
             raise CelEvalError(f"undeclared reference to '{name}'")
+        spend(activation, 1 if cost is None else cost(*values))
         return function(*values)
 
     return run
@@ -199,6 +237,7 @@ def _has(node: Node) -> Eval:
 
     def run(activation: Activation) -> bool:
         container = target(activation)
+        spend(activation, 1)
         if not isinstance(container, dict):
             raise no_overload("has", container)
         return field in container
@@ -210,6 +249,7 @@ def _ident(children: Sequence[Node]) -> Eval:
     name = str(children[0])
 
     def run(activation: Activation) -> Any:
+        spend(activation, 1)
         try:
             return activation[name]
         except KeyError:
@@ -227,7 +267,13 @@ def _literal(children: Sequence[Node]) -> Eval:
 
 def _list_lit(children: Sequence[Node]) -> Eval:
     items = [_compile(node) for node in _arguments(children)]
-    return lambda activation: [item(activation) for item in items]
+
+    def run(activation: Activation) -> list[Any]:
+        values = [item(activation) for item in items]
+        spend(activation, _LIST_COST)
+        return values
+
+    return run
 
 
 def _map_lit(children: Sequence[Node]) -> Eval:
@@ -235,6 +281,7 @@ def _map_lit(children: Sequence[Node]) -> Eval:
     pairs = list(zip(entries[::2], entries[1::2], strict=True))
 
     def run(activation: Activation) -> dict[Any, Any]:
+        spend(activation, _MAP_COST)
         result = {}
         for key, value in pairs:
             k = key(activation)
@@ -294,6 +341,7 @@ def _quantifier(decides: bool) -> Macro:
         def run(activation: Activation) -> bool:
             error: CelEvalError | None = None
             for item in _items(target(activation)):
+                spend(activation, _QUANTIFIER_STEP)
                 try:
                     value = predicate({**activation, variable: item})
                 except CelEvalError as exc:
@@ -318,6 +366,7 @@ def _exists_one(target: Eval, variable: str, steps: list[Eval]) -> Eval:
     def run(activation: Activation) -> bool:
         found = 0
         for item in _items(target(activation)):
+            spend(activation, _EXISTS_ONE_STEP)
             value = predicate({**activation, variable: item})
             if not isinstance(value, bool):
                 raise no_overload("predicate", value)
@@ -335,7 +384,9 @@ def _map(target: Eval, variable: str, steps: list[Eval]) -> Eval:
         for item in _items(target(activation)):
             scope = {**activation, variable: item}
             if keep and _predicate(keep[0], scope) is False:
+                spend(activation, _FILTER_STEP)
                 continue
+            spend(activation, _MAP_STEP)
             result.append(transform(scope))
         return result
 
@@ -348,11 +399,13 @@ def _filter(target: Eval, variable: str, steps: list[Eval]) -> Eval:
     [predicate] = steps
 
     def run(activation: Activation) -> list[Any]:
-        return [
-            item
-            for item in _items(target(activation))
-            if _predicate(predicate, {**activation, variable: item})
-        ]
+        kept = []
+        for item in _items(target(activation)):
+            spend(activation, _FILTER_STEP)
+            if _predicate(predicate, {**activation, variable: item}):
+                spend(activation, _MAP_STEP)
+                kept.append(item)
+        return kept
 
     return run
 

@@ -63,24 +63,20 @@ class Budget:
         self.limit = limit
         self.stop = stop
         self.left = limit if limit > 0 else _UNBOUNDED
-        self.floor = 0
-        self._next_floor()
+        self.floor = 0 if stop is None else max(0, self.left - CHECK_EVERY)
 
     @property
     def spent(self) -> int:
         return (self.limit if self.limit > 0 else _UNBOUNDED) - self.left
 
-    def _next_floor(self) -> None:
-        if self.stop is not None:
-            self.floor = max(0, self.left - CHECK_EVERY)
-
     def overdrawn(self) -> None:
         """Called by :func:`spend` once ``left`` is below ``floor``."""
         if self.left < 0:
             raise EvaluationCancelled(COST_EXCEEDED)
-        if self.stop is not None and self.stop():
-            raise EvaluationCancelled(STOPPED)
-        self._next_floor()
+        if self.stop is not None:
+            if self.stop():
+                raise EvaluationCancelled(STOPPED)
+            self.floor = max(0, self.left - CHECK_EVERY)
 
 
 def spend(activation: Mapping[str, Any], units: int) -> None:
@@ -91,25 +87,30 @@ def spend(activation: Mapping[str, Any], units: int) -> None:
         budget.overdrawn()
 
 
+_SIZED = (str, bytes, list, dict)
+
+
 def _size(value: Any) -> int:
-    return len(value) if isinstance(value, str | bytes | list | dict) else 1
+    return len(value) if isinstance(value, _SIZED) else 1
 
 
 def _tenths(size: int) -> int:
-    return math.ceil(size * _TENTH)
+    return max(1, math.ceil(size * _TENTH))
 
 
 def _compare(left: Any, right: Any, *_: Any) -> int:
-    return _tenths(min(_size(left), _size(right)))
+    if isinstance(left, _SIZED) and isinstance(right, _SIZED):
+        return _tenths(min(len(left), len(right)))
+    return 1
 
 
-def _contains_in(_item: Any, container: Any, *_: Any) -> int:
-    return _size(container) if isinstance(container, list) else 1
+def _contains_in(_item: Any, container: Any = None, *_: Any) -> int:
+    return max(1, len(container)) if isinstance(container, list) else 1
 
 
-def _add(left: Any, right: Any, *_: Any) -> int:
+def _add(left: Any, right: Any = None, *_: Any) -> int:
     if isinstance(left, str | bytes) and isinstance(right, str | bytes):
-        return _tenths(_size(left) + _size(right))
+        return _tenths(len(left) + len(right))
     return 1
 
 
@@ -122,7 +123,7 @@ def _contains(text: Any, part: Any = None, *_: Any) -> int:
 
 
 def _matches(text: Any, pattern: Any = None, *_: Any) -> int:
-    return math.ceil((1 + _size(text)) * _TENTH) * math.ceil(_size(pattern) * _REGEX)
+    return _tenths(1 + _size(text)) * max(1, math.ceil(_size(pattern) * _REGEX))
 
 
 _COSTS: dict[str, Callable[..., int]] = {
@@ -143,9 +144,6 @@ _COSTS: dict[str, Callable[..., int]] = {
 
 def call_cost(name: str) -> Callable[..., int] | None:
     """What a call of the operator (the parser's name, ``relation_in``), function or
-    method ``name`` costs on its operands (a method's receiver first); ``None`` when it
-    is always 1."""
-    cost = _COSTS.get(name)
-    if cost is None:
-        return None
-    return lambda *operands: max(1, cost(*operands)) if operands else 1
+    method ``name`` costs on its operands (a method's receiver first), at least 1;
+    ``None`` when it is always 1."""
+    return _COSTS.get(name)

@@ -62,7 +62,10 @@ class Program:
 
     def evaluate(self, activation: Activation, budget: Budget | None = None) -> Any:
         """The expression's value; ``budget`` bounds the work (none: unbounded)."""
-        scope = {**activation, BUDGET: Budget() if budget is None else budget}
+        return self.run({**activation, BUDGET: Budget() if budget is None else budget})
+
+    def run(self, scope: Activation) -> Any:
+        """:meth:`evaluate` on an activation that holds its budget under ``BUDGET``."""
         try:
             return self._run(scope)
         except ConditionError:
@@ -138,11 +141,12 @@ def _binary(children: Sequence[Node]) -> Eval:
     operator, right_node = children
     assert isinstance(operator, Tree)
     function, cost = OPERATORS[operator.data], call_cost(operator.data)
-    left, right = _compile(operator.children[0]), _compile(right_node)
+    (left, left_cost), (right, right_cost) = _operand(operator.children[0]), _operand(right_node)
+    fixed = left_cost + right_cost
 
     def run(activation: Activation) -> Any:
         a, b = left(activation), right(activation)
-        spend(activation, 1 if cost is None else cost(a, b))
+        spend(activation, fixed + (1 if cost is None else cost(a, b)))
         return function(a, b)
 
     return run
@@ -165,22 +169,23 @@ def _unary(children: Sequence[Node]) -> Eval:
 
 
 def _member_dot(children: Sequence[Node]) -> Eval:
-    target, field = _compile(children[0]), str(children[1])
+    (target, fixed), field = _operand(children[0]), str(children[1])
 
     def run(activation: Activation) -> Any:
         container = target(activation)
-        spend(activation, 1)
+        spend(activation, fixed + 1)
         return select(container, field)
 
     return run
 
 
 def _member_index(children: Sequence[Node]) -> Eval:
-    target, key = _compile(children[0]), _compile(children[1])
+    (target, target_cost), (key, key_cost) = _operand(children[0]), _operand(children[1])
+    fixed = target_cost + key_cost + 1
 
     def run(activation: Activation) -> Any:
         container, value = target(activation), key(activation)
-        spend(activation, 1)
+        spend(activation, fixed)
         return index(container, value)
 
     return run
@@ -199,14 +204,19 @@ def _member_dot_arg(children: Sequence[Node]) -> Eval:
         steps = [_compile(node) for node in argument_nodes[1:]]
         return _MACROS[name](target, variable, steps)
     function, cost = METHODS.get(name), call_cost(name)
-    arguments = [_compile(node) for node in argument_nodes]
+    receiver_eval, fixed = _operand(target_node)
+    arguments = []
+    for node in argument_nodes:
+        argument, argument_cost = _operand(node)
+        arguments.append(argument)
+        fixed += argument_cost
 
     def run(activation: Activation) -> Any:
-        receiver = target(activation)
+        receiver = receiver_eval(activation)
         values = [argument(activation) for argument in arguments]
         if function is None:
             raise no_overload(name, receiver, *values)
-        spend(activation, 1 if cost is None else cost(receiver, *values))
+        spend(activation, fixed + (1 if cost is None else cost(receiver, *values)))
         return function(receiver, *values)
 
     return run
@@ -217,13 +227,17 @@ def _ident_arg(children: Sequence[Node]) -> Eval:
     if name == "has" and len(argument_nodes) == 1:
         return _has(argument_nodes[0])
     function, cost = FUNCTIONS.get(name), call_cost(name)
-    arguments = [_compile(node) for node in argument_nodes]
+    arguments, fixed = [], 0
+    for node in argument_nodes:
+        argument, argument_cost = _operand(node)
+        arguments.append(argument)
+        fixed += argument_cost
 
     def run(activation: Activation) -> Any:
         values = [argument(activation) for argument in arguments]
         if function is None:
             raise CelEvalError(f"undeclared reference to '{name}'")
-        spend(activation, 1 if cost is None else cost(*values))
+        spend(activation, fixed + (1 if cost is None else cost(*values)))
         return function(*values)
 
     return run
@@ -246,16 +260,44 @@ def _has(node: Node) -> Eval:
 
 
 def _ident(children: Sequence[Node]) -> Eval:
-    name = str(children[0])
+    lookup = _lookup(str(children[0]))
 
     def run(activation: Activation) -> Any:
         spend(activation, 1)
+        return lookup(activation)
+
+    return run
+
+
+def _lookup(name: str) -> Eval:
+    """A variable's value, not charged (its caller charges it)."""
+
+    def run(activation: Activation) -> Any:
         try:
             return activation[name]
         except KeyError:
             raise CelEvalError(f"undeclared reference to '{name}'") from None
 
     return run
+
+
+#: Trees that compile to their only child's closure when they have one.
+_WRAPPERS = frozenset(
+    ("expr", "conditionalor", "conditionaland", "relation", "addition", "multiplication", "unary")
+)
+
+
+def _operand(node: Node) -> tuple[Eval, int]:
+    """An operator's or call's operand compiled, and the cost its caller adds to its own
+    charge for it: a variable's 1, so that ``a < b + c`` is charged twice, not five times."""
+    found = node
+    while isinstance(found, Tree) and len(found.children) == 1:
+        if found.data == "ident":
+            return _lookup(str(found.children[0])), 1
+        if found.data in _COMPILERS and found.data not in _WRAPPERS:
+            break
+        found = found.children[0]
+    return _compile(node), 0
 
 
 def _literal(children: Sequence[Node]) -> Eval:

@@ -18,7 +18,7 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from bastion.core.fga.cel_cost import DEFAULT_MAX_CONDITION_COST, Budget
+from bastion.core.fga.cel_cost import BUDGET, DEFAULT_MAX_CONDITION_COST, Budget
 from bastion.core.fga.cel_eval import CelParseError, Program, parse
 from bastion.core.fga.cel_types import CelTypeError, check_types
 from bastion.core.fga.cel_values import (
@@ -198,8 +198,9 @@ class CompiledCondition:
             raise ConditionError(
                 f"condition {self.condition.name!r} is missing parameters {sorted(missing)}"
             )
+        activation[BUDGET] = Budget(max_cost, stop)
         try:
-            result = self._program.evaluate(activation, Budget(max_cost, stop))
+            result = self._program.run(activation)
         except ConditionError as exc:
             raise ConditionError(f"condition {self.condition.name!r} failed: {exc}") from exc
         if not isinstance(result, bool):

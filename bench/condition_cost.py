@@ -16,12 +16,12 @@ from __future__ import annotations
 import argparse
 import time
 
-from bench.cel_engines import CONDITIONS
 from bastion.core.fga.check import check
 from bastion.core.fga.dsl_parser import parse_model
 from bastion.core.fga.request import RequestOptions
 from bastion.core.fga.tuples import MemoryTupleReader, TupleKey
 from bastion.core.fga.typesystem import TypeSystem
+from bench.cel_engines import CONDITIONS
 
 
 def model(name: str, parameters: dict[str, str], expression: str) -> str:

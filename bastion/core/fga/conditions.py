@@ -65,7 +65,7 @@ def context_problem(context: Mapping[str, Any]) -> str | None:
     total = sum(sizes.values())
     if total <= MAX_CONTEXT_VALUES:
         return None
-    largest = max(sizes, key=sizes.__getitem__)
+    largest = max(sorted(sizes), key=sizes.__getitem__)  # the first name of the largest
     return (
         f"context holds {total} values (list items and map entries counted), at most "
         f"{MAX_CONTEXT_VALUES}; {largest!r} alone holds {sizes[largest]}"

@@ -152,7 +152,7 @@ class FgaAdministration(FgaBase):
             sent = request_context(request.context)
             model = await self._model(engine)
             context = self._context(model, caller, sent)
-            stop = Stop.for_request() if context else None
+            stop = Stop.for_request() if sent else None
             options = self._options(
                 context,
                 stop,

@@ -1,5 +1,5 @@
-"""Evaluations that carry a request context run off the event loop, within the request's
-deadline.
+"""Evaluations of a request that sent a context run off the event loop, within the
+request's deadline.
 
 A context brings the caller's lists and maps into condition evaluation; even bounded by
 the cost budget (``--fga-max-condition-cost``, 0 for none) such an evaluation may be long,
@@ -12,7 +12,8 @@ request was given up: an abandoned thread does not run on.
 The thread reads the process index while the loop may replay writes into it: each read
 is one C-level copy under the GIL, so it sees the index before or after a write, never
 half of one (as OpenFGA's reads see the store at different instants of one check).
-Evaluations with a context never use the shared check cache.
+Evaluations with a context never use the shared check cache. (The parameters the server
+fills, ``--fga-server-context``, are scalars: alone, they evaluate on the loop.)
 """
 
 from __future__ import annotations

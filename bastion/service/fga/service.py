@@ -177,7 +177,7 @@ class FgaService(FgaAdministration):
             contexts = [
                 self._context(model, caller, check[3]) if check[3] else server for check in parsed
             ]
-            stop = Stop.for_request() if any(contexts) else None
+            stop = Stop.for_request() if any(check[3] for check in parsed) else None
             shared = self._checker(engine, model, "check_permissions", user, (), server, stop)
 
             def run() -> list[dict[str, Any]]:
@@ -285,7 +285,7 @@ class FgaService(FgaAdministration):
             if model is None:
                 raise PermissionDenied("authorization list failed")
             context = self._context(model, caller, sent)
-            stop = Stop.for_request() if context else None
+            stop = Stop.for_request() if sent else None
             if relation and object_type:
                 pairs = [(object_type, relation)]
             else:

@@ -55,8 +55,10 @@ class Stop:
 
 async def off_loop(work: Callable[[], T], stop: Stop, limiter: trio.CapacityLimiter) -> T:
     """``work()`` in a worker thread; a cancelled caller stops waiting at once and the
-    work stops at its next question to ``stop``."""
+    work stops at its next question to ``stop``. One ``stop`` may serve several calls
+    (the rounds of one evaluation)."""
     try:
         return await trio.to_thread.run_sync(work, abandon_on_cancel=True, limiter=limiter)
-    finally:
+    except BaseException:
         stop.given_up = True
+        raise

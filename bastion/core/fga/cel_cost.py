@@ -4,11 +4,12 @@ cel-go's runtime cost (``interpreter/runtimecost.go``), which OpenFGA limits wit
 ``--maxConditionEvaluationCost`` (default 100): a variable, a field selection or an index
 costs 1; a literal 0; a list literal 10 and a map literal 30; an operator or function
 call 1, except the ones whose work grows with their operands (``in`` a list: the list's
-size; ``==``, ``!=`` and string ordering: a tenth of the smaller size; string ``+``: a
-tenth of both sizes; ``startsWith`` / ``endsWith`` / ``contains`` / ``matches`` on their
-strings' lengths). A comprehension costs what its macro expands to in cel-go for each
-element (``all`` and ``exists``: 3, ``exists_one``: 2, ``map``: 12, ``filter``: 1, and 12
-more for each element kept) plus its predicate's own cost.
+size; ``==``, ``!=`` and string ordering: a tenth of the smaller size; string ``+``,
+``string(bytes)`` and ``bytes(string)``: a tenth of the sizes; ``startsWith`` /
+``endsWith`` / ``contains`` / ``matches`` on their strings' lengths). A comprehension
+costs what its macro expands to in cel-go: per element ``all`` 3, ``exists`` 4,
+``exists_one`` 1 (2 on a match), ``map`` 12, ``filter`` 1 (13 for an element kept), plus
+its predicate's own cost; and 1 for its result (2 for ``exists_one``).
 
 A :class:`Budget` is charged before the work it pays for; a charge past the limit, or a
 ``stop`` callback that answers true (asked every :data:`CHECK_EVERY` units), ends the
@@ -126,6 +127,15 @@ def _matches(text: Any, pattern: Any = None, *_: Any) -> int:
     return _tenths(1 + _size(text)) * max(1, math.ceil(_size(pattern) * _REGEX))
 
 
+def _of_type(kind: type) -> Callable[..., int]:
+    """A conversion that copies a ``kind`` argument (``string(bytes)``, ``bytes(string)``)."""
+
+    def cost(value: Any, *_: Any) -> int:
+        return _tenths(_size(value)) if isinstance(value, kind) else 1
+
+    return cost
+
+
 _COSTS: dict[str, Callable[..., int]] = {
     "relation_eq": _compare,
     "relation_ne": _compare,
@@ -139,6 +149,8 @@ _COSTS: dict[str, Callable[..., int]] = {
     "endsWith": _prefix,
     "contains": _contains,
     "matches": _matches,
+    "string": _of_type(bytes),
+    "bytes": _of_type(str),
 }
 
 

@@ -44,14 +44,18 @@ __all__ = ["CelParseError", "Program", "parse"]
 
 Activation = Mapping[str, Any]
 Eval = Callable[[Activation], Any]
-#: cel-go's costs of a list or map literal, and of one element of a comprehension beyond
-#: its predicate's (see :mod:`.cel_cost`).
+#: cel-go's costs of a list or map literal (see :mod:`.cel_cost`).
 _LIST_COST = 10
 _MAP_COST = 30
-_QUANTIFIER_STEP = 3
-_EXISTS_ONE_STEP = 2
-_FILTER_STEP = 1
-_MAP_STEP = 12
+#: cel-go expands a comprehension to a fold over an accumulator: ``all`` checks it and
+#: ANDs each element (3), ``exists`` negates and ORs (4), ``exists_one`` adds 1 per match
+#: (1, 2 on a match), ``map`` and ``filter`` append a one-element list (12, 1 when
+#: skipped); reading the accumulator at the end costs 1 (2 for ``exists_one``'s ``== 1``).
+_ALL_STEP = 3
+_EXISTS_STEP = 4
+_RESULT = 1
+_SKIP_STEP = 1
+_KEEP_STEP = 12
 
 
 class Program:
@@ -379,11 +383,14 @@ def _quantifier(decides: bool) -> Macro:
         if len(steps) != 1:
             raise CelParseError("all() and exists() take a variable and a predicate")
         [predicate] = steps
+        step = _EXISTS_STEP if decides else _ALL_STEP
 
         def run(activation: Activation) -> bool:
             error: CelEvalError | None = None
-            for item in _items(target(activation)):
-                spend(activation, _QUANTIFIER_STEP)
+            items = _items(target(activation))
+            spend(activation, _RESULT)
+            for item in items:
+                spend(activation, step)
                 try:
                     value = predicate({**activation, variable: item})
                 except CelEvalError as exc:
@@ -407,11 +414,13 @@ def _exists_one(target: Eval, variable: str, steps: list[Eval]) -> Eval:
 
     def run(activation: Activation) -> bool:
         found = 0
-        for item in _items(target(activation)):
-            spend(activation, _EXISTS_ONE_STEP)
+        items = _items(target(activation))
+        spend(activation, 2 * _RESULT)
+        for item in items:
             value = predicate({**activation, variable: item})
             if not isinstance(value, bool):
                 raise no_overload("predicate", value)
+            spend(activation, _SKIP_STEP + value)
             found += value
         return found == 1
 
@@ -423,12 +432,14 @@ def _map(target: Eval, variable: str, steps: list[Eval]) -> Eval:
 
     def run(activation: Activation) -> list[Any]:
         result = []
-        for item in _items(target(activation)):
+        items = _items(target(activation))
+        spend(activation, _RESULT)
+        for item in items:
             scope = {**activation, variable: item}
             if keep and _predicate(keep[0], scope) is False:
-                spend(activation, _FILTER_STEP)
+                spend(activation, _SKIP_STEP)
                 continue
-            spend(activation, _MAP_STEP)
+            spend(activation, _KEEP_STEP)
             result.append(transform(scope))
         return result
 
@@ -442,10 +453,12 @@ def _filter(target: Eval, variable: str, steps: list[Eval]) -> Eval:
 
     def run(activation: Activation) -> list[Any]:
         kept = []
-        for item in _items(target(activation)):
-            spend(activation, _FILTER_STEP)
+        items = _items(target(activation))
+        spend(activation, _RESULT)
+        for item in items:
+            spend(activation, _SKIP_STEP)
             if _predicate(predicate, {**activation, variable: item}):
-                spend(activation, _MAP_STEP)
+                spend(activation, _KEEP_STEP)
                 kept.append(item)
         return kept
 

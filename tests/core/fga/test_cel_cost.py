@@ -43,8 +43,25 @@ def spent(expression: str, activation: dict[str, Any]) -> int:
         ("[1, 2] == [1, 2]", {}, 21),
         # a field selection costs as a variable; a literal nothing
         ("m.f == 1", {"m": {"f": 1}}, 3),
-        # the list, then per element 3, the variable and `>`
-        ("xs.all(x, x > 0)", {"xs": [1, 2, 3, 4]}, 1 + 4 * 5),
+        # the list, per element 3, the variable and `>`, and the result
+        ("xs.all(x, x > 0)", {"xs": [1, 2, 3, 4]}, 1 + 4 * 5 + 1),
+        # cel-go's own figures: a literal list's 10, 3 per element, 1 for the result
+        ("[1, 2, 3].all(x, true)", {}, 20),
+        ("xs.all(x, true)", {"xs": []}, 2),
+        # exists stops at the first match: 4 per element tried
+        ("xs.exists(x, x == 2)", {"xs": [1, 2, 3]}, 1 + 2 * 6 + 1),
+        ("xs.exists_one(x, x == 2)", {"xs": [1, 2, 3]}, 1 + 3 * 3 + 1 + 2),
+        ("xs.map(x, x)", {"xs": [1, 2]}, 1 + 2 * 13 + 1),
+        ("xs.filter(x, x > 1)", {"xs": [1, 2]}, 1 + 2 * 3 + 12 + 1),
+        # cel-go's: `in` a literal list of three (10 + 3), string equality (a tenth of 20)
+        ("2 in [1, 2, 3]", {}, 13),
+        ("'12345678901234567890' == '123456789012345678901234567890'", {}, 2),
+        ("s.matches('[0-9]')", {"s": "a" * 500}, 103),
+        ("s.contains(t)", {"s": "a" * 500, "t": "b" * 500}, 2502),
+        ("s.startsWith(t)", {"s": "idc", "t": "b" * 500}, 3),
+        ("bytes(s)", {"s": "a" * 500}, 51),
+        ("string(b)", {"b": b"a" * 500}, 51),
+        ("string(s)", {"s": "a" * 500}, 2),
         # `&&` and `||` cost nothing of their own, and skip what they do not evaluate
         ("a || b == 1", {"a": True, "b": 1}, 1),
         ("a && b == 1", {"a": True, "b": 1}, 3),

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import trio
 from sqlalchemy import Connection, select
 
+from bastion.core.fga.server_context import parse_server_context
 from bastion.core.networks import Network, parse_networks
 from bastion.core.origins import OriginPolicy
 from bastion.core.settings import Settings
@@ -102,6 +103,9 @@ class Runtime:
                 users_max=settings.fga_list_users_max_results,
                 users_seconds=settings.fga_list_users_deadline,
             ),
+            allow_user_context=settings.allow_user_context,
+            server_context=parse_server_context(settings.fga_server_context),
+            max_condition_cost=settings.fga_max_condition_cost,
         )
         auth.relation_gate = fga
         oauth = OAuthService(auth)

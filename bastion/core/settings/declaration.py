@@ -406,6 +406,31 @@ class Settings(RetentionFlags):
         "a super-admin: a user may then assert any tuple, about itself or anyone, for its "
         "own checks (the answer is what the user chose). Off: a non-admin gets 403.",
     )
+    allow_user_context: bool = flag_field(
+        False,
+        _A,
+        "Honour a request context (condition parameters) in check_permissions and "
+        "list_permissions from any signed-in user, not only a super-admin: the user then "
+        "chooses what its conditions see (the time, its address). Off: a non-admin's "
+        "context gets 403. See --fga-server-context.",
+    )
+    fga_server_context: tuple[str, ...] = flag_field(
+        (),
+        _A,
+        "Condition parameters the server fills in check_permissions, list_permissions and "
+        "_fga_list_users, over what any caller (an admin too) sends: NAME=SOURCE, or SOURCE "
+        "for a parameter of that name; SOURCE is current_time (the server's clock) or "
+        "client_ip (the caller's address after --trusted-proxies), e.g. "
+        "current_time,ip=client_ip.",
+    )
+    fga_max_condition_cost: int = flag_field(
+        100,
+        _A,
+        "Cost of one condition evaluation at most, counted as cel-go counts it (OpenFGA's "
+        "--maxConditionEvaluationCost); past it the check fails as any condition error "
+        "(400, or the check's own error in a batch). 0: no limit (the request's deadline "
+        "still ends an evaluation).",
+    )
 
     # -- graphql
     enable_graphql_introspection: bool = flag_field(True, _G, "Allow schema introspection.")

@@ -9,6 +9,7 @@ import re
 from typing import Final
 from urllib.parse import urlsplit
 
+from bastion.core.fga.server_context import parse_server_context
 from bastion.core.redis_url import parse_redis_url
 from bastion.core.settings.declaration import Settings, default_url
 from bastion.core.settings.table import FLAGS
@@ -426,6 +427,14 @@ def _check_list_bounds(s: Settings) -> None:
     ):
         if value < 0:
             raise ConfigError(f"{option} must be 0 (no bound) or more, got {value}")
+    if s.fga_max_condition_cost < 0:
+        raise ConfigError(
+            f"--fga-max-condition-cost must be 0 (no limit) or more, got {s.fga_max_condition_cost}"
+        )
+    try:
+        parse_server_context(s.fga_server_context)
+    except ValueError as exc:
+        raise ConfigError(f"--fga-server-context: {exc}") from None
 
 
 def _check_graphql_limits(s: Settings) -> None:

@@ -73,9 +73,13 @@ def logins(url: str, emails: list[str], seconds: float) -> list[float]:
 
 
 def pruned(metrics_url: str) -> float:
-    prefix = 'bastion_pruned_rows_total{table="audit_logs"} '
+    """Summed over the workers (the parent labels each sample with its worker)."""
     text = httpx.get(metrics_url).text
-    return sum(float(line[len(prefix) :]) for line in text.splitlines() if line.startswith(prefix))
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith("bastion_pruned_rows_total{") and 'table="audit_logs"' in line
+    )
 
 
 def run(args: argparse.Namespace, prune: bool, database: str, emails: list[str]) -> None:

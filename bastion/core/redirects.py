@@ -22,12 +22,12 @@ token endpoint); once these rules pass, every parser agrees on where it goes.
 
 from __future__ import annotations
 
-import importlib
 import unicodedata
 from functools import cache
 from typing import Any
 from urllib.parse import urlsplit
 
+from bastion.core.extras import import_extra
 from bastion.core.origins import OriginPolicy
 
 __all__ = ["browser_origin", "redirect_allowed"]
@@ -64,12 +64,7 @@ def _plain_origin(uri: str) -> tuple[str, str, int] | None:
 def _ada() -> Any:
     """ada-url, imported on first use (``pip install bastion-core[redirects]``), so that
     ``core`` imports without it."""
-    try:
-        return importlib.import_module("ada_url")
-    except ModuleNotFoundError:
-        raise ModuleNotFoundError(
-            "redirect validation needs ada-url: pip install 'bastion-core[redirects]'"
-        ) from None
+    return import_extra("ada_url", extra="redirects", feature="redirect validation")
 
 
 def _whatwg_origin(uri: str) -> tuple[str, str, int] | None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -119,6 +120,22 @@ def test_each_wheel_holds_only_its_part_of_the_bastion_package(wheels: dict[str,
     assert "bastion/__init__.py" not in core + server, "bastion is a namespace package"
     assert "bastion/transports/graphql/schema.graphql" in server
     assert "bastion/transports/pages/templates/login.html" in server
+
+
+def test_the_core_wheel_carries_its_license_and_guide(wheels: dict[str, Path]) -> None:
+    wheel = zipfile.ZipFile(wheels["bastion_core"])
+    info = "bastion_core-0.1.0.dist-info"
+    assert wheel.read(f"{info}/licenses/LICENSE") == (REPO / "LICENSE").read_bytes()
+    metadata = wheel.read(f"{info}/METADATA").decode()
+    assert "License-File: LICENSE" in metadata
+    # the package page is the README then the whole guide, with no link a package index
+    # would resolve against itself
+    description = metadata.split("\n\n", 1)[1]
+    assert description.startswith("# bastion-core")
+    assert (REPO / "docs" / "embedding.md").read_text().strip() in description
+    prose = re.sub(r"```.*?```|`[^`]*`", "", description, flags=re.DOTALL)
+    links = re.findall(r"\]\(([^)]*)\)", prose)
+    assert [link for link in links if not link.startswith(("https://", "#"))] == []
 
 
 IMPORT_CHECK = """

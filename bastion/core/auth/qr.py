@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import base64
 import io
+from typing import Any
+
+from bastion.core.extras import import_extra
 
 __all__ = ["png_base64"]
 
@@ -19,7 +22,7 @@ _SCALE = 5
 
 def png_base64(content: str) -> str:
     """The QR code of ``content`` as base64 PNG (error correction M, quiet zone 4)."""
-    import segno  # here, not at the top: see the module docstring
+    segno: Any = import_extra("segno", extra="qr", feature="a QR image")  # see the docstring
 
     buffer = io.BytesIO()
     segno.make_qr(content, error="m").save(buffer, kind="png", scale=_SCALE, border=4)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from bastion.core.extras import MissingExtra, import_extra
 from bastion.core.fga.errors import ConditionError
 
 if TYPE_CHECKING:
@@ -22,9 +23,9 @@ def compile_condition(condition: Condition) -> CompiledCondition:
     """``condition`` type-checked and compiled (a :class:`ConditionError` if it is wrong, or
     if the ``conditions`` extra is not installed)."""
     try:
-        from bastion.core.fga.conditions import CompiledCondition
-    except ModuleNotFoundError as exc:
-        raise ConditionError(
-            f"condition {condition.name!r} needs google-re2: install bastion-core[conditions]"
-        ) from exc
+        import_extra("re2", extra="conditions", feature=f"condition {condition.name!r}")
+    except MissingExtra as exc:
+        raise ConditionError(str(exc)) from exc
+    from bastion.core.fga.conditions import CompiledCondition
+
     return CompiledCondition(condition)

@@ -6,8 +6,9 @@ that brings its own hasher does not need it.
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
+
+from bastion.core.extras import import_extra
 
 __all__ = ["Argon2Hasher"]
 
@@ -17,7 +18,7 @@ class Argon2Hasher:
     async driver runs it in a worker thread."""
 
     def __init__(self, *, time_cost: int = 3, memory_cost_kib: int = 64 * 1024) -> None:
-        argon2: Any = importlib.import_module("argon2")
+        argon2: Any = import_extra("argon2", extra="argon2", feature="Argon2Hasher")
         self._errors = (argon2.exceptions.VerificationError, argon2.exceptions.InvalidHashError)
         self._argon2 = argon2.PasswordHasher(
             time_cost=time_cost, memory_cost=memory_cost_kib, parallelism=1, type=argon2.Type.ID

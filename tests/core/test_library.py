@@ -11,6 +11,7 @@ reference driver and examples work.
 
 from __future__ import annotations
 
+import ast
 import importlib
 import inspect
 import pkgutil
@@ -18,11 +19,12 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 
 import bastion.core.state_machines as flows
+from bastion.core.errors import BastionError
 from bastion.core.reference import HANDLED
 from bastion.core.state_machines import MACHINES, Effect, Event, Fail, Handoff, Machine, Respond
 
@@ -135,6 +137,40 @@ def test_the_guide_tables_each_machine_as_it_is() -> None:
         assert row["starts with"] == starts, machine.__name__
         assert row["answers it takes"] == answers, machine.__name__
         assert row["effects it may emit"] == {e.__name__ for e in machine.EMITS}
+        assert row["error codes it may raise"] == _error_codes(machine), machine.__name__
+
+
+def _error_codes(machine: type) -> set[str]:
+    """The ``code`` of every concrete ``BastionError`` its module names (what it may
+    ``Fail`` with)."""
+    module = sys.modules[machine.__module__]
+    tree = ast.parse(inspect.getsource(module))
+    found = (getattr(module, n.id, None) for n in ast.walk(tree) if isinstance(n, ast.Name))
+    return {
+        error.code
+        for error in found
+        if inspect.isclass(error) and issubclass(error, BastionError) and not error._abstract
+    }
+
+
+def test_the_public_names_an_embedder_touches_are_exported() -> None:
+    from bastion.core.auth.emails import EmailEvent
+    from bastion.core.auth.responses import IssuedTokens
+    from bastion.core.auth.user import User
+    from bastion.core.fga import ConditionError
+    from bastion.core.fga.errors import ConditionError as Defined
+    from bastion.core.state_machines.effects import AuditAction, Result
+    from bastion.core.state_machines.mfa_effects import MfaOutcome
+
+    assert ConditionError is Defined
+    public = {n: getattr(flows, n) for n in flows.__all__}
+    for value in (EmailEvent, IssuedTokens, User, AuditAction, Result, MfaOutcome):
+        assert value in public.values()
+
+
+def test_any_effect_is_every_concrete_effect() -> None:
+    concrete = _defined(Effect) - {Effect, Handoff}
+    assert set(get_args(flows.AnyEffect)) == concrete
 
 
 # -- examples ---------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ Failures are :class:`~core.fga.errors.FgaError` with OpenFGA's numeric code.
 
 from bastion.core.fga.check import check
 from bastion.core.fga.dsl_parser import parse_model
-from bastion.core.fga.errors import ErrorCode, FgaError
+from bastion.core.fga.errors import ConditionError, ErrorCode, FgaError
 from bastion.core.fga.expand import expand
 from bastion.core.fga.list_objects import ListResult, list_objects
 from bastion.core.fga.list_users import UserFilter, list_users
@@ -20,6 +20,7 @@ from bastion.core.fga.typesystem import TypeSystem
 from bastion.core.fga.validation import check_model, validate_model
 
 __all__ = [
+    "ConditionError",
     "ErrorCode",
     "Evaluation",
     "FgaError",

@@ -1,7 +1,9 @@
 """One explicit state machine per authentication flow: the public API of the flows.
 
 Everything an embedder needs is importable from here: every machine, every event a driver
-feeds, every effect a driver carries out, and ``MACHINES``. Each flow module still holds
+feeds, every effect a driver carries out (one by one, and together as ``AnyEffect``),
+``MACHINES``, and the values effects and answers carry (``User``, ``IssuedTokens``,
+``EmailEvent``, ``AuditAction``, ``MfaOutcome``, ``Result``). Each flow module still holds
 its ``State`` enum (also ``Machine.STATES``); ``_machine`` explains the rules. Each machine
 lists the effects it may emit in ``EMITS``; a flow that starts another ends with a
 :class:`Handoff` (today :class:`StartChallenge`, which starts the MFA flow).
@@ -10,6 +12,9 @@ See ``docs/embedding.md``.
 
 from typing import Any
 
+from bastion.core.auth.emails import EmailEvent
+from bastion.core.auth.responses import IssuedTokens
+from bastion.core.auth.user import User
 from bastion.core.state_machines._machine import (
     SECRET,
     Effect,
@@ -21,6 +26,7 @@ from bastion.core.state_machines._machine import (
     to_dot,
 )
 from bastion.core.state_machines.effects import (
+    AuditAction,
     AuditRecord,
     CheckRequiredRelations,
     ClearSessionCookie,
@@ -38,6 +44,7 @@ from bastion.core.state_machines.effects import (
     PersistSession,
     RehashPassword,
     Respond,
+    Result,
     SendEmail,
     SetSessionCookie,
     UpdateUser,
@@ -81,6 +88,7 @@ from bastion.core.state_machines.mfa_effects import (
     GenerateCode,
     LoadAuthenticator,
     LoadChallenge,
+    MfaOutcome,
     RecordMfaOutcome,
     RecordTotpStep,
     SendSms,
@@ -156,9 +164,11 @@ from bastion.core.state_machines.verification import (
 __all__ = [
     "MACHINES",
     "SECRET",
+    "AnyEffect",
     "AssertionVerified",
     "AttemptCounted",
     "AttestationVerified",
+    "AuditAction",
     "AuditRecord",
     "AuthenticatorEnrolled",
     "AuthenticatorLoaded",
@@ -190,6 +200,7 @@ __all__ = [
     "Deliver",
     "DropChallenge",
     "Effect",
+    "EmailEvent",
     "EmitWebhook",
     "EnrolAuthenticator",
     "Event",
@@ -199,6 +210,7 @@ __all__ = [
     "Handoff",
     "HashPassword",
     "IssueTokens",
+    "IssuedTokens",
     "LoadAuthenticator",
     "LoadChallenge",
     "LoadCredential",
@@ -215,6 +227,7 @@ __all__ = [
     "MagicLinkMachine",
     "MagicLinkRequested",
     "MfaMachine",
+    "MfaOutcome",
     "MfaSetupMachine",
     "MfaSetupRequested",
     "OAuthAuthorizeMachine",
@@ -238,6 +251,7 @@ __all__ = [
     "ResendVerifyEmailRequested",
     "ResetPasswordRequested",
     "Respond",
+    "Result",
     "RevokeCodeTokens",
     "RevokeRequested",
     "SecondFactorNotRequired",
@@ -268,6 +282,7 @@ __all__ = [
     "TokensIssued",
     "UpdateUser",
     "UseRecoveryCode",
+    "User",
     "UserAlreadyExists",
     "UserCreated",
     "UserLoaded",
@@ -281,6 +296,68 @@ __all__ = [
     "VerifyPasswordHash",
     "to_dot",
 ]
+
+#: every concrete effect a machine may emit, as one type: ``match effect:`` over it, with
+#: ``case _: assert_never(effect)`` last, is checked for exhaustiveness by mypy and pyright
+#: (each machine's ``EMITS`` is the subset it may emit; ``reference.HANDLED`` what the
+#: reference drivers carry out)
+AnyEffect = (
+    AuditRecord
+    | CheckCode
+    | CheckRequiredRelations
+    | CheckSession
+    | ClearMfaCookie
+    | ClearSessionCookie
+    | CountAttempt
+    | CreateUser
+    | CreateVerificationRequest
+    | DecideSecondFactor
+    | DeleteSession
+    | DeleteUserSessions
+    | DeleteVerificationRequest
+    | Deliver
+    | DropChallenge
+    | EmitWebhook
+    | EnrolAuthenticator
+    | Fail
+    | GenerateCode
+    | HashPassword
+    | IssueTokens
+    | LoadAuthenticator
+    | LoadChallenge
+    | LoadCredential
+    | LoadCredentials
+    | LoadStoredToken
+    | LoadUser
+    | LoadVerificationRequest
+    | PersistSession
+    | RecordCredentialUse
+    | RecordMfaOutcome
+    | RecordTotpStep
+    | RedirectToLogin
+    | RehashPassword
+    | RememberCodeTokens
+    | Respond
+    | RevokeCodeTokens
+    | SendEmail
+    | SendSms
+    | SetMfaCookie
+    | SetSessionCookie
+    | StartChallenge
+    | StoreCeremony
+    | StoreChallenge
+    | StoreCode
+    | StoreCredential
+    | StorePending
+    | TakeCeremony
+    | TakeChallenge
+    | TakeCode
+    | UpdateUser
+    | UseRecoveryCode
+    | VerifyAssertion
+    | VerifyAttestation
+    | VerifyPasswordHash
+)
 
 #: every flow machine built from a ``FlowEnv`` alone, by its ``FLOW`` name (what
 #: ``to_dict()["flow"]`` and ``Handoff.flow`` say); ``OAuthAuthorizeMachine`` also takes an

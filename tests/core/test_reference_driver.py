@@ -282,3 +282,9 @@ def test_a_code_spent_by_another_request_meanwhile_is_refused_and_keeps_no_sessi
         d.run(fresh(d, MfaMachine), verify)
     assert set(d.store.sessions) == sessions
     assert d.store.authenticators[user_id] == spent_elsewhere
+
+
+def test_a_driver_refuses_email_switches_that_disagree() -> None:
+    with pytest.raises(ValueError, match="email_enabled"):
+        driver(MfaPolicy(enable_mfa=True, enable_email_otp=True, email_enabled=False))
+    assert driver().mfa_policy.email_enabled

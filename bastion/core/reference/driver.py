@@ -115,10 +115,16 @@ class SyncDriver:
         mfa_policy: MfaPolicy | None = None,
         relations: RelationCheck | None = None,
     ) -> None:
+        mfa_policy = mfa_policy or MfaPolicy(email_enabled=env.policy.email_enabled)
+        if mfa_policy.enable_email_otp and mfa_policy.email_enabled != env.policy.email_enabled:
+            raise ValueError(
+                "AuthPolicy.email_enabled and MfaPolicy.email_enabled disagree: set both"
+                " (with the second off, an emailed-code login is password only)"
+            )
         self.env, self.store = env, store
         self.hasher, self.signer, self.codes = hasher, signer, codes
         self.randomness = randomness
-        self.mfa_policy = mfa_policy or MfaPolicy()
+        self.mfa_policy = mfa_policy
         self.relations = relations
         self.cookies: dict[str, str | None] = {}
         #: the session family of the request being run: a login starts one, a refresh

@@ -178,7 +178,7 @@ def test_any_effect_is_every_concrete_effect() -> None:
 
 def test_there_are_examples() -> None:
     assert {p.name for p in EXAMPLES} >= {
-        "sync_login_email_code.py",
+        "sync_sqlite_login.py",
         "asyncio_login_email_code.py",
         "fga_alone.py",
     }

@@ -1,8 +1,11 @@
-"""An in-memory store for the reference driver: everything a flow reads or writes.
+"""An in-memory ``Storage`` (``reference.storage``): everything a flow reads or writes.
 
 Plain dicts and lists, one process, no persistence: for tests, examples and as a map of
 what a real store must hold. ``outbox`` is what a real driver would queue for delivery
-(mails, texts, webhooks) in the same transaction as the writes that caused it.
+(mails, texts, webhooks) in the same transaction as the writes that caused it. Every
+method runs whole without yielding, which makes each one atomic for threads (under the
+GIL) and for tasks alike; there is no rollback (the drivers undo what a refused commit
+kept).
 """
 
 from __future__ import annotations
@@ -10,12 +13,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from bastion.core.auth.mfa import Challenge
-from bastion.core.auth.totp import Authenticator
 from bastion.core.auth.user import User, normalise_email
-from bastion.core.auth.verification import VerificationRequest
+from bastion.core.reference.storage import Kind, OutboxItem, UserKey
 from bastion.core.state_machines.effects import AuditRecord, EmitWebhook, SendEmail
-from bastion.core.state_machines.mfa_effects import MfaOutcome, SendSms
+from bastion.core.state_machines.mfa_effects import MfaOutcome, RecordMfaOutcome, SendSms
 
 __all__ = ["MemoryStore", "Outbox"]
 
@@ -32,28 +33,27 @@ class Outbox:
 @dataclasses.dataclass
 class MemoryStore:
     users: dict[str, User] = dataclasses.field(default_factory=dict)
-    #: verification requests by id, with the signed token their link carries
-    requests: dict[str, tuple[VerificationRequest, str]] = dataclasses.field(default_factory=dict)
-    challenges: dict[str, Challenge] = dataclasses.field(default_factory=dict)
-    #: wrong-or-right codes compared, per challenge and per user
-    attempts: dict[str, int] = dataclasses.field(default_factory=dict)
-    user_attempts: dict[str, int] = dataclasses.field(default_factory=dict)
-    authenticators: dict[str, Authenticator] = dataclasses.field(default_factory=dict)
-    #: stored tokens by (user id, session nonce, kind)
-    sessions: dict[tuple[str, str, str], str] = dataclasses.field(default_factory=dict)
+    #: every other record by (kind, key): see ``reference.storage.Kind``
+    records: dict[tuple[Kind, str], Any] = dataclasses.field(default_factory=dict)
     outbox: Outbox = dataclasses.field(default_factory=Outbox)
 
-    def user_by(self, **where: Any) -> User | None:
-        """The user with that ``user_id``, ``email`` or ``phone_number`` (exactly one)."""
-        ((field, value),) = where.items()
-        if field == "user_id":
+    def begin(self) -> None:
+        pass
+
+    def commit(self) -> None:
+        pass
+
+    def rollback(self) -> None:
+        pass
+
+    def find_user(self, by: UserKey, value: str) -> User | None:
+        if by == "id":
             return self.users.get(value)
-        if field == "email":
+        if by == "email":
             value = normalise_email(value)
-        return next((u for u in self.users.values() if getattr(u, field) == value), None)
+        return next((u for u in self.users.values() if getattr(u, by) == value), None)
 
     def insert_user(self, user: User) -> bool:
-        """False when its email or phone number is taken."""
         taken = any(
             (user.email and u.email == user.email)
             or (user.phone_number and u.phone_number == user.phone_number)
@@ -63,19 +63,38 @@ class MemoryStore:
             self.users[user.id] = user
         return not taken
 
-    def request_by_token(self, token: str) -> VerificationRequest | None:
-        return next((r for r, t in self.requests.values() if t == token), None)
+    def save_user(self, user: User) -> None:
+        self.users[user.id] = user
 
-    def request_by_email(self, email: str, identifier: str) -> VerificationRequest | None:
-        found = (
-            r for r, _ in self.requests.values() if (r.email, r.identifier) == (email, identifier)
-        )
-        return next(found, None)
+    def get(self, kind: Kind, key: str) -> Any:
+        return self.records.get((kind, key))
 
-    def drop_requests_for(self, email: str) -> None:
-        for request_id in [i for i, (r, _) in self.requests.items() if r.email == email]:
-            del self.requests[request_id]
+    def put(self, kind: Kind, key: str, value: Any) -> None:
+        self.records[(kind, key)] = value
 
-    def end_sessions(self, user_id: str, *, keep_nonce: str | None = None) -> None:
-        for key in [k for k in self.sessions if k[0] == user_id and k[1] != keep_nonce]:
-            del self.sessions[key]
+    def take(self, kind: Kind, key: str) -> Any:
+        return self.records.pop((kind, key), None)
+
+    def swap(self, kind: Kind, key: str, old: Any, new: Any) -> bool:
+        if self.records.get((kind, key)) != old:
+            return False
+        self.records[(kind, key)] = new
+        return True
+
+    def incr(self, kind: Kind, key: str) -> int:
+        count: int = self.records.get((kind, key), 0) + 1
+        self.records[(kind, key)] = count
+        return count
+
+    def emit(self, item: OutboxItem) -> None:
+        match item:
+            case SendEmail():
+                self.outbox.mails.append(item)
+            case SendSms():
+                self.outbox.texts.append(item)
+            case EmitWebhook():
+                self.outbox.webhooks.append(item)
+            case AuditRecord():
+                self.outbox.audit.append(item)
+            case RecordMfaOutcome(outcome=outcome):
+                self.outbox.mfa_outcomes.append(outcome)

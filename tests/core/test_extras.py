@@ -7,6 +7,7 @@ reads as "not installed"); the feature then raises :class:`MissingExtra` (a
 
 from __future__ import annotations
 
+import secrets
 import sys
 from collections.abc import Callable
 
@@ -19,7 +20,8 @@ from bastion.core.fga import parse_model
 from bastion.core.fga.cel import compile_condition
 from bastion.core.fga.errors import ConditionError
 from bastion.core.origins import OriginPolicy
-from bastion.core.reference import Argon2Hasher
+from bastion.core.reference import Argon2Hasher, AsyncDriver, JwtSigner, MemoryStore, OtpCodes
+from tests.core.state_machines.harness import env as make_env
 
 CONDITION_MODEL = """
 model
@@ -44,18 +46,32 @@ def _redirect() -> object:
         redirects._ada.cache_clear()
 
 
+def _async_driver() -> object:
+    """An AsyncDriver without an ``offload`` of its own takes anyio's worker threads."""
+    return AsyncDriver(
+        make_env(),
+        MemoryStore(),
+        hasher=Argon2Hasher(time_cost=1, memory_cost_kib=8),
+        signer=JwtSigner("a-server-secret-of-at-least-32-bytes!"),
+        codes=OtpCodes(b"k" * 16, secrets),
+        randomness=secrets,
+    )
+
+
 @pytest.mark.parametrize(
     ("module", "extra", "use"),
     [
         ("argon2", "argon2", Argon2Hasher),
         ("segno", "qr", lambda: png_base64("otpauth://totp/x")),
         ("ada_url", "redirects", _redirect),
+        ("anyio", "anyio", _async_driver),
     ],
 )
 def test_a_missing_extra_is_named(
     monkeypatch: pytest.MonkeyPatch, module: str, extra: str, use: Callable[[], object]
 ) -> None:
-    monkeypatch.setitem(sys.modules, module, None)
+    for name in [module, *(n for n in sys.modules if n.startswith(f"{module}."))]:
+        monkeypatch.setitem(sys.modules, name, None)
     with pytest.raises(MissingExtra) as raised:
         use()
     assert raised.value.extra == extra

@@ -66,7 +66,10 @@ from bastion.core.fga.tuples import TupleKey
 from bastion.storage.errors import StorageUnavailable
 from bastion.storage.fga import (
     Change,
+    Fetched,
     FgaStore,
+    Head,
+    Read,
     Snapshot,
     StoredModel,
     StoreNotEmpty,
@@ -239,6 +242,12 @@ class GatedFgaStore:
 
     async def snapshot(self) -> Snapshot:
         return await self.inner.snapshot()
+
+    async def head(self) -> Head:
+        return await self.inner.head()
+
+    async def fetch(self, reads: Sequence[Read]) -> Fetched:
+        return await self.inner.fetch(reads)
 
     async def read_tuples(self, where: TupleFilter, page_size: int, token: str) -> TuplePage:
         return await self.inner.read_tuples(where, page_size, token)

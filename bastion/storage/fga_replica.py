@@ -1,7 +1,8 @@
 """The authorization engine's reads from a read replica (``--database-replica-url``).
 
-Only what the engine follows goes there: the store's revision, the changelog past a
-revision and the snapshot (:meth:`FgaStore.revision`, ``changes_since``, ``snapshot``).
+Only what the engine reads goes there: the store's revision, the changelog past a
+revision, the head, the tuple reads of an evaluation and the snapshot
+(:meth:`FgaStore.revision`, ``changes_since``, ``head``, ``fetch``, ``snapshot``).
 Writes, Read (``read_tuples``: a caller reads what it just wrote) and everything of
 OpenFGA's ``/stores`` registry stay on the primary.
 
@@ -37,7 +38,10 @@ from bastion.core.fga.tuples import TupleKey
 from bastion.storage.errors import StorageUnavailable
 from bastion.storage.fga import (
     Change,
+    Fetched,
     FgaStore,
+    Head,
+    Read,
     Snapshot,
     StoredModel,
     TupleFilter,
@@ -167,6 +171,20 @@ class ReplicatedFgaStore:
     async def snapshot(self) -> Snapshot:
         floor = self.floor
         found = await self._from_replica(lambda s: s.snapshot(), lambda s: s.revision >= floor)
+        self._seen(found.revision)
+        return found
+
+    async def head(self) -> Head:
+        floor = self.floor
+        found = await self._from_replica(lambda s: s.head(), lambda h: h.revision >= floor)
+        self._seen(found.revision)
+        return found
+
+    async def fetch(self, reads: Sequence[Read]) -> Fetched:
+        """Answers at least as recent as everything this process has seen: the replica's
+        when it has reached the floor (the engine's cached state is never newer)."""
+        floor = self.floor
+        found = await self._from_replica(lambda s: s.fetch(reads), lambda f: f.revision >= floor)
         self._seen(found.revision)
         return found
 

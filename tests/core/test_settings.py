@@ -71,7 +71,7 @@ IMPLEMENTED = {
     "admin-cookie-secure", "fga-store", "fga-store-url",
     "allow-user-contextual-tuples", "webhook-allow-private-targets", "openfga-api-key",
     "fga-list-objects-max-results", "fga-list-objects-deadline", "fga-list-users-max-results",
-    "fga-list-users-deadline",
+    "fga-list-users-deadline", "fga-cache-mib",
     # issue 3: authentication flows
     "jwt-role-claim", "refresh-token-expires-in", "app-cookie-secure", "app-cookie-same-site",
     "enable-signup", "enable-basic-authentication", "enable-email-verification",
@@ -1127,6 +1127,12 @@ def test_shutdown_timeout_is_seconds_zero_or_more() -> None:
         "--shutdown-timeout must be a number of seconds, 0 or more"
     )
     assert refusal(*BASE, "--shutdown-timeout=inf").startswith("--shutdown-timeout expects")
+
+
+def test_the_engine_cache_defaults_to_512_mib_and_takes_one_or_more() -> None:
+    assert parse().fga_cache_mib == 512
+    assert parse("--fga-cache-mib=16").fga_cache_mib == 16
+    assert refusal(*BASE, "--fga-cache-mib=0") == "--fga-cache-mib must be 1 or more, got 0"
 
 
 def test_list_bounds_default_to_openfgas_and_zero_lifts_them() -> None:

@@ -366,6 +366,13 @@ class Settings:
         "Serve OpenFGA's own HTTP API (/stores/...) on the HTTP port, for OpenFGA's SDKs "
         "and CLI; requests must carry Authorization: Bearer KEY. Off when empty.",
     )
+    fga_cache_mib: int = flag_field(
+        512,
+        _A,
+        "MiB of tuple reads each server process keeps cached for the authorization "
+        "engine, every store together (least recently used out; the store is read on "
+        "demand, never loaded whole).",
+    )
     fga_list_objects_max_results: int = flag_field(
         1000,
         _A,

@@ -407,6 +407,8 @@ def _check_list_bounds(s: Settings) -> None:
     ):
         if value < 0:
             raise ConfigError(f"{option} must be 0 (no bound) or more, got {value}")
+    if s.fga_cache_mib < 1:
+        raise ConfigError(f"--fga-cache-mib must be 1 or more, got {s.fga_cache_mib}")
 
 
 def _check_graphql_limits(s: Settings) -> None:

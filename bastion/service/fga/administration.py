@@ -149,18 +149,15 @@ class FgaAdministration(FgaBase):
             if not object_type or not object_id:
                 raise InvalidArgument(f"object must be in type:id form, got {obj!r}")
             model = await self._model(engine)
-            found = list_users(
-                model.ts,
-                engine.index,
-                obj,
-                relation,
-                UserFilter.parse(user_type),
-                RequestOptions(
-                    max_results=LIST_LIMIT,
-                    context=request_context(request.context),
-                    contextual_tuples=self._contextual(request.contextual_tuples),
-                    deadline=self.list_bounds.users_deadline(),
-                ),
+            user_filter = UserFilter.parse(user_type)
+            options = RequestOptions(
+                max_results=LIST_LIMIT,
+                context=request_context(request.context),
+                contextual_tuples=self._contextual(request.contextual_tuples),
+                deadline=self.list_bounds.users_deadline(),
+            )
+            found = await engine.evaluate(
+                lambda reader: list_users(model.ts, reader, obj, relation, user_filter, options)
             )
             return Reply({"users": list(found.items)})
 
@@ -171,7 +168,9 @@ class FgaAdministration(FgaBase):
             if not relation or not obj:
                 raise InvalidArgument("relation and object are required")
             model = await self._model(engine)
-            tree = expand(model.ts, engine.index, obj, relation)["tree"]
+            tree = (await engine.evaluate(lambda reader: expand(model.ts, reader, obj, relation)))[
+                "tree"
+            ]
             return Reply({"tree": json.dumps(tree, separators=(",", ":"))})
 
     async def reset(self, request: EmptyRequest, caller: CallerContext) -> Reply:

@@ -1,5 +1,5 @@
 """What the authorization engine's operations share: the store and this process's
-index of it, the caller's identity and admin rights, metrics and the audit trail.
+cached view of it, the caller's identity and admin rights, metrics and the audit trail.
 
 Consistency: a tuple or model written through any server process is used by the next
 request on every process sharing the store; with a read replica, once the replica has
@@ -26,7 +26,7 @@ from bastion.core.fga.conditions import ConditionError, convert_parameter
 from bastion.core.fga.request import DEFAULT_LIST_DEADLINE, DEFAULT_MAX_RESULTS, Deadline
 from bastion.core.fga.tuples import TupleKey
 from bastion.service.context import CallerContext
-from bastion.service.fga.engine import ActiveModel, EngineState
+from bastion.service.fga.engine import ActiveModel, EngineCaches, EngineState
 from bastion.service.fga.requests import MAX_CONTEXTUAL_TUPLES, parse_tuple
 from bastion.service.metrics import Metrics
 from bastion.storage.fga import (
@@ -152,21 +152,22 @@ class FgaBase:
         *,
         allow_user_contextual: bool = False,
         list_bounds: ListBounds = ListBounds(),
+        caches: EngineCaches | None = None,
     ) -> None:
         self.service = service
         self.allow_user_contextual = allow_user_contextual
         self.list_bounds = list_bounds
         self.store = store
-        self.engine = None if store is None else EngineState(store)
+        #: Every store's engine in this process shares them (``--fga-cache-mib``).
+        self.caches = EngineCaches.sized() if caches is None else caches
+        self.engine = None if store is None else EngineState(store, self.caches)
         self.metrics = metrics
         self._metric_children: dict[str, _CheckMetrics] = {}
         self._succeeded: dict[str, Counter] = {}
 
     async def warm_up(self) -> None:
-        """Load the store into this process at startup, so no request waits for it.
-
-        A failure only means the first request loads it instead.
-        """
+        """Read the store's head (revision, latest model) at startup, so no request waits
+        for it; no tuple is read. A failure only means the first request reads it."""
         if self.engine is None:
             return
         try:

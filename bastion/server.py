@@ -187,6 +187,7 @@ async def serve(
         if generations is not None:
             metrics.watch_generations(generations.reads)
         runtime = Runtime.build(settings, storage, metrics, fga_stores=fga_stores)
+        metrics.watch_engine_cache(runtime.fga.caches.reads.statistics)
         metrics.watch_outbox(runtime.outbox)
         token = trio.lowlevel.current_trio_token()
         grpc_listener = (

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
 
 from bastion.core.fga.tuples import MemoryTupleReader, TupleKey
 from bastion.storage.sql.schema import fga_tuples
@@ -49,8 +50,9 @@ __all__ = [
 
 #: ``(method, *arguments)`` of a :class:`~core.fga.tuples.TupleReader` method.
 Read = tuple[str, ...]
-#: Rows per ``IN`` list.
+#: Values per ``IN`` list; per PostgreSQL array.
 _CHUNK = 500
+_ARRAY = 5000
 #: A userset user (``type:id#relation``): the partial index's predicate, word for word
 #: (a literal, not a parameter: the planner must see that it implies the index's).
 USERSETS = fga_tuples.c.user.like(sa.literal_column("'%#%'"))
@@ -72,6 +74,7 @@ class Fetched:
 
 _COLUMNS = (
     fga_tuples.c.id,
+    fga_tuples.c.key_hash,
     fga_tuples.c.object,
     fga_tuples.c.relation,
     fga_tuples.c.user,
@@ -99,14 +102,22 @@ def key_from_row(row: Any) -> TupleKey:
     )
 
 
-def _chunks(items: list[Any]) -> Iterable[list[Any]]:
-    for start in range(0, len(items), _CHUNK):
-        yield items[start : start + _CHUNK]
+def _chunks(items: list[Any], size: int) -> Iterable[list[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
 
 
 def _rows(conn: sa.Connection, store_id: str, where: sa.ColumnElement[bool]) -> list[Any]:
     query = sa.select(*_COLUMNS).where(fga_tuples.c.store_id == store_id, where)
     return list(conn.execute(query))
+
+
+def _among(conn: sa.Connection, column: sa.ColumnElement[str], values: list[str]) -> Any:
+    """``column`` is one of ``values``: on PostgreSQL ``= ANY(array)``, one parameter (the
+    statement's text, hence its plan, the same whatever the count); elsewhere ``IN``."""
+    if conn.dialect.name == "postgresql":
+        return column == sa.any_(sa.literal(values, postgresql.ARRAY(sa.String())))
+    return column.in_(values)
 
 
 def fetch_sql(
@@ -115,39 +126,32 @@ def fetch_sql(
     reads: Sequence[Read],
     revision: int,
 ) -> Fetched:
-    """``reads`` answered from SQL on ``conn``; ``revision`` read just before."""
+    """``reads`` answered from SQL on ``conn``; ``revision`` read just before.
+
+    Each method's reads are asked by their first argument among many, the second one
+    fixed (the relation or object type: a round asks few), so each query is one index
+    range per value of the composite index.
+    """
     t = fga_tuples.c
-    by_method: dict[str, list[Read]] = defaultdict(list)
-    for read in reads:
-        by_method[read[0]].append(read)
+    size = _ARRAY if conn.dialect.name == "postgresql" else _CHUNK
     found: dict[Read, list[Any]] = {read: [] for read in reads}
-    exact = {key_hash(TupleKey(r[1], r[2], r[3])): r for r in by_method["read_exact"]}
-    for chunk in _chunks(list(exact)):
-        for row in _rows(conn, store_id, t.key_hash.in_(chunk)):
-            found[exact[key_hash(TupleKey(row.object, row.relation, row.user))]].append(row)
-    for method, columns, extra in (
-        ("read", (t.object, t.relation), None),
-        ("read_usersets", (t.object, t.relation), USERSETS),
-        ("read_by_user", (t.user, t.object_type), None),
-    ):
-        for chunk in _chunks([read[1:] for read in by_method[method]]):
-            where: sa.ColumnElement[bool] = (
-                sa.and_(columns[0] == chunk[0][0], columns[1] == chunk[0][1])
-                if len(chunk) == 1
-                else sa.tuple_(*columns).in_(chunk)
-            )
-            if extra is not None:
-                where = sa.and_(where, extra)
+    exact = {key_hash(TupleKey(r[1], r[2], r[3])): r for r in reads if r[0] == "read_exact"}
+    for chunk in _chunks(list(exact), size):
+        for row in _rows(conn, store_id, _among(conn, t.key_hash, chunk)):
+            found[exact[row.key_hash]].append(row)
+    groups: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for read in reads:
+        if read[0] != "read_exact":
+            groups[(read[0], read[2])].append(read[1])
+    for (method, second), firsts in groups.items():
+        by_user = method == "read_by_user"
+        first_column, second_column = (t.user, t.object_type) if by_user else (t.object, t.relation)
+        for chunk in _chunks(firsts, size):
+            where = sa.and_(_among(conn, first_column, chunk), second_column == second)
+            if method == "read_usersets":
+                where = sa.and_(where, USERSETS)
             for row in _rows(conn, store_id, where):
-                pair = (
-                    (row.object, row.relation)
-                    if method != "read_by_user"
-                    else (
-                        row.user,
-                        row.object_type,
-                    )
-                )
-                found[(method, *pair)].append(row)
+                found[(method, row.user if by_user else row.object, second)].append(row)
     return Fetched(
         revision,
         [

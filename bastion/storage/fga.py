@@ -5,10 +5,11 @@ Every change (a tuple written or deleted, a model installed, a reset) takes the 
 one. Writers serialise on one lock (``Database.run_locked``: PostgreSQL advisory lock,
 MariaDB ``GET_LOCK``, SQLite's single writer), so revisions become visible in order: a
 reader that has seen revision ``r`` and then reads every row past ``r`` misses nothing.
-That is what lets each server process keep the tuples in memory and stay exact: compare
-the revision (one indexed ``max``), and replay the rows past it when it moved
-(:meth:`FgaStore.changes_since`), or reload a :meth:`FgaStore.snapshot` when the rows are
-gone (after a reset) or too many.
+That is what lets each server process cache what it reads and stay exact: compare the
+revision (one indexed ``max``), and replay the rows past it when it moved
+(:meth:`FgaStore.changes_since`), or start over from :meth:`FgaStore.head` when the rows
+are gone (after a reset) or too many. The engine's tuple reads are
+:meth:`FgaStore.fetch` (:mod:`storage.fga_reads`).
 
 Two implementations: :class:`SqlFgaStore` (SQLite, PostgreSQL, MySQL/MariaDB; the main
 database by default) and :class:`MemoryFgaStore` (this process only, for development and
@@ -51,7 +52,6 @@ __all__ = [
     "Head",
     "MemoryFgaStore",
     "Read",
-    "Snapshot",
     "SqlFgaStore",
     "StoreNotEmpty",
     "StoredModel",
@@ -86,13 +86,6 @@ class Change:
     model: StoredModel | None = None
     #: Unix seconds; OpenFGA's ``/changes`` shows it.
     created_at: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class Snapshot:
-    revision: int
-    model: StoredModel | None
-    tuples: Sequence[TupleKey]
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,10 +145,9 @@ class FgaStore(Protocol):
     async def revision(self) -> int: ...
 
     async def changes_since(self, revision: int) -> list[Change] | None:
-        """Changes past ``revision`` in order; ``None`` when only a snapshot will do."""
+        """Changes past ``revision`` in order; ``None`` when they are gone (a reset) or
+        too many: the reader starts over from :meth:`head`."""
         ...
-
-    async def snapshot(self) -> Snapshot: ...
 
     async def head(self) -> Head:
         """The revision and the latest model, without a tuple."""
@@ -417,24 +409,6 @@ def _changes_since(store_id: str, since: int, conn: sa.Connection) -> list[Chang
     return changes
 
 
-def _snapshot(store_id: str, conn: sa.Connection) -> Snapshot:
-    # The revision first: whatever commits afterwards is replayed again, harmlessly,
-    # because replaying a write or a delete in order is idempotent.
-    revision = _max_revision(conn, store_id)
-    model = _latest_model(conn, store_id)
-    rows = conn.execute(
-        sa.select(
-            fga_tuples.c.object,
-            fga_tuples.c.relation,
-            fga_tuples.c.user,
-            fga_tuples.c.condition_name,
-            fga_tuples.c.condition_context,
-        ).where(fga_tuples.c.store_id == store_id)
-    )
-    # Converted row by row: never a million Row objects alive at once.
-    return Snapshot(revision, model, [key_from_row(r) for r in rows])
-
-
 def _read(
     store_id: str, where: TupleFilter, page_size: int, after: int, conn: sa.Connection
 ) -> tuple[Sequence[Any], int | None]:
@@ -480,9 +454,6 @@ class SqlFgaStore:
         return await self.db.run(
             lambda conn: _changes_since(self.store_id, revision, conn), reserved=True
         )
-
-    async def snapshot(self) -> Snapshot:
-        return await self.db.run(lambda conn: _snapshot(self.store_id, conn), reserved=True)
 
     async def head(self) -> Head:
         def read(conn: sa.Connection) -> Head:
@@ -558,10 +529,6 @@ class MemoryFgaStore:
         if len(changes) > MAX_REPLAY or (changes and changes[0].revision != revision + 1):
             return None
         return changes
-
-    async def snapshot(self) -> Snapshot:
-        model = self._models[-1][1] if self._models else None
-        return Snapshot(self._revision, model, [k for _, k in self._tuples.values()])
 
     async def head(self) -> Head:
         return Head(self._revision, self._models[-1][1] if self._models else None)

@@ -70,7 +70,6 @@ from bastion.storage.fga import (
     FgaStore,
     Head,
     Read,
-    Snapshot,
     StoredModel,
     StoreNotEmpty,
     TupleConflict,
@@ -239,9 +238,6 @@ class GatedFgaStore:
 
     async def changes_since(self, revision: int) -> list[Change] | None:
         return await self.inner.changes_since(revision)
-
-    async def snapshot(self) -> Snapshot:
-        return await self.inner.snapshot()
 
     async def head(self) -> Head:
         return await self.inner.head()

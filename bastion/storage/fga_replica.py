@@ -1,8 +1,8 @@
 """The authorization engine's reads from a read replica (``--database-replica-url``).
 
 Only what the engine reads goes there: the store's revision, the changelog past a
-revision, the head, the tuple reads of an evaluation and the snapshot
-(:meth:`FgaStore.revision`, ``changes_since``, ``head``, ``fetch``, ``snapshot``).
+revision, the head and the tuple reads of an evaluation (:meth:`FgaStore.revision`,
+``changes_since``, ``head``, ``fetch``).
 Writes, Read (``read_tuples``: a caller reads what it just wrote) and everything of
 OpenFGA's ``/stores`` registry stay on the primary.
 
@@ -42,7 +42,6 @@ from bastion.storage.fga import (
     FgaStore,
     Head,
     Read,
-    Snapshot,
     StoredModel,
     TupleFilter,
     TuplePage,
@@ -160,19 +159,13 @@ class ReplicatedFgaStore:
         floor = self.floor
 
         def reached(changes: list[Change] | None) -> bool:
-            # None: only a snapshot will do, which is read (and checked) on its own.
+            # None: only the head will do, which is read (and checked) on its own.
             return changes is None or (changes[-1].revision if changes else revision) >= floor
 
         changes = await self._from_replica(lambda s: s.changes_since(revision), reached)
         if changes:
             self._seen(changes[-1].revision)
         return changes
-
-    async def snapshot(self) -> Snapshot:
-        floor = self.floor
-        found = await self._from_replica(lambda s: s.snapshot(), lambda s: s.revision >= floor)
-        self._seen(found.revision)
-        return found
 
     async def head(self) -> Head:
         floor = self.floor

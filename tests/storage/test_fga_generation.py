@@ -25,7 +25,6 @@ from bastion.storage.fga import (
     FgaStore,
     Head,
     Read,
-    Snapshot,
     SqlFgaStore,
     StoredModel,
     TupleConflict,
@@ -74,9 +73,6 @@ class CountingStore:
     async def changes_since(self, revision: int) -> list[Change] | None:
         self.calls["changes_since"] += 1
         return await self.inner.changes_since(revision)
-
-    async def snapshot(self) -> Snapshot:
-        return await self.inner.snapshot()
 
     async def head(self) -> Head:
         self.calls["head"] += 1

@@ -45,9 +45,13 @@ class Replica(MemoryFgaStore):
         self._reached()
         return await super().changes_since(revision)
 
-    async def snapshot(self) -> Any:
+    async def head(self) -> Any:
         self._reached()
-        return await super().snapshot()
+        return await super().head()
+
+    async def fetch(self, reads: Any) -> Any:
+        self._reached()
+        return await super().fetch(reads)
 
 
 class Setup:

@@ -89,9 +89,8 @@ async def test_an_empty_store(open_store: Opener) -> None:
     async with open_store() as store:
         assert await store.revision() == 0
         assert await store.changes_since(0) == []
-        snapshot = await store.snapshot()
-        assert snapshot.model is None
-        assert list(snapshot.tuples) == []
+        head = await store.head()
+        assert (head.revision, head.model) == (0, None)
         page = await store.read_tuples(TupleFilter(), 100, "")
         assert list(page.tuples) == []
         assert page.continuation_token == ""
@@ -113,10 +112,18 @@ async def test_every_change_takes_the_next_revision(open_store: Opener) -> None:
         first = await store.changes_since(0)
         assert first is not None
         assert first[0].model == MODEL
-        snapshot = await store.snapshot()
-        assert snapshot.revision == 5
-        assert snapshot.model == MODEL
-        assert sorted(k.user for k in snapshot.tuples) == ["user:b", "user:c"]
+        head = await store.head()
+        assert (head.revision, head.model) == (5, MODEL)
+        page = await store.read_tuples(TupleFilter(), 100, "")
+        assert sorted(k.user for k in page.tuples) == ["user:b", "user:c"]
+        fetched = await store.fetch(
+            [("read", "doc:1", "viewer"), ("read_by_user", "user:a", "doc")]
+        )
+        assert fetched.revision == 5
+        assert [[k.user for k in answer] for answer in fetched.answers] == [
+            ["user:b", "user:c"],
+            [],
+        ]
 
 
 async def test_a_batch_is_all_or_nothing(open_store: Opener) -> None:
@@ -175,9 +182,8 @@ async def test_reset_needs_an_empty_store_and_clears_every_version(open_store: O
         await store.write_tuples([], [key("user:a")])
         revision = await store.reset()
         assert revision == 5
-        snapshot = await store.snapshot()
-        assert snapshot.model is None
-        assert snapshot.revision == 5
+        head = await store.head()
+        assert (head.revision, head.model) == (5, None)
         # What came before the reset is gone: a follower must reload.
         assert await store.changes_since(2) is None
         after = await store.changes_since(4)

@@ -467,7 +467,8 @@ class SqlFgaStore:
             return fetch_sql(conn, sid, reads, _max_revision(conn, sid))
 
         sid = self.store_id
-        return await self.db.run(read, reserved=True)
+        # No common snapshot needed: each query sees at least the revision read first.
+        return await self.db.read(read, reserved=True)
 
     async def write_model(self, model: StoredModel) -> int:
         now, sid = self._now(), self.store_id

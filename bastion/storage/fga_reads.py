@@ -107,11 +107,6 @@ def _chunks(items: list[Any], size: int) -> Iterable[list[Any]]:
         yield items[start : start + size]
 
 
-def _rows(conn: sa.Connection, store_id: str, where: sa.ColumnElement[bool]) -> list[Any]:
-    query = sa.select(*_COLUMNS).where(fga_tuples.c.store_id == store_id, where)
-    return list(conn.execute(query))
-
-
 def _among(conn: sa.Connection, column: sa.ColumnElement[str], values: list[str]) -> Any:
     """``column`` is one of ``values``: on PostgreSQL ``= ANY(array)``, one parameter (the
     statement's text, hence its plan, the same whatever the count); elsewhere ``IN``."""
@@ -129,16 +124,25 @@ def fetch_sql(
     """``reads`` answered from SQL on ``conn``; ``revision`` read just before.
 
     Each method's reads are asked by their first argument among many, the second one
-    fixed (the relation or object type: a round asks few), so each query is one index
-    range per value of the composite index.
+    fixed (the relation or object type: a round asks few), so each part is one index
+    range per value of the composite index; the parts go out as one statement
+    (``UNION ALL``, each row tagged with its part): one round trip for the batch.
     """
     t = fga_tuples.c
     size = _ARRAY if conn.dialect.name == "postgresql" else _CHUNK
     found: dict[Read, list[Any]] = {read: [] for read in reads}
+    #: (method, second argument) of each part, by the part's number.
+    parts: list[tuple[str, str]] = []
+    selects: list[sa.Select[Any]] = []
+
+    def part(method: str, second: str, where: sa.ColumnElement[bool]) -> None:
+        tag = sa.literal(len(parts), sa.Integer()).label("part")
+        selects.append(sa.select(*_COLUMNS, tag).where(t.store_id == store_id, where))
+        parts.append((method, second))
+
     exact = {key_hash(TupleKey(r[1], r[2], r[3])): r for r in reads if r[0] == "read_exact"}
     for chunk in _chunks(list(exact), size):
-        for row in _rows(conn, store_id, _among(conn, t.key_hash, chunk)):
-            found[exact[row.key_hash]].append(row)
+        part("read_exact", "", _among(conn, t.key_hash, chunk))
     groups: dict[tuple[str, str], list[str]] = defaultdict(list)
     for read in reads:
         if read[0] != "read_exact":
@@ -148,10 +152,16 @@ def fetch_sql(
         first_column, second_column = (t.user, t.object_type) if by_user else (t.object, t.relation)
         for chunk in _chunks(firsts, size):
             where = sa.and_(_among(conn, first_column, chunk), second_column == second)
-            if method == "read_usersets":
-                where = sa.and_(where, USERSETS)
-            for row in _rows(conn, store_id, where):
-                found[(method, row.user if by_user else row.object, second)].append(row)
+            part(method, second, sa.and_(where, USERSETS) if method == "read_usersets" else where)
+    if selects:
+        statement = selects[0] if len(selects) == 1 else sa.union_all(*selects)
+        for row in conn.execute(statement):
+            method, second = parts[row.part]
+            if method == "read_exact":
+                found[exact[row.key_hash]].append(row)
+            else:
+                first = row.user if method == "read_by_user" else row.object
+                found[(method, first, second)].append(row)
     return Fetched(
         revision,
         [

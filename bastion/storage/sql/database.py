@@ -183,17 +183,17 @@ class Database:
             begin = "BEGIN IMMEDIATE" if write else "BEGIN"
         return await self._call(fn, begin=begin, mysql_lock=None, reserved=reserved)
 
-    async def read(self, fn: Callable[[sa.Connection], T]) -> T:
+    async def read(self, fn: Callable[[sa.Connection], T], *, reserved: bool = False) -> T:
         """``fn(connection)`` for a read that needs no transaction: ONE statement (or several
-        that need no common snapshot), nothing written.
+        that need no common snapshot), nothing written; ``reserved`` as for :meth:`run`.
 
         On PostgreSQL it runs in autocommit, which saves the BEGIN and COMMIT round trips
         of :meth:`run` (two of the three on a one-query read; setting autocommit is
         client-side with both drivers); elsewhere it is :meth:`run`.
         """
         if self._dialect != "postgresql":
-            return await self.run(fn)
-        return await self._call(fn, begin=None, mysql_lock=None, autocommit=True)
+            return await self.run(fn, reserved=reserved)
+        return await self._call(fn, begin=None, mysql_lock=None, autocommit=True, reserved=reserved)
 
     async def write_one(self, fn: Callable[[sa.Connection], T]) -> T:
         """``fn(connection)`` for a write that is ONE statement, atomic by itself (a single

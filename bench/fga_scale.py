@@ -279,19 +279,27 @@ def main() -> None:
     parser.add_argument("--spread", type=int, default=50_000)
     parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--imported",
+        default="",
+        help="URL of a database a previous run imported (same --documents and --seed): "
+        "measure it again without importing",
+    )
     args = parser.parse_args()
     started = time.monotonic()
     org = generate(args.documents, args.seed)
-    url = fresh_postgres_url("scale")
-    trio.run(prepare, url)
-    rows = []
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "org.csv"
-        write_csv(path, org)
-        flags = ["--database-type=postgres", f"--database-url={url}"]
-        took = timed(0, "import", *flags, str(path))
     count = len(org.tuples)
-    rows.append(f"| `bastion fga import` | {took:.0f} s, {count / took:,.0f} tuples/s |")
+    rows = []
+    url = args.imported
+    if not url:
+        url = fresh_postgres_url("scale")
+        trio.run(prepare, url)
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "org.csv"
+            write_csv(path, org)
+            flags = ["--database-type=postgres", f"--database-url={url}"]
+            took = timed(0, "import", *flags, str(path))
+        rows.append(f"| `bastion fga import` | {took:.0f} s, {count / took:,.0f} tuples/s |")
     per_tuple, per_change = stored_bytes(url)
     rows.append(
         f"| PostgreSQL per tuple | {per_tuple:.0f} B (table and indexes), "

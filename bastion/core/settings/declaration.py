@@ -132,7 +132,7 @@ class Settings:
         "",
         _D,
         "A read replica of the main database (a PostgreSQL or MySQL/MariaDB streaming "
-        "standby): the authorization engine reads its snapshot and changelog there; writes "
+        "standby): the authorization engine reads its tuples and changelog there; writes "
         "and reads that must see a write stay on the primary. Unreachable: read the primary.",
         shown_default=NONE_SHOWN,
     )

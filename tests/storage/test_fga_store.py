@@ -9,8 +9,10 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 import pytest
 import sqlalchemy as sa
+import trio
 
-from bastion.core.fga.tuples import TupleKey
+from bastion.core.fga.on_demand import ReadKey
+from bastion.core.fga.tuples import TupleKey, TupleReader
 from bastion.service.fga.engine import EngineState
 from bastion.storage.fga import (
     MAX_REPLAY,
@@ -223,6 +225,27 @@ async def test_engine_state_follows_writes_from_another_handle(open_store: Opene
         assert follower.model is None
         assert await viewers(follower) == []
         assert follower.revision == await writer.revision()
+
+
+async def test_rounds_run_in_a_worker_thread_answer_the_same(open_store: Opener) -> None:
+    async with open_store() as store:
+        await store.write_model(MODEL)
+        await store.write_tuples([key("user:a"), key("user:b")])
+        engine = EngineState(store)
+        await engine.fresh()
+        offloaded: list[int] = []
+
+        async def offload(step: Callable[[], list[ReadKey]]) -> list[ReadKey]:
+            offloaded.append(1)
+            return await trio.to_thread.run_sync(step)
+
+        def run(reader: TupleReader) -> list[str]:
+            return [k.user for k in reader.read("doc:1", "viewer")]
+
+        assert await engine.evaluate(run, offload) == ["user:a", "user:b"]  # fetched
+        assert await engine.evaluate(run, offload) == ["user:a", "user:b"]  # cached
+        assert len(offloaded) == 3  # two rounds, then one
+        assert await viewers(engine) == ["user:a", "user:b"]
 
 
 async def test_engine_state_far_behind_starts_its_cache_over(open_store: Opener) -> None:

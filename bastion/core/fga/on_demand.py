@@ -113,6 +113,12 @@ class ReadCache:
         self.hits += 1
         return found[0]
 
+    def peek(self, key: ReadKey) -> Answer | None:
+        """:meth:`get` without touching the use order or the counts: one read of the
+        dict, safe from a worker thread while the owning thread uses the cache."""
+        found = self._entries.get(key)
+        return None if found is None else found[0]
+
     def put(self, key: ReadKey, answer: Answer) -> None:
         size = _entry_size(key, answer)
         self.discard(key)

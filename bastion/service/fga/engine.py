@@ -42,7 +42,7 @@ older entries unreachable.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Hashable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TypeVar
@@ -67,6 +67,8 @@ T = TypeVar("T")
 DEFAULT_CACHE_MIB = 512
 #: Check sub-problems kept across requests, every store together.
 CHECK_CACHE_ENTRIES = 100_000
+#: Runs one round of an evaluation (a worker thread's ``to_thread.run_sync``, say).
+Offload = Callable[[Callable[[], list[ReadKey]]], Awaitable[list[ReadKey]]]
 #: Names of a store's cached state in the shared caches, never reused in a process.
 _SCOPES = itertools.count(1)
 
@@ -123,13 +125,19 @@ class EngineState:
     def cache_scope(self) -> tuple[Hashable, str, int]:
         return (self.scope, "" if self.model is None else self.model.id, self.revision)
 
-    async def evaluate(self, run: Callable[[RoundReader], T]) -> T:
+    async def evaluate(self, run: Callable[[RoundReader], T], offload: Offload | None = None) -> T:
         """``run(reader)`` over the store as of (at least) the last :meth:`fresh`: in
         rounds, the reads each round missed fetched together (see the module docstring).
         ``run`` may be called several times; only the last call's result counts, so it
-        must not act on the world (count metrics, stream) but return what it found."""
-        speculation = Speculation(run, self.caches.reads.get, self.scope)
-        while reads := speculation.step():
+        must not act on the world (count metrics, stream) but return what it found.
+
+        ``offload``: runs each round elsewhere (a worker thread, for a long evaluation);
+        the round then reads the shared cache without touching its use order
+        (:meth:`ReadCache.peek`), and the fetches stay here."""
+        reads_cache = self.caches.reads
+        known = reads_cache.get if offload is None else reads_cache.peek
+        speculation = Speculation(run, known, self.scope)
+        while reads := (speculation.step() if offload is None else await offload(speculation.step)):
             await self._fetch(reads, speculation)
         return speculation.result
 

@@ -55,6 +55,18 @@ def test_the_cache_is_bounded_by_bytes_least_recently_used_out() -> None:
     assert cache.get(("s", "read", "doc:0", "viewer")) is None  # used once, long ago
 
 
+def test_peeking_leaves_the_use_order_and_the_counts_alone() -> None:
+    cache = ReadCache(20_000)
+    for n in range(3):
+        cache.put(("s", "read", f"doc:{n}", "viewer"), answer(n))
+    assert cache.peek(("s", "read", "doc:0", "viewer")) == answer(0)
+    assert cache.peek(("s", "read", "doc:9", "viewer")) is None
+    assert (cache.hits, cache.misses) == (0, 0)
+    for n in range(3, 200):  # doc:0 was only peeked at: the oldest, the first out
+        cache.put(("s", "read", f"doc:{n}", "viewer"), answer(n))
+    assert cache.peek(("s", "read", "doc:0", "viewer")) is None
+
+
 def test_an_answer_too_large_for_the_cache_is_not_kept() -> None:
     cache = ReadCache(8_000)
     members = tuple(key(f"group:big#member@user:{n}") for n in range(100))

@@ -32,7 +32,8 @@ def main(argv: Sequence[str]) -> int:
         return _cross_surface(argv)
     if not argv or argv[0] not in SUITES:
         print(
-            f"usage: python -m bastion.conformance [{{{','.join(sorted(SUITES))}}}] ARGS...",
+            f"usage: bastion-conformance [{{{','.join(sorted(SUITES))}}}] ARGS... "
+            "(bastion-conformance --help: the cross-surface suite's options)",
             file=sys.stderr,
         )
         return 2

@@ -37,10 +37,23 @@ from bastion.conformance.scenario import Scenario
 from bastion.conformance.surfaces import GraphQLSurface, GrpcSurface, RestSurface
 from bastion.conformance.surfaces.base import Surface
 
+SUBCOMMANDS = """other commands:
+  bastion-conformance coverage REPORT.xml...
+      the rows no run covered, over the JUnit reports of several runs (exit 1 when any)
+  bastion-conformance openfga FILE...
+      OpenFGA's own test data against the embedded engine (--face URL --key KEY: through
+      an OpenFGA HTTP API); bastion-conformance openfga --help for its options
+
+exit status: 0 nothing failed, 1 any failure, 2 refused to start"""
+
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m bastion.conformance", description=__doc__.split("\n")[0]
+        prog="bastion-conformance",
+        description="The cross-surface suite: the catalogue through REST, GraphQL and gRPC "
+        "against a live deployment, then schemathesis over /openapi.json.",
+        epilog=SUBCOMMANDS,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
         "--base-url",
@@ -144,6 +157,9 @@ def main(
     """``surfaces`` replaces the real clients (tests wrap one to make it answer wrongly)."""
     args = parser().parse_args(argv)
     scenarios = selected(catalogue.CATALOGUE, args.only)
+    if args.only and not scenarios and args.only not in FUZZ_ROW:
+        out.write(f"cannot start: --only {args.only!r} matches no row (--list shows them)\n")
+        return 2
     if args.profile:
         out.write(describe(profile(args.profile), [s.name for s in catalogue.CATALOGUE]))
         return 0

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from bastion.conformance.__main__ import main as conformance_main
 from tests.conformance.test_cross_surface import row, run_suite, suite_args, totals
 from tests.dbfixtures import fresh_sqlite_url
 from tests.server.harness import (
@@ -71,3 +72,46 @@ def test_zero_failures_against_a_default_deployment(default: Default) -> None:
         assert f"{name}: skip: the deployment refuses the suite's receiver" in output
     assert "127.0.0.1 is a loopback address" in output
     assert row(output, "schemathesis.openapi") == ["pass", "n/a", "n/a"], output
+
+
+def test_only_that_matches_no_row_refuses_to_start() -> None:
+    code, output = run_suite(["--only", "no.such.row", *suite_args()])
+    assert code == 2
+    assert output == "cannot start: --only 'no.such.row' matches no row (--list shows them)\n"
+
+
+def test_help_lists_every_subcommand(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        conformance_main(["--help"])
+    assert exited.value.code == 0
+    usage = capsys.readouterr().out
+    assert usage.startswith("usage: bastion-conformance ")
+    for command in ("bastion-conformance coverage REPORT.xml", "bastion-conformance openfga"):
+        assert command in usage
+
+
+def test_with_email_verification_and_a_mail_sink_the_password_rows_run(tmp_path: Path) -> None:
+    """Sign-up then logs in through the mailed link, so no row skips for a mail sink the
+    run was given."""
+    placeholder = socket.socket()
+    placeholder.bind(("127.0.0.1", 0))
+    port = int(placeholder.getsockname()[1])
+    flags = [
+        *readme_flags(fresh_sqlite_url(tmp_path)),
+        "--smtp-host=127.0.0.1",
+        f"--smtp-port={port}",
+        "--smtp-sender-email=bastion@conformance.example.com",
+        "--enable-email-verification=true",
+    ]
+    with placeholder, running(flags, tmp_path) as server:
+        placeholder.close()
+        args = [*suite_args(server), "--mail-sink", f"127.0.0.1:{port}", "--fuzz-examples", "0"]
+        code, output = run_suite(args)
+    assert code == 0, output
+    assert "mail sink" not in output.split("Skipped")[-1], output
+    for name in (
+        "auth.signup_profile_bearer_and_cookie",
+        "auth.login_validate_session_logout",
+        "mail.signup_verify_email",
+    ):
+        assert row(output, name) == ["pass"] * 3, output

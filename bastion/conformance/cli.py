@@ -9,11 +9,14 @@ Exit status: 0 all passed, 1 any failure, 2 refused to start.
 from __future__ import annotations
 
 import argparse
+import ssl
 import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
+
+import httpx
 
 from bastion.conformance import catalogue, mailsink, smssink
 from bastion.conformance.coverage import lines as coverage_lines
@@ -141,6 +144,8 @@ def _fuzz_row(args: argparse.Namespace, destructive: bool) -> ScenarioResult | N
             admin_secret=args.admin_secret if destructive else None,
             max_examples=args.fuzz_examples,
             workdir=Path(workdir),
+            tls_ca=args.tls_ca,
+            max_rps=args.max_rps,
         )
     if outcome is None:
         result.cells["rest"] = Cell(
@@ -149,6 +154,14 @@ def _fuzz_row(args: argparse.Namespace, destructive: bool) -> ScenarioResult | N
     else:
         result.cells["rest"] = Cell(PASS if outcome.ok else FAIL, outcome.summary)
     return result
+
+
+def _tls_hint(exc: Exception, tls_ca: Path | None) -> str:
+    if "CERTIFICATE_VERIFY_FAILED" not in str(exc):
+        return ""
+    if tls_ca is None:
+        return " (a private or self-signed certificate: give --tls-ca with its CA)"
+    return f" (--tls-ca {tls_ca} does not verify the deployment's certificate)"
 
 
 def main(
@@ -180,7 +193,9 @@ def main(
     if missing:
         out.write(f"cannot start: missing {', '.join(missing)}\n")
         return 2
-    verify: bool | str = str(args.tls_ca) if args.tls_ca else True
+    verify: bool | ssl.SSLContext = (
+        ssl.create_default_context(cafile=str(args.tls_ca)) if args.tls_ca else True
+    )
     try:
         deployment = discover(
             args.base_url[0],
@@ -190,8 +205,8 @@ def main(
             verify=verify,
             pacer=Pacer(max_rps=args.max_rps),
         )
-    except (DiscoveryError, OSError) as exc:
-        out.write(f"cannot start: {exc}\n")
+    except (DiscoveryError, OSError, httpx.HTTPError) as exc:
+        out.write(f"cannot start: {args.base_url[0]}: {exc}{_tls_hint(exc, args.tls_ca)}\n")
         return 2
     deployment.destructive = args.destructive
     deployment.receiver_host = args.receiver_host

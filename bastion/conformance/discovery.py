@@ -7,6 +7,7 @@ then logs in once and uses the admin cookie instead.
 
 from __future__ import annotations
 
+import ssl
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,7 +41,7 @@ class Deployment:
     #: The deployment's public URL (its tokens' issuer): the Origin browsers send.
     public_url: str = ""
     #: TLS verification for raw HTTP rows (False, True or a CA bundle path).
-    verify: bool | str = True
+    verify: bool | ssl.SSLContext = True
 
     def flag(self, name: str) -> bool:
         return bool(self.meta.get(name))
@@ -59,7 +60,7 @@ def discover(
     admin_secret: str,
     client_id: str,
     client_secret: str | None,
-    verify: bool | str = True,
+    verify: bool | ssl.SSLContext = True,
     pacer: Pacer | None = None,
 ) -> Deployment:
     deployment = Deployment(base_url.rstrip("/"), admin_secret, client_id, client_secret)

@@ -13,13 +13,16 @@ import pytest
 from bastion.conformance.__main__ import main as conformance_main
 from tests.conformance.test_cross_surface import row, run_suite, suite_args, totals
 from tests.dbfixtures import fresh_sqlite_url
+from tests.server.certificates import self_signed
 from tests.server.harness import (
     ADMIN_SECRET,
     CLIENT_ID,
     CLIENT_SECRET,
     ServerProcess,
     running,
+    start_server,
 )
+from tests.server.test_http_tls import started_https
 
 
 def readme_flags(database_url: str) -> list[str]:
@@ -115,3 +118,27 @@ def test_with_email_verification_and_a_mail_sink_the_password_rows_run(tmp_path:
         "mail.signup_verify_email",
     ):
         assert row(output, name) == ["pass"] * 3, output
+
+
+def test_over_https_with_tls_ca_nothing_fails_fuzzing_included(tmp_path: Path) -> None:
+    """--tls-ca reaches every client, schemathesis too; without it a self-signed
+    deployment is refused at the start, by name, with exit 2."""
+    cert, key = self_signed(tmp_path)
+    tls = [f"--tls-cert-file={cert}", f"--tls-key-file={key}"]
+    server = start_server([*readme_flags(fresh_sqlite_url(tmp_path)), *tls], tmp_path, wait=False)
+    try:
+        url = started_https(server, cert)
+        args = ["--admin-secret", ADMIN_SECRET, "--client-id", CLIENT_ID, "--base-url", url]
+        args += ["--client-secret", CLIENT_SECRET, "--grpc", f"127.0.0.1:{server.grpc_port}"]
+        code, output = run_suite([*args, "--only", "meta"])
+        assert code == 2
+        assert output.startswith(f"cannot start: {url}: "), output
+        assert "CERTIFICATE_VERIFY_FAILED" in output
+        assert output.endswith("give --tls-ca with its CA)\n"), output
+        code, output = run_suite([*args, "--tls-ca", str(cert), "--fuzz-examples", "2"])
+    finally:
+        server.terminate()
+    assert code == 0, output
+    assert totals(output)[1] == 0, output
+    assert row(output, "schemathesis.openapi") == ["pass", "n/a", "n/a"], output
+    assert row(output, "oauth.discovery_and_jwks") == ["pass", "n/a", "n/a"], output

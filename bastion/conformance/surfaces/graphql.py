@@ -9,6 +9,7 @@ entered again below itself). Errors come back in the body; the first error's
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Sequence
 from functools import cache
 from typing import Any
@@ -115,7 +116,7 @@ class GraphQLSurface:
         self,
         base_urls: Sequence[str],
         *,
-        verify: bool | str = True,
+        verify: bool | ssl.SSLContext = True,
         schema: GraphQLSchema | None = None,
         origin: str | None = None,
     ) -> None:

@@ -21,7 +21,7 @@ import httpx
 from bastion.conformance import catalogue, mailsink, smssink
 from bastion.conformance.coverage import lines as coverage_lines
 from bastion.conformance.coverage import uncovered
-from bastion.conformance.discovery import DiscoveryError, discover
+from bastion.conformance.discovery import SUITE_DOMAIN, DiscoveryError, discover, foreign_users
 from bastion.conformance.fuzz import FUZZ_ROW, fuzz
 from bastion.conformance.pacing import Pacer
 from bastion.conformance.profiles import PROFILES, describe, profile
@@ -217,6 +217,20 @@ def main(
             "(run it against a fresh deployment)\n"
         )
         return 2
+    if args.destructive:
+        try:
+            others = foreign_users(deployment)
+        except (DiscoveryError, httpx.HTTPError) as exc:
+            out.write(f"cannot start: {exc}\n")
+            return 2
+        if others:
+            out.write(
+                f"refusing --destructive: the deployment holds users the suite did not "
+                f"create ({', '.join(others[:3])}{', ...' if len(others) > 3 else ''}); "
+                f"destructive rows and admin fuzzing may change any user: run it against "
+                f"a deployment whose only users are the suite's (@{SUITE_DOMAIN})\n"
+            )
+            return 2
     try:
         sink = mailsink.start(args.mail_sink) if args.mail_sink else None
     except (OSError, ValueError) as exc:

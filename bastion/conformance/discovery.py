@@ -50,6 +50,46 @@ class Deployment:
         return None if self.flag(name) else f"{name} is off on this deployment"
 
 
+#: Every user the suite signs up has an address at this domain (``Ctx.email``): the
+#: marker an operator filters on, and how --destructive tells the suite's users apart.
+SUITE_DOMAIN = "conformance.example.com"
+
+
+def foreign_users(deployment: Deployment, *, page_size: int = 100) -> list[str]:
+    """Up to one page of users the suite did not create (their address or id), by
+    listing the deployment's users as the admin; empty when it holds only the suite's."""
+    found: list[str] = []
+    with httpx.Client(
+        base_url=deployment.base_url,
+        headers={"origin": deployment.public_url or deployment.base_url},
+        timeout=30,
+        verify=deployment.verify,
+    ) as client:
+        http = _Paced(client, deployment.pacer)
+        page = 1
+        while not found:
+            listing = http.post(
+                "/v1/admin/users",
+                json={"pagination": {"page": page, "limit": page_size}},
+                headers=_headers(deployment.admin_credentials),
+            )
+            if listing.status_code != 200:
+                raise DiscoveryError(
+                    f"cannot list the deployment's users (POST /v1/admin/users: "
+                    f"{listing.status_code} {listing.text[:200]})"
+                )
+            users = listing.json().get("users") or []
+            found = [
+                str(user.get("email") or user.get("id"))
+                for user in users
+                if not str(user.get("email") or "").endswith("@" + SUITE_DOMAIN)
+            ]
+            if len(users) < page_size:
+                break
+            page += 1
+    return found
+
+
 class DiscoveryError(Exception):
     pass
 

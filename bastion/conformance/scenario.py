@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from bastion.conformance.discovery import Deployment
+from bastion.conformance.discovery import SUITE_DOMAIN, Deployment
 from bastion.conformance.operations import OPERATIONS, Operation
 from bastion.conformance.outcome import NONE, VOLATILE_KEYS, Credentials, Outcome, normal_form
 from bastion.conformance.surfaces.base import Surface
@@ -120,7 +120,7 @@ class Ctx:
         return f"{self.unique}{kind}{self._counter}"
 
     def email(self) -> str:
-        return f"{self.name('u')}@conformance.example.com"
+        return f"{self.name('u')}@{SUITE_DOMAIN}"
 
     def call(
         self,

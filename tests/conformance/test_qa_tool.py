@@ -3,14 +3,17 @@ README's first command's flags (plus a mail sink), no test-only flags, rate limi
 
 from __future__ import annotations
 
+import re
 import socket
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
 import pytest
 
 from bastion.conformance.__main__ import main as conformance_main
+from bastion.conformance.fuzz import fuzz, rate_limit
 from tests.conformance.test_cross_surface import row, run_suite, suite_args, totals
 from tests.dbfixtures import fresh_sqlite_url
 from tests.server.certificates import self_signed
@@ -23,6 +26,14 @@ from tests.server.harness import (
     start_server,
 )
 from tests.server.test_http_tls import started_https
+
+HTTP_REQUESTS = re.compile(
+    r'^bastion_http_requests_total\{method="(\w+)",route="([^"]*)",status="(\d+)"\} (\S+)$',
+    re.MULTILINE,
+)
+
+#: A user of the deployment, not of the suite (the README walkthrough's).
+REAL_USER = "ada@example.com"
 
 
 def readme_flags(database_url: str) -> list[str]:
@@ -142,3 +153,60 @@ def test_over_https_with_tls_ca_nothing_fails_fuzzing_included(tmp_path: Path) -
     assert totals(output)[1] == 0, output
     assert row(output, "schemathesis.openapi") == ["pass", "n/a", "n/a"], output
     assert row(output, "oauth.discovery_and_jwks") == ["pass", "n/a", "n/a"], output
+
+
+def _answers_by_route(server: ServerProcess) -> dict[str, dict[str, float]]:
+    """``{"POST /v1/login": {"200": 3.0, "429": 1.0}, ...}`` from the server's metrics."""
+    metrics = httpx.get(f"http://127.0.0.1:{server.metrics_port}/metrics", timeout=10).text
+    answers: dict[str, dict[str, float]] = {}
+    for method, route, status, count in HTTP_REQUESTS.findall(metrics):
+        answers.setdefault(f"{method} {route}", {})[status] = float(count)
+    return answers
+
+
+def test_fuzzing_waits_out_the_rate_limit_like_the_rest(tmp_path: Path) -> None:
+    """At 5 requests a second, every operation schemathesis was refused answered it too:
+    each 429 was waited out and the request sent again, not taken as the answer."""
+    flags = [*readme_flags(fresh_sqlite_url(tmp_path)), "--rate-limit-rps=5"]
+    with running([*flags, "--rate-limit-burst=5"], tmp_path) as server:
+        result = fuzz(server.url, admin_secret=None, max_examples=1, workdir=tmp_path)
+        answers = _answers_by_route(server)
+    assert result is not None
+    assert result.ok, result.summary
+    throttled = {route: counts for route, counts in answers.items() if "429" in counts}
+    assert throttled, "the rate limit never answered: the test proves nothing"
+    unanswered = [r for r, counts in throttled.items() if set(counts) == {"429"}]
+    assert not unanswered, f"only ever refused: {unanswered}"
+
+
+def test_max_rps_caps_the_fuzzing_too() -> None:
+    assert rate_limit(None) == "auto"
+    assert rate_limit(12.5) == "12/s"
+    assert rate_limit(0.5) == "30/m"
+
+
+def test_destructive_refuses_a_deployment_with_a_user_it_did_not_create(
+    default: Default,
+) -> None:
+    """A real user signed up before the run: --destructive refuses to start, and the user,
+    its token and the audit trail are as they were."""
+    with default.server.client() as http:
+        body = {"email": REAL_USER, "password": "Str0ng!pass", "confirm_password": "Str0ng!pass"}
+        assert http.post("/v1/signup", json=body).status_code == 200
+        login = http.post("/v1/login", json={"email": REAL_USER, "password": "Str0ng!pass"})
+        token = login.json()["access_token"]
+        admin = {"x-service-admin-secret": ADMIN_SECRET}
+        page = {"pagination": {"page": 1, "limit": 100}}
+        trail = http.post("/v1/admin/audit_logs", json=page, headers=admin).json()
+        code, output = run_suite([*suite_args(default.server), "--destructive"])
+        assert code == 2, output
+        assert output.splitlines()[-1].startswith(
+            f"refusing --destructive: the deployment holds users the suite did not create "
+            f"({REAL_USER}"
+        ), output
+        assert http.post("/v1/admin/audit_logs", json=page, headers=admin).json() == trail
+        profile = http.get("/v1/profile", headers={"authorization": f"Bearer {token}"})
+        assert profile.status_code == 200, profile.text
+        user = http.post("/v1/admin/user", json={"email": REAL_USER}, headers=admin).json()
+        assert user["email"] == REAL_USER
+        assert not user.get("revoked_timestamp"), user

@@ -21,7 +21,13 @@ import httpx
 from bastion.conformance import catalogue, mailsink, smssink
 from bastion.conformance.coverage import lines as coverage_lines
 from bastion.conformance.coverage import uncovered
-from bastion.conformance.discovery import SUITE_DOMAIN, DiscoveryError, discover, foreign_users
+from bastion.conformance.discovery import (
+    SUITE_DOMAIN,
+    Deployment,
+    DiscoveryError,
+    discover,
+    foreign_users,
+)
 from bastion.conformance.fuzz import FUZZ_ROW, fuzz
 from bastion.conformance.pacing import Pacer
 from bastion.conformance.profiles import PROFILES, describe, profile
@@ -74,9 +80,17 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--grpc-tls-ca", type=Path, help="CA bundle: talk TLS to the gRPC port")
     p.add_argument("--tls-ca", type=Path, help="CA bundle for an HTTPS --base-url")
-    p.add_argument("--admin-secret", help="required to run")
+    p.add_argument(
+        "--admin-secret",
+        help="the deployment's admin secret; without it the rows that need the admin "
+        "skip by name (--destructive needs it)",
+    )
     p.add_argument("--client-id", help="required to run")
-    p.add_argument("--client-secret")
+    p.add_argument(
+        "--client-secret",
+        help="the client secret, for the webhook signature and introspection rows "
+        "(without it they skip by name)",
+    )
     p.add_argument("--only", help="run only scenarios whose name matches (glob or substring)")
     p.add_argument("--junit", type=Path, help="also write JUnit XML here")
     p.add_argument(
@@ -156,6 +170,15 @@ def _fuzz_row(args: argparse.Namespace, destructive: bool) -> ScenarioResult | N
     return result
 
 
+ENGINE = {True: "on", False: "off", None: "unknown (no --admin-secret)"}
+
+
+def _admin_by(deployment: Deployment) -> str:
+    if deployment.admin_secret is None:
+        return "none (no --admin-secret: admin rows skipped)"
+    return "header" if deployment.header_auth else "cookie (one admin login spent)"
+
+
 def _tls_hint(exc: Exception, tls_ca: Path | None) -> str:
     if "CERTIFICATE_VERIFY_FAILED" not in str(exc):
         return ""
@@ -185,11 +208,12 @@ def main(
         option
         for option, value in (
             ("--base-url", args.base_url),
-            ("--admin-secret", args.admin_secret),
             ("--client-id", args.client_id),
         )
         if not value
     ]
+    if args.destructive and not args.admin_secret:
+        missing.append("--admin-secret (--destructive changes global state as the admin)")
     if missing:
         out.write(f"cannot start: missing {', '.join(missing)}\n")
         return 2
@@ -253,8 +277,8 @@ def main(
     out.write(
         f"deployment {deployment.base_url}: version {deployment.meta.get('version')}; "
         f"enabled: {enabled}; authorization engine "
-        f"{'on' if deployment.fga_enabled else 'off'}; admin by "
-        f"{'header' if deployment.header_auth else 'cookie'}; mail sink "
+        f"{ENGINE[deployment.fga_enabled]}; admin by "
+        f"{_admin_by(deployment)}; mail sink "
         f"{args.mail_sink or 'none (email rows skipped)'}; SMS sink "
         f"{args.sms_sink or 'none (SMS rows skipped)'}\n\n"
     )

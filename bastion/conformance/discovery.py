@@ -22,14 +22,16 @@ ADMIN_COOKIE = "service-admin"
 @dataclass
 class Deployment:
     base_url: str
-    admin_secret: str
+    #: None: admin rows skip by name (``NO_ADMIN``); the engine's state is then unknown.
+    admin_secret: str | None
     client_id: str
     client_secret: str | None
     meta: dict[str, Any] = field(default_factory=dict)
     admin_meta: dict[str, Any] = field(default_factory=dict)
     admin_credentials: Credentials = field(default_factory=Credentials)
     header_auth: bool = True
-    fga_enabled: bool = False
+    #: None: not known (no admin secret to read the model with).
+    fga_enabled: bool | None = False
     fga_tuples_present: bool = False
     destructive: bool = False
     #: Host the deployment reaches the suite's own webhook receiver at.
@@ -90,6 +92,10 @@ def foreign_users(deployment: Deployment, *, page_size: int = 100) -> list[str]:
     return found
 
 
+#: Why a row that needs the admin skips when the run has no admin secret.
+NO_ADMIN = "needs --admin-secret: admin operations"
+
+
 class DiscoveryError(Exception):
     pass
 
@@ -97,7 +103,7 @@ class DiscoveryError(Exception):
 def discover(
     base_url: str,
     *,
-    admin_secret: str,
+    admin_secret: str | None,
     client_id: str,
     client_secret: str | None,
     verify: bool | ssl.SSLContext = True,
@@ -121,6 +127,9 @@ def discover(
         issuer = openid.json().get("issuer") if openid.status_code == 200 else None
         deployment.public_url = str(issuer or deployment.base_url).rstrip("/")
         http.headers["origin"] = deployment.public_url
+        if admin_secret is None:
+            deployment.fga_enabled = None
+            return deployment
         header = {"x-service-admin-secret": admin_secret}
         admin_meta = http.get("/v1/admin/meta", headers=header)
         if admin_meta.status_code == 200:

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from bastion.conformance.discovery import SUITE_DOMAIN, Deployment
+from bastion.conformance.discovery import NO_ADMIN, SUITE_DOMAIN, Deployment
 from bastion.conformance.operations import OPERATIONS, Operation
 from bastion.conformance.outcome import NONE, VOLATILE_KEYS, Credentials, Outcome, normal_form
 from bastion.conformance.surfaces.base import Surface
@@ -112,6 +112,9 @@ class Ctx:
 
     @property
     def admin(self) -> Credentials:
+        """The admin's credentials; a run without --admin-secret skips the row here."""
+        if self.deployment.admin_secret is None:
+            raise Skip(NO_ADMIN)
         return self.deployment.admin_credentials
 
     def name(self, kind: str = "x") -> str:

@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from bastion.conformance.__main__ import main as conformance_main
+from bastion.conformance.discovery import NO_ADMIN
 from bastion.conformance.fuzz import fuzz, rate_limit
 from tests.conformance.test_cross_surface import row, run_suite, suite_args, totals
 from tests.dbfixtures import fresh_sqlite_url
@@ -210,3 +211,20 @@ def test_destructive_refuses_a_deployment_with_a_user_it_did_not_create(
         user = http.post("/v1/admin/user", json={"email": REAL_USER}, headers=admin).json()
         assert user["email"] == REAL_USER
         assert not user.get("revoked_timestamp"), user
+
+
+def test_without_any_secret_the_rows_that_need_none_run(default: Default) -> None:
+    """No admin or client secret: nothing fails, the public rows pass, every row that
+    needs a secret skips saying which."""
+    args = ["--base-url", default.server.url, "--grpc", f"127.0.0.1:{default.server.grpc_port}"]
+    code, output = run_suite([*args, "--client-id", CLIENT_ID, "--fuzz-examples", "0"])
+    assert code == 0, output
+    assert totals(output)[1] == 0, output
+    for name in ("meta", "auth.login_validate_session_logout", "admin.login_wrong_secret"):
+        assert row(output, name) == ["pass"] * 3, output
+    assert f"admin.webhooks_crud_and_pagination: skip: {NO_ADMIN}" in output
+    assert "oauth.code_pkce_userinfo_introspect_revoke: skip: needs --client-secret" in output
+    assert "admin by none (no --admin-secret: admin rows skipped)" in output
+    code, output = run_suite([*args, "--client-id", CLIENT_ID, "--destructive"])
+    assert code == 2
+    assert "cannot start: missing --admin-secret" in output

@@ -7,8 +7,15 @@ from collections.abc import Callable, Sequence
 
 
 def _openfga(argv: Sequence[str]) -> int:
-    from bastion.conformance.openfga.runner import main
-
+    try:
+        from bastion.conformance.openfga.runner import main
+    except ImportError as exc:  # the embedded engine is bastion-core's
+        print(
+            f"cannot start: {exc}: the openfga suite needs bastion-core "
+            "(pip install ./packages/bastion-core from bastion's tree)",
+            file=sys.stderr,
+        )
+        return 2
     return main(argv)
 
 

@@ -42,7 +42,7 @@ class Deployment:
     base_urls: list[str] = field(default_factory=list)
     #: The deployment's public URL (its tokens' issuer): the Origin browsers send.
     public_url: str = ""
-    #: TLS verification for raw HTTP rows (False, True or a CA bundle path).
+    #: TLS verification for raw HTTP rows (True, False, or an SSL context trusting --tls-ca).
     verify: bool | ssl.SSLContext = True
 
     def flag(self, name: str) -> bool:

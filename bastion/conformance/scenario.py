@@ -13,7 +13,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 from bastion.conformance.discovery import NO_ADMIN, SUITE_DOMAIN, Deployment
 from bastion.conformance.operations import OPERATIONS, Operation
@@ -214,5 +214,5 @@ class Ctx:
         if message is not None and outcome.message != message:
             self.expect(False, f"expected message {message!r}, got {outcome.message!r}")
 
-    def skip(self, reason: str) -> None:
+    def skip(self, reason: str) -> NoReturn:
         raise Skip(reason)

@@ -217,9 +217,13 @@ def main(
     if missing:
         out.write(f"cannot start: missing {', '.join(missing)}\n")
         return 2
-    verify: bool | ssl.SSLContext = (
-        ssl.create_default_context(cafile=str(args.tls_ca)) if args.tls_ca else True
-    )
+    try:
+        verify: bool | ssl.SSLContext = (
+            ssl.create_default_context(cafile=str(args.tls_ca)) if args.tls_ca else True
+        )
+    except (OSError, ssl.SSLError) as exc:
+        out.write(f"cannot start: --tls-ca {args.tls_ca}: {exc}\n")
+        return 2
     try:
         deployment = discover(
             args.base_url[0],

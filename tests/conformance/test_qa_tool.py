@@ -147,6 +147,9 @@ def test_over_https_with_tls_ca_nothing_fails_fuzzing_included(tmp_path: Path) -
         assert output.startswith(f"cannot start: {url}: "), output
         assert "CERTIFICATE_VERIFY_FAILED" in output
         assert output.endswith("give --tls-ca with its CA)\n"), output
+        code, output = run_suite([*args, "--tls-ca", str(tmp_path / "none.pem")])
+        assert code == 2
+        assert output.startswith(f"cannot start: --tls-ca {tmp_path / 'none.pem'}: "), output
         code, output = run_suite([*args, "--tls-ca", str(cert), "--fuzz-examples", "2"])
     finally:
         server.terminate()

@@ -20,12 +20,14 @@ from bastion.core.auth.totp import TOTP_CHALLENGE_TTL
 from bastion.core.auth.user import SignupMethod, User
 
 __all__ = [
+    "DEVICE_METHODS",
     "Challenge",
     "EnrolmentResponse",
     "Method",
     "MfaPolicy",
     "Purpose",
     "challenge_ttl",
+    "without_devices",
 ]
 
 
@@ -256,6 +258,19 @@ class Challenge:
             scope=tuple(values["scope"]),
         )
         return cls(**values)
+
+
+#: enrolled methods that live on a device (an authenticator app, a passkey), not on an
+#: address or number of the account
+DEVICE_METHODS = frozenset({Method.TOTP.value, Method.WEBAUTHN.value})
+
+
+def without_devices(user: User) -> User:
+    """``user`` once its passkeys and authenticator are gone (``DeleteUserSessions`` with
+    ``end_credentials``): proving an address the account held unverified ends every
+    credential someone else may have left on it (issue 36)."""
+    kept = tuple(m for m in user.enrolled_mfa_methods if m not in DEVICE_METHODS)
+    return dataclasses.replace(user, enrolled_mfa_methods=kept)
 
 
 def challenge_ttl(method: Method, purpose: Purpose) -> int:

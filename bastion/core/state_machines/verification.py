@@ -11,7 +11,9 @@ verify_email
   1a. Proving an address that was never verified clears a password set before, unless
      the link is a signup link followed from the browser that signed up (its signer
      cookie, event ``signer``: the account's user id): otherwise a stranger who signed up
-     with someone else's address would keep a password into the owner's account.
+     with someone else's address would keep a password into the owner's account. Every
+     other credential ends with it (issue 36): passkeys, the authenticator, sessions
+     (``DeleteUserSessions`` with ``end_credentials``, before the new session is issued).
   2. A revoked user gets FailedPrecondition "user access has been revoked".
   3. Tokens are issued with ``login_method`` ``magic_link_login`` for a magic link,
      ``basic_auth`` otherwise, and the session kept (the memory store); only then, in ONE
@@ -39,6 +41,7 @@ import hmac
 from bastion.core.auth.claims import DEFAULT_SCOPE, link_request
 from bastion.core.auth.emails import EmailEvent
 from bastion.core.auth.links import emailed_link
+from bastion.core.auth.mfa import without_devices
 from bastion.core.auth.responses import AuthResponse, MessageResponse
 from bastion.core.auth.roles import INVALID_ROLES, login_roles
 from bastion.core.auth.user import (
@@ -54,6 +57,7 @@ from bastion.core.state_machines.effects import (
     AuditAction,
     AuditRecord,
     CreateVerificationRequest,
+    DeleteUserSessions,
     DeleteVerificationRequest,
     EmitWebhook,
     Fail,
@@ -181,6 +185,7 @@ class VerificationMachine(Machine[State]):
         {
             AuditRecord,
             CreateVerificationRequest,
+            DeleteUserSessions,
             DeleteVerificationRequest,
             EmitWebhook,
             Fail,
@@ -230,14 +235,16 @@ class VerificationMachine(Machine[State]):
         if roles is None:
             return self._fail(InvalidArgument, INVALID_ROLES)
         self.ctx.completes_signup = not user.email_verified
+        ended: list[Effect] = []
         if not user.email_verified:
             now = self._env.now()
             user = dataclasses.replace(user, email_verified_at=now, updated_at=now)
             if self._proves_a_strangers_password(request, user.id):
                 # The link proves the address, not that its owner chose the password set
                 # before: whoever signed up with it may be a stranger. The password goes
-                # (the owner sets one later by a reset).
-                user = dataclasses.replace(user, password_hash=None)
+                # (the owner sets one later by a reset), and every other credential.
+                user = dataclasses.replace(without_devices(user), password_hash=None)
+                ended.append(DeleteUserSessions(user_id=user.id, end_credentials=True))
         self.ctx.user = user
         issue = issue_tokens(
             self._env.ids,
@@ -247,7 +254,7 @@ class VerificationMachine(Machine[State]):
             login_method=self.ctx.login_method,
             state=self.ctx.oauth_state,
         )
-        return [issue], State.ISSUING_TOKENS
+        return [*ended, issue], State.ISSUING_TOKENS
 
     def _proves_a_strangers_password(self, request: VerificationRequest, user_id: str) -> bool:
         """Whether following this link would hand the address to a password its owner may

@@ -35,6 +35,10 @@ made under :func:`reserved_connections` (the authorization checks' route class, 
 requests also read sessions or the admin budget from a SQL memory store); everything
 else shares the rest of the pool.
 
+Under a request's deadline (:mod:`bastion.storage.deadline`) every call but a read in
+autocommit holds the deadline while it runs and reports whether it wrote and committed
+(a data-changing statement marks its transaction), so that a 503 never hides a write.
+
 ``notify_on_commit(conn, topic)`` inside ``fn`` asks that the callbacks registered with
 ``Database.on_commit(topic, callback)`` run (in trio, in this process) once the transaction
 has committed; a rolled-back transaction notifies nobody. The outbox uses it to wake its

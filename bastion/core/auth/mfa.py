@@ -155,7 +155,8 @@ class MfaPolicy:
         """The second factors this user can already pass on this server (issue 36): a
         verified authenticator (with authenticator apps on), a passkey (with passkeys on),
         and a code this server can send that the user set up (``enrolled_mfa_methods``) or
-        that MFA switched on for the user asks on its verified address or number. A user
+        that MFA (switched on for the user, or enforced) asks on its verified address or
+        number. A user
         with one must pass it: enrolling another factor, skipping or locking from a parked
         login by the password alone is refused (``core.state_machines.mfa_setup``)."""
         found = {
@@ -166,7 +167,7 @@ class MfaPolicy:
             )
             if ok
         }
-        mfa_on = self.enable_mfa and bool(user.is_multi_factor_auth_enabled)
+        mfa_on = self.applies_to(user)  # switched on by the user, or enforced
         proved = {Method.EMAIL_OTP: user.email_verified, Method.SMS_OTP: user.phone_number_verified}
         for method in self.code_methods(user):
             if method.value in user.enrolled_mfa_methods or (mfa_on and proved[method]):

@@ -460,3 +460,17 @@ def test_a_signed_in_session_needs_a_fresh_factor_its_own_identifier_and_no_skip
     for kind in (SetupKind.SKIP, SetupKind.LOCK):
         refused = MfaSetupMachine(env()).handle(signed_in_request(kind, fresh=True))
         assert failure(refused).error is Unauthenticated
+
+
+def test_an_enforced_emailed_code_is_a_working_factor_too() -> None:
+    """Item 2 with ``--enforce-mfa``: a user whose MFA flag was never set is still asked an
+    emailed code, which an authenticator set up by the password alone must not replace."""
+    enforced = MfaPolicy(**{**dataclasses.asdict(MFA), "enforce_mfa": True})
+    effects = last(
+        MfaSetupMachine(env()),
+        request(SetupKind.TOTP, enforced),
+        ChallengeLoaded(challenge=challenge()),
+        UserLoaded(user=account(**NEWCOMER)),
+        NOTHING,
+    )
+    assert failure(effects).message == SETUP_HAS_FACTOR

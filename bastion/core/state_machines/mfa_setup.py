@@ -18,7 +18,7 @@ Rules / theory of operation
    webhook event ``user.mfa_enrolled``.
 2a. A parked login proves the password only (issue 36). So setting up is for a user with
    NO working second factor yet (``MfaPolicy.working_factors``: a verified authenticator,
-   a passkey, a code set up or asked by MFA switched on); a user with one must pass it
+   a passkey, a code set up or asked by MFA on or enforced); a user with one must pass it
    (FailedPrecondition :data:`SETUP_HAS_FACTOR`). The one exception proves the same as
    the parked login: setting up the very code the login asks (an emailed code for a login
    parked on an emailed code), whose setup challenge is that code again.

@@ -12,8 +12,9 @@ verify_email
      the link is a signup link followed from the browser that signed up (its signer
      cookie, event ``signer``: the account's user id): otherwise a stranger who signed up
      with someone else's address would keep a password into the owner's account. Every
-     other credential ends with it (issue 36): passkeys, the authenticator, sessions
-     (``DeleteUserSessions`` with ``end_credentials``, before the new session is issued).
+     other credential ends with it (issue 36): passkeys, the authenticator, every other
+     session (``DeleteUserSessions`` with ``end_credentials``, keeping the new session,
+     in rule 3's final commit).
   2. A revoked user gets FailedPrecondition "user access has been revoked".
   3. Tokens are issued with ``login_method`` ``magic_link_login`` for a magic link,
      ``basic_auth`` otherwise, and the session kept (the memory store); only then, in ONE
@@ -170,6 +171,8 @@ class VerificationContext:
     oauth_state: str | None = None
     #: a first verification: the user row changes (the email verified)
     completes_signup: bool = False
+    #: rule 1a: the link proved the address to a stranger: every other credential ends
+    ends_credentials: bool = False
     login_method: str = SignupMethod.BASIC_AUTH.value
     #: resend: which kind of pending link to replace
     identifier: EmailEvent | None = None
@@ -235,7 +238,6 @@ class VerificationMachine(Machine[State]):
         if roles is None:
             return self._fail(InvalidArgument, INVALID_ROLES)
         self.ctx.completes_signup = not user.email_verified
-        ended: list[Effect] = []
         if not user.email_verified:
             now = self._env.now()
             user = dataclasses.replace(user, email_verified_at=now, updated_at=now)
@@ -244,7 +246,7 @@ class VerificationMachine(Machine[State]):
                 # before: whoever signed up with it may be a stranger. The password goes
                 # (the owner sets one later by a reset), and every other credential.
                 user = dataclasses.replace(without_devices(user), password_hash=None)
-                ended.append(DeleteUserSessions(user_id=user.id, end_credentials=True))
+                self.ctx.ends_credentials = True
         self.ctx.user = user
         issue = issue_tokens(
             self._env.ids,
@@ -254,7 +256,7 @@ class VerificationMachine(Machine[State]):
             login_method=self.ctx.login_method,
             state=self.ctx.oauth_state,
         )
-        return [*ended, issue], State.ISSUING_TOKENS
+        return [issue], State.ISSUING_TOKENS
 
     def _proves_a_strangers_password(self, request: VerificationRequest, user_id: str) -> bool:
         """Whether following this link would hand the address to a password its owner may
@@ -278,6 +280,13 @@ class VerificationMachine(Machine[State]):
             events.insert(0, WebhookEvent.SIGNUP)
         webhooks = [EmitWebhook(event=e, user=user, auth_recipe=method) for e in events]
         update: list[Effect] = [UpdateUser(user=user)] if self.ctx.completes_signup else []
+        ended: list[Effect] = []
+        if self.ctx.ends_credentials:  # rule 1a, committed with the rest
+            ended.append(
+                DeleteUserSessions(
+                    user_id=user.id, end_credentials=True, keep_nonce=event.tokens.nonce
+                )
+            )
         return [
             *keep_session(user, method, event.tokens),
             *update,
@@ -289,6 +298,7 @@ class VerificationMachine(Machine[State]):
                 actor_email=user.email,
                 resource_id=user.id,
             ),
+            *ended,
             Respond(result=AuthResponse.with_tokens(EMAIL_VERIFIED, user, event.tokens)),
         ], State.DONE
 

@@ -501,8 +501,9 @@ class FlowRun:
             self._sql.append(lambda conn: _drop_credentials(conn, user_id))
         await self._flush()
         self.auth.sessions.forget_status(user_id)
+        keep = (self.sid or "", effect.keep_nonce) if effect.keep_nonce else None
         try:
-            await self.auth.sessions.end_memory_sessions(user_id)
+            await self.auth.sessions.end_memory_sessions(user_id, keep=keep)
         except StorageUnavailable as exc:
             # Committed: the marker refuses every older token (within the status cache's
             # second). An error now would report a change that happened as one that did

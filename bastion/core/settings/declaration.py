@@ -66,9 +66,10 @@ class Settings(RetentionFlags):
         10.0,
         _S,
         "Seconds an HTTP request may take; past it the answer is 503 unavailable with "
-        "Retry-After. Database statements and lock waits inherit it (statement_timeout and "
-        "lock_timeout on PostgreSQL, innodb_lock_wait_timeout and lock_wait_timeout on "
-        "MySQL/MariaDB, busy_timeout on SQLite).",
+        "Retry-After, and nothing was written (a transaction in flight is waited for; one "
+        "that committed is answered). Database statements and lock waits inherit it "
+        "(statement_timeout and lock_timeout on PostgreSQL, innodb_lock_wait_timeout and "
+        "lock_wait_timeout on MySQL/MariaDB, busy_timeout on SQLite).",
     )
     shutdown_timeout: float = flag_field(
         10.0,

@@ -32,6 +32,7 @@ from bastion.service.metrics import Metrics
 from bastion.service.runtime import Runtime
 from bastion.storage import SchemaMismatch, StorageUnavailable, open_storage
 from bastion.storage_config import storage_config
+from bastion.transports.graphql import playground
 from bastion.transports.grpc.server import GrpcListener
 from bastion.transports.grpc.services import registrations
 from bastion.transports.http.app import MAX_BODY_BYTES
@@ -182,6 +183,8 @@ async def serve(
     stop = stop or trio.Event()
     for warning in startup_cautions(settings):
         log.warning(warning)
+    if settings.enable_playground and not playground.assets_built():
+        log.warning(playground.NOT_BUILT)
     metrics = Metrics()
     slot = worker_slot()
     async with (
@@ -246,6 +249,7 @@ async def serve(
         async with trio.open_nursery() as outer:
             outer.start_soon(_stop_on_signal, stop)
             outer.start_soon(runtime.fga.warm_up)
+            outer.start_soon(runtime.pruner.run)
             await outer.start(runtime.outbox.run)
             async with trio.open_nursery() as listeners:
                 http_address = await listeners.start(serve_http, stop)

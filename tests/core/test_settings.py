@@ -67,6 +67,8 @@ IMPLEMENTED = {
     "database-username", "database-password", "database-cert", "database-ca-cert",
     "database-cert-key", "memory-store-url", "client-id", "client-secret", "admin-secret",
     "admin-secret-previous", "client-secret-previous", "webhook-secret",
+    "audit-log-retention-days", "webhook-log-retention-days", "prune-interval",
+    "prune-batch-size",
     "jwt-type", "jwt-secret", "jwt-private-key", "jwt-public-key", "allowed-origins",
     "trusted-proxies", "rate-limit-rps", "rate-limit-burst", "rate-limit-fail-closed",
     "enable-hsts", "disable-csp", "cookie-domain", "disable-admin-header-auth",
@@ -74,6 +76,8 @@ IMPLEMENTED = {
     "allow-user-contextual-tuples", "webhook-allow-private-targets", "openfga-api-key",
     "fga-list-objects-max-results", "fga-list-objects-deadline", "fga-list-users-max-results",
     "fga-list-users-deadline",
+    # issue 36: condition cost and caller context
+    "allow-user-context", "fga-server-context", "fga-max-condition-cost",
     # issue 3: authentication flows
     "jwt-role-claim", "refresh-token-expires-in", "app-cookie-secure", "app-cookie-same-site",
     "enable-signup", "enable-basic-authentication", "enable-email-verification",
@@ -234,6 +238,9 @@ def test_defaults() -> None:
     assert settings.roles == settings.default_roles == ("user",)
     assert settings.protected_roles == ()
     assert not settings.allow_user_contextual_tuples
+    assert not settings.allow_user_context
+    assert settings.fga_server_context == ()
+    assert settings.fga_max_condition_cost == 100
     assert (settings.graphql_max_complexity, settings.graphql_max_depth) == (300, 15)
     assert (settings.graphql_max_aliases, settings.graphql_max_body_bytes) == (30, 1048576)
     assert settings.refresh_token_expires_in == 2592000
@@ -679,6 +686,27 @@ def test_rule_7_trusted_proxies_must_be_networks() -> None:
 
 
 # ----------------------------------------------------------------------- url
+
+
+def test_condition_cost_and_server_context_flags() -> None:
+    settings = parse(
+        "--fga-server-context=current_time, ip=client_ip", "--fga-max-condition-cost=0"
+    )
+    assert settings.fga_server_context == ("current_time", "ip=client_ip")
+    assert settings.fga_max_condition_cost == 0
+    assert parse("--allow-user-context").allow_user_context
+    assert "--fga-max-condition-cost must be 0 (no limit) or more" in refusal(
+        *BASE, "--fga-max-condition-cost=-1"
+    )
+    for entry, problem in (
+        ("now=clock", "the source must be one of current_time, client_ip"),
+        ("ip", "the source must be one of"),
+        ("1x=client_ip", "'1x' is not a condition parameter name"),
+        ("current_time,current_time=client_ip", "'current_time' is named twice"),
+    ):
+        message = refusal(*BASE, f"--fga-server-context={entry}")
+        assert message.startswith("--fga-server-context: "), message
+        assert problem in message, message
 
 
 def test_url_default_follows_host_and_port() -> None:

@@ -7,6 +7,7 @@ import ipaddress
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from bastion.core.settings.retention import RetentionFlags
 from bastion.core.settings.vocabulary import (
     DATABASE_TYPES,
     JWT_TYPES,
@@ -35,7 +36,7 @@ _W = Group.WEBHOOKS
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Settings:
+class Settings(RetentionFlags):
     """Every startup flag, by its kebab-case name with ``-`` turned into ``_``.
 
     Build one from flag values with :func:`settings_from_flags` (which also validates);
@@ -65,9 +66,10 @@ class Settings:
         10.0,
         _S,
         "Seconds an HTTP request may take; past it the answer is 503 unavailable with "
-        "Retry-After. Database statements and lock waits inherit it (statement_timeout and "
-        "lock_timeout on PostgreSQL, innodb_lock_wait_timeout and lock_wait_timeout on "
-        "MySQL/MariaDB, busy_timeout on SQLite).",
+        "Retry-After, and nothing was written (a transaction in flight is waited for; one "
+        "that committed is answered). Database statements and lock waits inherit it "
+        "(statement_timeout and lock_timeout on PostgreSQL, innodb_lock_wait_timeout and "
+        "lock_wait_timeout on MySQL/MariaDB, busy_timeout on SQLite).",
     )
     shutdown_timeout: float = flag_field(
         10.0,
@@ -404,6 +406,31 @@ class Settings:
         "Honour contextual tuples in check_permissions from any signed-in user, not only "
         "a super-admin: a user may then assert any tuple, about itself or anyone, for its "
         "own checks (the answer is what the user chose). Off: a non-admin gets 403.",
+    )
+    allow_user_context: bool = flag_field(
+        False,
+        _A,
+        "Honour a request context (condition parameters) in check_permissions and "
+        "list_permissions from any signed-in user, not only a super-admin: the user then "
+        "chooses what its conditions see (the time, its address). Off: a non-admin's "
+        "context gets 403. See --fga-server-context.",
+    )
+    fga_server_context: tuple[str, ...] = flag_field(
+        (),
+        _A,
+        "Condition parameters the server fills in check_permissions, list_permissions and "
+        "_fga_list_users, over what any caller (an admin too) sends: NAME=SOURCE, or SOURCE "
+        "for a parameter of that name; SOURCE is current_time (the server's clock) or "
+        "client_ip (the caller's address after --trusted-proxies), e.g. "
+        "current_time,ip=client_ip.",
+    )
+    fga_max_condition_cost: int = flag_field(
+        100,
+        _A,
+        "Cost of one condition evaluation at most, counted as cel-go counts it (OpenFGA's "
+        "--maxConditionEvaluationCost); past it the check fails as any condition error "
+        "(400, or the check's own error in a batch). 0: no limit (the request's deadline "
+        "still ends an evaluation).",
     )
 
     # -- graphql

@@ -9,6 +9,7 @@ import re
 from typing import Final
 from urllib.parse import urlsplit
 
+from bastion.core.fga.server_context import parse_server_context
 from bastion.core.redis_url import parse_redis_url
 from bastion.core.settings.declaration import Settings, default_url
 from bastion.core.settings.table import FLAGS
@@ -173,6 +174,17 @@ def _check_request_timeout(s: Settings) -> None:
 def _check_shutdown_timeout(s: Settings) -> None:
     if not s.shutdown_timeout >= 0:
         raise ConfigError("--shutdown-timeout must be a number of seconds, 0 or more")
+
+
+def _check_retention(s: Settings) -> None:
+    for flag, days in (("audit-log", s.audit_log_retention_days),
+                       ("webhook-log", s.webhook_log_retention_days)):  # fmt: skip
+        if days < 0:
+            raise ConfigError(f"--{flag}-retention-days must be 0 (keep forever) or more")
+    if not s.prune_interval >= 0:
+        raise ConfigError("--prune-interval must be a number of seconds, 0 (never) or more")
+    if s.prune_batch_size < 1:
+        raise ConfigError("--prune-batch-size must be at least 1")
 
 
 def _check_workers(s: Settings) -> None:
@@ -415,6 +427,14 @@ def _check_list_bounds(s: Settings) -> None:
     ):
         if value < 0:
             raise ConfigError(f"{option} must be 0 (no bound) or more, got {value}")
+    if s.fga_max_condition_cost < 0:
+        raise ConfigError(
+            f"--fga-max-condition-cost must be 0 (no limit) or more, got {s.fga_max_condition_cost}"
+        )
+    try:
+        parse_server_context(s.fga_server_context)
+    except ValueError as exc:
+        raise ConfigError(f"--fga-server-context: {exc}") from None
 
 
 def _check_graphql_limits(s: Settings) -> None:
@@ -459,6 +479,7 @@ _RULES = (
     _check_recent_sign_in,
     _check_request_timeout,
     _check_shutdown_timeout,
+    _check_retention,
     _check_fga_store,
     _check_list_bounds,
     _check_database_replica,

@@ -38,6 +38,7 @@ class Group(enum.Enum):
     GRAPHQL = "graphql"
     PAGES = "pages and branding"
     WEBHOOKS = "webhooks"
+    RETENTION = "retention"
 
 
 class Kind(enum.Enum):

@@ -24,6 +24,7 @@ from bastion.core.fga.list_objects import ObjectSearch, list_objects
 from bastion.core.fga.list_users import UserFilter, list_users
 from bastion.core.fga.request import RequestOptions
 from bastion.service.fga.engine import ActiveModel, EngineState
+from bastion.service.fga.offload import Stop, off_loop
 from bastion.service.fga.openfga_input import (
     OpenFgaError,
     as_openfga_error,
@@ -50,12 +51,19 @@ _OLD_MODELS = 32
 _GRPC_CODES = {400: 3, 404: 5, 409: 6, 422: 3, 429: 8, 500: 13, 503: 14, 504: 4}
 
 
+def _refused(body: Callable[[], T]) -> Callable[[], T]:
+    def run() -> T:
+        try:
+            return body()
+        except InvalidArgument as exc:
+            raise as_openfga_error(exc) from None
+
+    return run
+
+
 def engine_call(body: Callable[[], T]) -> T:
     """Run an engine evaluation; its refusals become OpenFGA's errors."""
-    try:
-        return body()
-    except InvalidArgument as exc:
-        raise as_openfga_error(exc) from None
+    return _refused(body)()
 
 
 class OpenFgaQueries:
@@ -140,12 +148,23 @@ class OpenFgaQueries:
         consistent = higher_consistency(body.get("consistency"))
         return engine, await self._model(store_id, engine, model_id, consistent=consistent)
 
-    @staticmethod
-    def _options(raw: Mapping[str, Any], contextual: Any) -> RequestOptions:
+    def _options(self, raw: Mapping[str, Any], contextual: Any) -> RequestOptions:
+        """A request's options; one with a context carries its request's :class:`Stop`
+        and is evaluated off the loop (:meth:`_evaluate`)."""
+        context = context_of(raw.get("context"))
         return RequestOptions(
-            context=context_of(raw.get("context")),
+            context=context,
             contextual_tuples=tuple_keys(contextual, "contextual_tuples"),
+            max_condition_cost=self.fga.max_condition_cost,
+            stop=Stop.for_request() if context else None,
         )
+
+    async def _evaluate(self, body: Callable[[], T], stop: Callable[[], bool] | None) -> T:
+        """``body`` with its refusals as OpenFGA's errors: in a worker thread when its
+        request carries a context (see :mod:`service.fga.offload`)."""
+        if not isinstance(stop, Stop):
+            return engine_call(body)
+        return await off_loop(_refused(body), stop, self.fga.evaluation_threads)
 
     # -- operations ----------------------------------------------------------------------
 
@@ -153,8 +172,9 @@ class OpenFgaQueries:
         engine, model = await self._evaluation(store_id, body)
         key = tuple_key(body.get("tuple_key"))
         options = self._options(body, body.get("contextual_tuples"))
-        allowed = engine_call(
-            lambda: check(model.ts, engine.index, key.object, key.relation, key.user, options)
+        allowed = await self._evaluate(
+            lambda: check(model.ts, engine.index, key.object, key.relation, key.user, options),
+            options.stop,
         )
         return {"allowed": allowed, "resolution": ""}
 
@@ -182,18 +202,27 @@ class OpenFgaQueries:
             )
         if len({c for c, _, _ in parsed}) != len(parsed):
             raise validation("correlation_id must be unique within a batch")
-        result: dict[str, Any] = {}
-        for correlation, key, options in parsed:
-            try:
-                allowed = check(model.ts, engine.index, key.object, key.relation, key.user, options)
-                result[correlation] = {"allowed": allowed}
-            except InvalidArgument as exc:
-                error = as_openfga_error(exc)
-                result[correlation] = {
-                    "allowed": False,
-                    "error": {"input_error": error.code, "message": error.message},
-                }
-        return {"result": result}
+        # One Stop for the batch: a cancelled request stops every check of it.
+        stop = next((o.stop for _, _, o in parsed if o.stop is not None), None)
+        parsed = [(c, k, replace(o, stop=stop if o.stop else None)) for c, k, o in parsed]
+
+        def run() -> dict[str, Any]:
+            result: dict[str, Any] = {}
+            for correlation, key, options in parsed:
+                try:
+                    allowed = check(
+                        model.ts, engine.index, key.object, key.relation, key.user, options
+                    )
+                    result[correlation] = {"allowed": allowed}
+                except InvalidArgument as exc:
+                    error = as_openfga_error(exc)
+                    result[correlation] = {
+                        "allowed": False,
+                        "error": {"input_error": error.code, "message": error.message},
+                    }
+            return {"result": result}
+
+        return await self._evaluate(run, stop)
 
     async def expand(self, store_id: str, body: Mapping[str, Any]) -> dict[str, Any]:
         engine, model = await self._evaluation(store_id, body)
@@ -209,8 +238,9 @@ class OpenFgaQueries:
         options = replace(
             options, max_results=bounds.objects_max, deadline=bounds.objects_deadline()
         )
-        found = engine_call(
-            lambda: list_objects(model.ts, engine.index, *target, options, graph=model.graph)
+        found = await self._evaluate(
+            lambda: list_objects(model.ts, engine.index, *target, options, graph=model.graph),
+            options.stop,
         )
         return {"objects": list(found.items)}
 
@@ -258,7 +288,7 @@ class OpenFgaQueries:
             max_results=bounds.users_max,
             deadline=bounds.users_deadline(),
         )
-        found = engine_call(
+        found = await self._evaluate(
             lambda: list_users(
                 model.ts,
                 engine.index,
@@ -266,7 +296,8 @@ class OpenFgaQueries:
                 relation,
                 user_filter,
                 options,
-            )
+            ),
+            options.stop,
         )
         return {"users": [user_json(u) for u in found.items]}
 

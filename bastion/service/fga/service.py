@@ -17,11 +17,12 @@ from bastion.core.errors import InvalidArgument, PermissionDenied
 from bastion.core.fga.check import Checker, validate_check_object, validate_check_user
 from bastion.core.fga.errors import FgaError
 from bastion.core.fga.list_objects import list_objects
-from bastion.core.fga.request import RequestContext, RequestOptions
+from bastion.core.fga.request import RequestContext
 from bastion.core.fga.tuples import TupleKey
 from bastion.service.context import CallerContext, Reply
 from bastion.service.fga.administration import FgaAdministration
 from bastion.service.fga.base import (
+    CONTEXT_REFUSED,
     CONTEXTUAL_REFUSED,
     LIST_LIMIT,
     NOT_ENABLED,
@@ -30,6 +31,7 @@ from bastion.service.fga.base import (
     request_context,
 )
 from bastion.service.fga.engine import ActiveModel, EngineState
+from bastion.service.fga.offload import Stop, off_loop
 from bastion.service.fga.requests import (
     MAX_CHECKS,
     CheckPermissionsRequest,
@@ -40,7 +42,7 @@ from bastion.service.fga.requests import (
 )
 from bastion.storage import reserved_connections
 
-__all__ = ["CONTEXTUAL_REFUSED", "LIST_LIMIT", "NOT_ENABLED", "FgaService"]
+__all__ = ["CONTEXTUAL_REFUSED", "CONTEXT_REFUSED", "LIST_LIMIT", "NOT_ENABLED", "FgaService"]
 
 
 class FgaService(FgaAdministration):
@@ -51,6 +53,13 @@ class FgaService(FgaAdministration):
         """
         if not self.allow_user_contextual and not await self.service.is_admin(caller):
             raise PermissionDenied(CONTEXTUAL_REFUSED)
+
+    async def _may_use_context(self, caller: CallerContext) -> None:
+        """A request context is what the caller asserts (the time, its address): only a
+        super-admin's is honoured, by default (issue 36). ``--fga-server-context`` names
+        the parameters the server fills instead."""
+        if not self.allow_user_context and not await self.service.is_admin(caller):
+            raise PermissionDenied(CONTEXT_REFUSED)
 
     async def _subject(self, explicit: str, caller: CallerContext) -> str:
         if explicit:
@@ -72,14 +81,16 @@ class FgaService(FgaAdministration):
         user: str,
         contextual: Sequence[TupleKey] = (),
         context: Mapping[str, Any] | None = None,
+        stop: Stop | None = None,
     ) -> Checker:
-        """One request's evaluator for ``user`` over the process index and cache.
+        """One request's evaluator for ``user`` over the process index and cache
+        (``stop``: the request's, for an evaluation off the loop).
 
         Checks that share it share its memo: a batch for one subject evaluates each common
         sub-problem (a group membership, a folder near the root) once. Raises FgaError
         (counted) for a malformed user or a bad contextual tuple (2027).
         """
-        options = RequestOptions(contextual_tuples=tuple(contextual), context=context or {})
+        options = self._options(context or {}, stop, contextual_tuples=tuple(contextual))
         try:
             validate_check_user(model.ts, user)
             request = RequestContext(model.ts, engine.index, options)
@@ -156,32 +167,56 @@ class FgaService(FgaAdministration):
                 user = await self._subject(request.user, caller)
                 if any(check[2] for check in parsed):
                     await self._may_use_contextual(caller)
+                if any(check[3] for check in parsed):
+                    await self._may_use_context(caller)
                 await engine.fresh(ahead=ahead)
             model = engine.model
             if model is None:
                 raise PermissionDenied("authorization check failed")
-            operation = "check_permissions"
-            shared = self._checker(engine, model, operation, user)
-            metrics = self._check_metrics(operation)
-            results: list[dict[str, Any]] = []
-            allowed = denied = 0
-            try:
-                for check in parsed:
-                    result = self._one_check(engine, model, metrics, user, shared, check)
-                    results.append(result)
-                    if "error" in result:
-                        continue
-                    if result["allowed"]:
-                        allowed += 1
-                    else:
-                        denied += 1
-            finally:
-                # Counted once per batch: a labelled counter's inc() is not cheap.
-                if allowed:
-                    metrics.allowed.inc(allowed)
-                if denied:
-                    metrics.denied.inc(denied)
+            server = self._context(model, caller)
+            contexts = [
+                self._context(model, caller, check[3]) if check[3] else server for check in parsed
+            ]
+            stop = Stop.for_request() if any(check[3] for check in parsed) else None
+            shared = self._checker(engine, model, "check_permissions", user, (), server, stop)
+
+            def run() -> list[dict[str, Any]]:
+                return self._batch(engine, model, user, shared, parsed, contexts, stop)
+
+            results = run() if stop is None else await off_loop(run, stop, self.evaluation_threads)
             return Reply({"results": results})
+
+    def _batch(
+        self,
+        engine: EngineState,
+        model: ActiveModel,
+        user: str,
+        shared: Checker,
+        parsed: list[_ParsedCheck],
+        contexts: list[dict[str, Any]],
+        stop: Stop | None,
+    ) -> list[dict[str, Any]]:
+        """A check_permissions batch's results, each check with its own context."""
+        metrics = self._check_metrics("check_permissions")
+        results: list[dict[str, Any]] = []
+        allowed = denied = 0
+        try:
+            for check, context in zip(parsed, contexts, strict=True):
+                result = self._one_check(engine, model, metrics, user, shared, check, context, stop)
+                results.append(result)
+                if "error" in result:
+                    continue
+                if result["allowed"]:
+                    allowed += 1
+                else:
+                    denied += 1
+        finally:
+            # Counted once per batch: a labelled counter's inc() is not cheap.
+            if allowed:
+                metrics.allowed.inc(allowed)
+            if denied:
+                metrics.denied.inc(denied)
+        return results
 
     def _one_check(
         self,
@@ -191,19 +226,22 @@ class FgaService(FgaAdministration):
         user: str,
         shared: Checker,
         check: _ParsedCheck,
+        context: dict[str, Any],
+        stop: Stop | None,
     ) -> dict[str, Any]:
         """One entry of a batch: ``allowed``, plus ``error`` when it could not be evaluated
-        (counted as an error; the caller counts the answers).
+        (counted as an error; the caller counts the answers). ``context``: the check's,
+        with the server's parameters.
 
         An evaluation error (a missing condition parameter, an unknown relation) is not a
         permission decision: it is reported on its own check and the batch still answers.
         """
-        relation, obj, contextual, context = check
+        relation, obj, contextual, sent = check
         result: dict[str, Any] = {"relation": relation, "object": obj, "allowed": False}
         try:
             checker = (
-                self._checker(engine, model, "check_permissions", user, contextual, context)
-                if contextual or context
+                self._checker(engine, model, "check_permissions", user, contextual, context, stop)
+                if contextual or sent
                 else shared
             )
             result["allowed"] = self._evaluate(model, metrics, obj, relation, checker, user)
@@ -234,16 +272,20 @@ class FgaService(FgaAdministration):
             _, engine = self._enabled()
             relation = request.relation
             object_type = request.object_type
-            context = request_context(request.context)
+            sent = request_context(request.context)
             contextual = self._contextual(request.contextual_tuples)
             with engine.generation_ahead() as ahead:  # as in check_permissions
                 user = await self._subject(request.user, caller)
                 if contextual:
                     await self._may_use_contextual(caller)
+                if sent:
+                    await self._may_use_context(caller)
                 await engine.fresh(ahead=ahead)
             model = engine.model
             if model is None:
                 raise PermissionDenied("authorization list failed")
+            context = self._context(model, caller, sent)
+            stop = Stop.for_request() if sent else None
             if relation and object_type:
                 pairs = [(object_type, relation)]
             else:
@@ -254,29 +296,38 @@ class FgaService(FgaAdministration):
                     if (not object_type or t.name == object_type)
                     and (not relation or r == relation)
                 )
-            permissions: list[dict[str, str]] = []
-            objects: dict[str, None] = {}
-            truncated = False
             # One deadline for the whole answer (Authorizer's cap stays its own).
             deadline = self.list_bounds.objects_deadline()
-            for type_name, rel in pairs:
-                options = RequestOptions(
-                    max_results=LIST_LIMIT - len(permissions),
-                    context=context,
-                    contextual_tuples=contextual,
-                    deadline=deadline,
-                )
-                found = list_objects(
-                    model.ts, engine.index, type_name, rel, user, options, graph=model.graph
-                )
-                for obj in found.items:
-                    permissions.append({"object": obj, "relation": rel})
-                    objects.setdefault(obj)
-                if found.truncated:
-                    truncated = True
-                    break
+
+            def run() -> dict[str, Any]:
+                permissions: list[dict[str, str]] = []
+                objects: dict[str, None] = {}
+                truncated = False
+                for type_name, rel in pairs:
+                    options = self._options(
+                        context,
+                        stop,
+                        max_results=LIST_LIMIT - len(permissions),
+                        contextual_tuples=contextual,
+                        deadline=deadline,
+                    )
+                    found = list_objects(
+                        model.ts, engine.index, type_name, rel, user, options, graph=model.graph
+                    )
+                    for obj in found.items:
+                        permissions.append({"object": obj, "relation": rel})
+                        objects.setdefault(obj)
+                    if found.truncated:
+                        truncated = True
+                        break
+                return {
+                    "objects": list(objects),
+                    "permissions": permissions,
+                    "truncated": truncated,
+                }
+
             return Reply(
-                {"objects": list(objects), "permissions": permissions, "truncated": truncated}
+                run() if stop is None else await off_loop(run, stop, self.evaluation_threads)
             )
 
     async def require_relations(self, user: str, relations: Sequence[Mapping[str, Any]]) -> None:

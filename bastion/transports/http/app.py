@@ -15,7 +15,6 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import trio
 from starlette.exceptions import HTTPException
 from starlette.formparsers import MultiPartException
 from starlette.requests import ClientDisconnect, Request
@@ -28,6 +27,7 @@ from bastion.core.out_of_scope import OUT_OF_SCOPE_MESSAGE, is_out_of_scope
 from bastion.service.context import CallerContext, Protocol, Reply
 from bastion.service.runtime import Runtime
 from bastion.storage import StorageUnavailable
+from bastion.storage.deadline import request_deadline
 from bastion.transports.http import edge
 from bastion.transports.http.body import BodyReceiver
 from bastion.transports.http.cookies import with_cookies
@@ -185,10 +185,11 @@ class HttpApp:
                 body.limit = route.body_limit
         if endpoint.instant:
             return _instant(endpoint.handler(request))
-        with trio.move_on_after(self.request_timeout):
+        with request_deadline(self.request_timeout):
             return await endpoint.handler(request)
-        # --request-timeout: what the endpoint awaited is cancelled (a PostgreSQL query on
-        # the server too), its connection returns to the pool.
+        # --request-timeout: what the endpoint awaited is cancelled, its connection back in
+        # the pool; a transaction in flight was waited for and wrote nothing (one that
+        # committed lifts the deadline: storage/deadline.py), so the 503 hides no write.
         raise errors.Unavailable(f"the request did not finish within {self.request_timeout:g}s")
 
     async def _edge_out(

@@ -63,6 +63,7 @@ IMPLEMENTED = {
     "migrate", "database-replica-url",
     "enable-grpc-reflection", "grpc-tls-cert", "grpc-tls-key", "log-level", "url",
     "tls-cert-file", "tls-key-file", "log-format", "access-log",
+    "otel-traces-endpoint", "otel-traces-sample-ratio",
     "database-type", "database-url", "database-host", "database-port", "database-name",
     "database-username", "database-password", "database-cert", "database-ca-cert",
     "database-cert-key", "memory-store-url", "client-id", "client-secret", "admin-secret",
@@ -740,6 +741,25 @@ def test_url_must_be_an_absolute_http_url(url: str, problem: str) -> None:
 def test_url_with_credentials_is_refused_without_echo() -> None:
     message = refusal(*BASE, "--url=https://admin:s3cret@auth.example.com")
     assert message == "--url must not contain a user name or password"
+
+
+@pytest.mark.parametrize(
+    ("flag", "message"),
+    [
+        ("--otel-traces-sample-ratio=1.5", "--otel-traces-sample-ratio must be between 0 and 1, got 1.5"),
+        ("--otel-traces-sample-ratio=-0.1", "--otel-traces-sample-ratio must be between 0 and 1, got -0.1"),
+        ("--otel-traces-endpoint=collector:4318", "--otel-traces-endpoint must be an http:// or https:// URL, got 'collector:4318'"),
+    ],
+)  # fmt: skip
+def test_tracing_flags_are_checked(flag: str, message: str) -> None:
+    assert refusal(*BASE, flag) == message
+
+
+def test_tracing_is_off_unless_an_endpoint_is_given() -> None:
+    settings = parse()
+    assert (settings.otel_traces_endpoint, settings.otel_traces_sample_ratio) == ("", 1.0)
+    given = parse("--otel-traces-endpoint=http://127.0.0.1:4318/v1/traces")
+    assert given.otel_traces_endpoint == "http://127.0.0.1:4318/v1/traces"
 
 
 # ------------------------------------------------------------------ other rules

@@ -105,6 +105,12 @@ class Settings(RetentionFlags):
     access_log: bool = flag_field(
         True, _S, "One line per HTTP request (logger bastion.access, at info level)."
     )
+    otel_traces_endpoint: str = flag_field(
+        "", _S, "OTLP/HTTP URL to send traces to (…:4318/v1/traces); empty: no tracing."
+    )
+    otel_traces_sample_ratio: float = flag_field(
+        1.0, _S, "Share of new traces kept, 0 to 1 (a caller's traceparent decides its own)."
+    )
     url: str = flag_field(
         "",
         _S,

@@ -299,6 +299,19 @@ def _check_url(s: Settings) -> None:
         raise ConfigError(f"--url must not have a query or fragment, got {s.url!r}")
 
 
+def _check_tracing(s: Settings) -> None:
+    if not 0.0 <= s.otel_traces_sample_ratio <= 1.0:
+        raise ConfigError(
+            f"--otel-traces-sample-ratio must be between 0 and 1, got {s.otel_traces_sample_ratio}"
+        )
+    parts = urlsplit(s.otel_traces_endpoint)
+    if s.otel_traces_endpoint and (parts.scheme not in ("http", "https") or not parts.hostname):
+        raise ConfigError(
+            "--otel-traces-endpoint must be an http:// or https:// URL, "
+            f"got {s.otel_traces_endpoint!r}"
+        )
+
+
 def _check_choices(s: Settings) -> None:
     # database-type and jwt-type have rules of their own above.
     for flag in FLAGS:
@@ -472,6 +485,7 @@ _RULES = (
     _check_ports,
     _check_trusted_proxies,
     _check_url,
+    _check_tracing,
     _check_hosts,
     _check_memory_store,
     _check_choices,

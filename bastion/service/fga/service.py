@@ -19,6 +19,7 @@ from bastion.core.fga.errors import FgaError
 from bastion.core.fga.list_objects import list_objects
 from bastion.core.fga.request import RequestContext
 from bastion.core.fga.tuples import TupleKey
+from bastion.service import tracing
 from bastion.service.context import CallerContext, Reply
 from bastion.service.fga.administration import FgaAdministration
 from bastion.service.fga.base import (
@@ -244,7 +245,8 @@ class FgaService(FgaAdministration):
                 if contextual or sent
                 else shared
             )
-            result["allowed"] = self._evaluate(model, metrics, obj, relation, checker, user)
+            with tracing.span("fga check", {"fga.relation": relation, "fga.object": obj}):
+                result["allowed"] = self._evaluate(model, metrics, obj, relation, checker, user)
         except FgaError as exc:
             result["error"] = {"code": "invalid_argument", "message": str(exc)}
         return result

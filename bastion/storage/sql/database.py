@@ -166,6 +166,8 @@ class Database:
         #: found the database unreachable; read by the metrics listener.
         self._stats = {"connections_opened": 0, "unavailable": 0, "replayed": 0}
         sync_engine = engine if engine is not None else getattr(async_engine, "sync_engine", None)
+        #: The engine every statement runs on (a listener of its events sees them all).
+        self.sync_engine: sa.Engine | None = sync_engine
         if sync_engine is not None:
             sa.event.listen(sync_engine, "connect", self._count_connect)
             sa.event.listen(sync_engine, "before_cursor_execute", _mark_writes)

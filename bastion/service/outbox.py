@@ -151,7 +151,7 @@ class OutboxWorker:
             error, permanent = f"no handler for {item.kind!r}", True
         else:
             facts = {"outbox.item": item.id, "outbox.attempt": item.attempts}
-            with tracing.span(f"outbox {item.kind}", facts) as span:
+            with tracing.span(f"outbox {item.kind}", facts, new_trace=True) as span:
                 try:
                     with trio.fail_after(self.policy.handler_timeout):
                         await handler(item)

@@ -138,10 +138,16 @@ def request_span(
 
 
 def span(
-    name: str, attributes: Mapping[str, str | int] | None = None, *, client: bool = False
+    name: str,
+    attributes: Mapping[str, str | int] | None = None,
+    *,
+    client: bool = False,
+    new_trace: bool = False,
 ) -> contextlib.AbstractContextManager[Any]:
-    """A child of the current span (a new trace outside any) as the current span."""
-    if _on is None:
+    """A child of the current span as the current span, when that one is recorded (a
+    request left out by the sampling ratio pays for no span below its own); with
+    ``new_trace``, the first span of a trace outside any request (an outbox item)."""
+    if _on is None or not (new_trace or _on.current_span().is_recording()):
         return _NULL
     kind = _on.kinds.CLIENT if client else _on.kinds.INTERNAL
     return _on.tracer.start_as_current_span(name, kind=kind, attributes=attributes)
@@ -176,7 +182,7 @@ def instrument(storage: Storage) -> None:
 
 
 def _statement_started(conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
-    if _on is None:
+    if _on is None or not _on.current_span().is_recording():
         return
     verb = statement.lstrip().split(None, 1)[0].upper() if statement.strip() else "SQL"
     conn.info[_SPAN_KEY] = _on.tracer.start_span(

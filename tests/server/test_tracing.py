@@ -215,7 +215,7 @@ def test_a_rest_login_is_one_trace_under_the_callers_span(
 
     # The login's webhook: delivered by the outbox in a trace of its own, whose
     # traceparent the receiver gets.
-    (delivered,) = [r for r in hooks.wait_for(1) if r.json["user"]["email"] == email]
+    delivered = next(r for r in hooks.wait_for(1) if r.json["user"]["email"] == email)
     version, hook_trace, hook_parent, flags = delivered.headers["traceparent"].split("-")
     assert version == "00"
     assert int(flags, 16) & 1  # sampled
@@ -301,6 +301,22 @@ def test_a_new_trace_when_the_caller_sends_none(
             found.arrived.wait(1)
     (root,) = roots
     assert root.parent_id == ""
+
+
+def test_a_caller_that_does_not_sample_is_followed(
+    traced: tuple[ServerProcess, Collector, Receiver],
+) -> None:
+    server, found, _ = traced
+    unsampled, left_out = secrets.token_hex(16), secrets.token_hex(8)
+    header, trace_id, _ = traceparent()
+    with client_for(server) as client:
+        for parent in (f"00-{unsampled}-{left_out}-00", header):
+            answer = client.get("/v1/meta", headers={"traceparent": parent})
+            assert answer.status_code == 200
+    found.trace(trace_id, "GET /v1/meta", "Service.meta")  # sent after the unsampled one
+    assert [s for s in found.spans if s.trace_id == unsampled] == []
+    lines = [json.loads(line) for line in server.stderr().splitlines() if line.startswith("{")]
+    assert unsampled in {line.get("trace_id") for line in lines}
 
 
 def test_nothing_of_the_tracing_sdk_is_loaded_when_tracing_is_off() -> None:

@@ -150,7 +150,7 @@ class HttpApp:
                 endpoint = match.endpoint if match is not None else None
                 origin = headers.get("origin")
                 await self._edge_out(request, response, body, state, endpoint, started, origin)
-                if span is not None:
+                if span is not None and span.is_recording():
                     _describe(span, method, endpoint, scope["path"], response.status_code)
                 await response(scope, body, send)
         finally:

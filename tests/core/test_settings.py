@@ -746,13 +746,15 @@ def test_url_with_credentials_is_refused_without_echo() -> None:
 @pytest.mark.parametrize(
     ("flag", "message"),
     [
-        ("--otel-traces-sample-ratio=1.5", "--otel-traces-sample-ratio must be between 0 and 1, got 1.5"),
-        ("--otel-traces-sample-ratio=-0.1", "--otel-traces-sample-ratio must be between 0 and 1, got -0.1"),
-        ("--otel-traces-endpoint=collector:4318", "--otel-traces-endpoint must be an http:// or https:// URL, got 'collector:4318'"),
+        ("--otel-traces-sample-ratio=1.5", "--otel-traces-sample-ratio must be between 0 and 1"),
+        ("--otel-traces-sample-ratio=-0.1", "--otel-traces-sample-ratio must be between 0 and 1"),
+        ("--otel-traces-endpoint=collector:4318", "--otel-traces-endpoint must be an http:// or"),
     ],
-)  # fmt: skip
+)
 def test_tracing_flags_are_checked(flag: str, message: str) -> None:
-    assert refusal(*BASE, flag) == message
+    value = flag.split("=", 1)[1]
+    assert refusal(*BASE, flag).startswith(message)
+    assert refusal(*BASE, flag).endswith(f"got {value!r}" if "endpoint" in flag else value)
 
 
 def test_tracing_is_off_unless_an_endpoint_is_given() -> None:

@@ -300,15 +300,12 @@ def _check_url(s: Settings) -> None:
 
 
 def _check_tracing(s: Settings) -> None:
-    if not 0.0 <= s.otel_traces_sample_ratio <= 1.0:
+    ratio, endpoint = s.otel_traces_sample_ratio, s.otel_traces_endpoint
+    if not 0.0 <= ratio <= 1.0:
+        raise ConfigError(f"--otel-traces-sample-ratio must be between 0 and 1, got {ratio}")
+    if endpoint and not re.match(r"https?://[^/?#\s]", endpoint):
         raise ConfigError(
-            f"--otel-traces-sample-ratio must be between 0 and 1, got {s.otel_traces_sample_ratio}"
-        )
-    parts = urlsplit(s.otel_traces_endpoint)
-    if s.otel_traces_endpoint and (parts.scheme not in ("http", "https") or not parts.hostname):
-        raise ConfigError(
-            "--otel-traces-endpoint must be an http:// or https:// URL, "
-            f"got {s.otel_traces_endpoint!r}"
+            f"--otel-traces-endpoint must be an http:// or https:// URL, got {endpoint!r}"
         )
 
 

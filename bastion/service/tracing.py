@@ -26,6 +26,7 @@ statement that was slow, which a transaction span cannot.
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from typing import Any
 
@@ -66,9 +67,14 @@ class _Tracing:
         from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
         from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-        resource = Resource.create({"service.name": "bastion", "service.version": version})
+        facts = {
+            # OTEL_SERVICE_NAME, as every SDK reads it, names the service (else "bastion")
+            "service.name": os.environ.get("OTEL_SERVICE_NAME") or "bastion",
+            "service.version": version,
+        }
         if settings.env:
-            resource = resource.merge(Resource.create({"deployment.environment": settings.env}))
+            facts["deployment.environment.name"] = settings.env
+        resource = Resource.create(facts)
         self.provider = TracerProvider(
             resource=resource,
             sampler=ParentBased(TraceIdRatioBased(settings.otel_traces_sample_ratio)),
@@ -82,7 +88,6 @@ class _Tracing:
         self.status = trace.Status
         self.error = trace.StatusCode.ERROR
         self.current_span = trace.get_current_span
-        self.use_span = trace.use_span
 
     @contextlib.contextmanager
     def request_span(

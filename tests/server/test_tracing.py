@@ -6,7 +6,6 @@ delivery must form the trees the README promises, under the caller's ``tracepare
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import subprocess
 import sys
@@ -153,9 +152,9 @@ def traced(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[tuple[ServerProcess, Collector, Receiver]]:
     tmp: Path = tmp_path_factory.mktemp("tracing")
-    # The batch processor's delay (5 s by default) shortened: spans arrive within the test.
-    os.environ["OTEL_BSP_SCHEDULE_DELAY"] = "100"
-    with collector() as found, receiver() as hooks:
+    with collector() as found, receiver() as hooks, pytest.MonkeyPatch.context() as env:
+        # The batch processor's delay (5 s by default) shortened: spans arrive within the test.
+        env.setenv("OTEL_BSP_SCHEDULE_DELAY", "100")
         flags = [
             # info: the access log's lines carry the trace id
             *(f for f in base_flags("sqlite", fresh_sqlite_url(tmp)) if f != "--log-level=warn"),
@@ -163,11 +162,8 @@ def traced(
             f"--otel-traces-endpoint={found.url}",
             "--webhook-allow-private-targets",
         ]
-        try:
-            with running(flags, tmp) as server:
-                yield server, found, hooks
-        finally:
-            del os.environ["OTEL_BSP_SCHEDULE_DELAY"]
+        with running(flags, tmp) as server:
+            yield server, found, hooks
 
 
 def test_a_rest_login_is_one_trace_under_the_callers_span(

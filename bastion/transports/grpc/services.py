@@ -353,6 +353,7 @@ def _handler(
 ) -> Callable[[Message, grpc.ServicerContext], Message]:
     """``method`` is the RPC's full name (``authorizer.v1.AuthorizerService/Login``)."""
     operation = rpc.operation(runtime)
+    facts = {"rpc.system": "grpc", "rpc.method": method}
 
     def handle(request: Message, context: grpc.ServicerContext) -> Message:
         caller = _caller(runtime, context)
@@ -363,10 +364,7 @@ def _handler(
 
         async def call() -> Reply:
             with tracing.request_span(
-                method,
-                trace.get("traceparent"),
-                trace.get("tracestate"),
-                {"rpc.system": "grpc", "rpc.method": method},
+                method, trace.get("traceparent"), trace.get("tracestate"), facts
             ):
                 await runtime.rate_limiter.check(caller.client_ip, surface="grpc")
                 return await operation(body, caller)

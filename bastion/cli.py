@@ -29,6 +29,7 @@ from cryptography.hazmat.primitives.serialization import (
 )
 
 from bastion.core.settings import (
+    EXIT_CONFIG,
     FLAGS,
     ConfigError,
     Flag,
@@ -43,9 +44,6 @@ if TYPE_CHECKING:
     from bastion.database_command import DatabaseCommand, Invocation
 
 __all__ = ["HelpRequested", "main", "parse_args", "read_flags", "render_help"]
-
-#: Exit status for a configuration the server refuses.
-EXIT_CONFIG = 2
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -267,7 +265,9 @@ as flags; nothing is read from environment variables or env files.
   PEM keys:  the PEM text itself; on one line, write line breaks as \\n.
   @FILE:     reads flags from FILE, one per line (--flag, --flag=VALUE or --flag VALUE;
              a value may contain spaces and '='; blank lines and lines starting with #
-             are ignored). Files and arguments mix; each flag may be given only once.
+             are ignored). Files and arguments mix; a flag given again in a later file
+             or on the command line overrides the earlier value (twice in one place is
+             refused).
 
 Flags marked [not implemented in this build] belong to features that have not landed
 yet: giving one, with any value, stops the server. Exit status 2 means the

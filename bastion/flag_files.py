@@ -43,20 +43,23 @@ def read_flags(
     flag files alike). ``positionals``: where a command's arguments go; without it, an
     argument that is not a flag is refused."""
     values: dict[str, str] = {}
-    given_at: dict[str, str] = {}
+    given_at: dict[str, tuple[str, str]] = {}
 
-    def store(flag: Flag, value: str | None, where: str) -> None:
+    def store(flag: Flag, value: str | None, where: str, source: str = "") -> None:
+        """``source``: the flag file it came from, "" for the command line. A later source
+        overrides an earlier one (the command line a file's value: last wins); twice in one
+        source is refused, as a slip."""
         if value is None:
             if flag.kind is not Kind.BOOL:
                 raise ConfigError(f"{where}{flag.option} needs a value")
             value = "true"
         here = where.removesuffix(": ") or "the command line"
-        if flag.name in values:
-            first = given_at[flag.name]
+        if flag.name in values and given_at[flag.name][1] == source:
+            first = given_at[flag.name][0]
             places = f"twice on {here}" if first == here else f"on {first} and on {here}"
             raise ConfigError(f"{flag.option} is given more than once ({places})")
         values[flag.name] = value
-        given_at[flag.name] = here
+        given_at[flag.name] = (here, source)
 
     position = 0
     previous_bool = ""
@@ -67,7 +70,7 @@ def read_flags(
             raise HelpRequested
         if arg.startswith("@") and len(arg) > 1:
             for name, value, where in _read_flag_file(arg[1:]):
-                store(_lookup(name, where, extra), value, where)
+                store(_lookup(name, where, extra), value, where, arg[1:])
             previous_bool = ""
             continue
         if not arg.startswith("--") or arg == "--":

@@ -25,17 +25,25 @@ from hypercorn.trio.run import worker_serve
 from hypercorn.utils import wrap_app
 
 from bastion import logs
-from bastion.core.settings import Settings
+from bastion.core.settings import EXIT_CONFIG, Settings
+from bastion.core.settings.cautions import startup_cautions
+from bastion.service import tracing
 from bastion.service.fga.opening import open_fga_store
 from bastion.service.metrics import Metrics
 from bastion.service.runtime import Runtime
 from bastion.storage import SchemaMismatch, StorageUnavailable, open_storage
 from bastion.storage_config import storage_config
+from bastion.transports.graphql import playground
 from bastion.transports.grpc.server import GrpcListener
 from bastion.transports.grpc.services import registrations
 from bastion.transports.http.app import MAX_BODY_BYTES
 from bastion.transports.http.balance import WorkerShare
-from bastion.transports.http.server import HttpServer, ServerLimits, open_listeners
+from bastion.transports.http.server import (
+    HttpServer,
+    ServerLimits,
+    open_listeners,
+    server_tls_context,
+)
 from bastion.web import build_http_app
 from bastion.workers import worker_slot
 
@@ -78,15 +86,17 @@ async def _http_listener(
     flag: str,
     inherited_fd: int | None = None,
     share: WorkerShare | None = None,
+    tls: bool = True,
 ) -> Serve:
     """Bind ``host:port`` now (a taken port fails start-up before anything serves) and
     return what serves ``app`` there until a stop, reporting its address when it started.
     ``flag`` names the option that chose the port (for the error a taken port gives);
     ``inherited_fd``: a listening socket the ``--workers`` parent bound and handed down,
-    ``share``: this worker's part in taking connections from it."""
+    ``share``: this worker's part in taking connections from it; ``tls``: False for a
+    loopback listener only the ``--workers`` parent reads, plain HTTP even with TLS on."""
     if settings.http_server == "hypercorn":
         try:
-            config, sockets = _hypercorn_config(host, port, settings)
+            config, sockets = _hypercorn_config(host, port, settings, tls=tls)
         except OSError as exc:
             raise _cannot_listen(host, port, flag, exc) from None
         wrapped = wrap_app(app, MAX_BODY_BYTES, "asgi")
@@ -120,24 +130,29 @@ async def _http_listener(
     else:
         inherited = socket.socket(fileno=inherited_fd)
         listeners = [trio.SocketListener(trio.socket.from_stdlib_socket(inherited))]
-    server = HttpServer(app, limits, tls=_tls_context(settings), share=share)
+    server = HttpServer(app, limits, tls=tls_context(settings) if tls else None, share=share)
     return partial(server.serve, listeners)
 
 
-def _tls_context(settings: Settings) -> ssl.SSLContext | None:
-    """HTTPS on the HTTP listener (``--tls-cert-file``): TLS 1.2 or later, HTTP/1.1."""
+def tls_context(settings: Settings) -> ssl.SSLContext | None:
+    """HTTPS on the public listeners when ``--tls-cert-file`` is given."""
     if not settings.tls_cert_file:
         return None
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.minimum_version = ssl.TLSVersion.TLSv1_2
-    context.load_cert_chain(settings.tls_cert_file, settings.tls_key_file)
-    context.set_alpn_protocols(["http/1.1"])
-    return context
+    return server_tls_context(settings.tls_cert_file, settings.tls_key_file)
 
 
-def _hypercorn_config(host: str, port: int, settings: Settings) -> tuple[HypercornConfig, Sockets]:
+def public_metrics_url(settings: Settings) -> str:
+    """``/metrics`` on ``--metrics-host:--metrics-port`` (HTTPS when TLS is on)."""
+    scheme = "https" if settings.tls_cert_file else "http"
+    host = settings.metrics_host
+    return f"{scheme}://{f'[{host}]' if ':' in host else host}:{settings.metrics_port}/metrics"
+
+
+def _hypercorn_config(
+    host: str, port: int, settings: Settings, *, tls: bool
+) -> tuple[HypercornConfig, Sockets]:
     config = HypercornConfig()
-    if settings.tls_cert_file:
+    if tls and settings.tls_cert_file:
         config.certfile, config.keyfile = settings.tls_cert_file, settings.tls_key_file
     config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
     config.graceful_timeout = settings.shutdown_timeout
@@ -167,14 +182,26 @@ async def serve(
 ) -> None:
     """Run the server until ``stop`` is set (or a signal arrives)."""
     stop = stop or trio.Event()
-    for warning in settings.startup_warnings():
+    for warning in startup_cautions(settings):
         log.warning(warning)
+    if settings.enable_playground and not playground.assets_built():
+        log.warning(playground.NOT_BUILT)
     metrics = Metrics()
     slot = worker_slot()
     async with (
-        open_storage(storage_config(settings, worker=slot is not None)) as storage,
+        open_storage(
+            storage_config(settings, worker=slot is not None), opened=tracing.instrument
+        ) as storage,
         open_fga_store(settings, storage) as fga_stores,
     ):
+        try:
+            await storage.ping()
+        except StorageUnavailable as exc:
+            # Started all the same (it may come up later): said now, not first by a request.
+            log.warning(
+                f"{exc.store} unreachable at start: /readyz answers 503 until it answers",
+                extra={"store": exc.store, "error": str(exc)},
+            )
         replica = None if fga_stores is None else fga_stores.replica
         if replica is None:
             metrics.watch_storage(storage.statistics)
@@ -216,11 +243,17 @@ async def serve(
             (settings.metrics_host, settings.metrics_port) if slot is None else ("127.0.0.1", 0)
         )
         serve_metrics = await _http_listener(
-            settings, metrics_host, metrics_port, metrics.asgi_app(), flag="--metrics-port"
+            settings,
+            metrics_host,
+            metrics_port,
+            metrics.asgi_app(),
+            flag="--metrics-port",
+            tls=slot is None,
         )
         async with trio.open_nursery() as outer:
             outer.start_soon(_stop_on_signal, stop)
             outer.start_soon(runtime.fga.warm_up)
+            outer.start_soon(runtime.pruner.run)
             await outer.start(runtime.outbox.run)
             async with trio.open_nursery() as listeners:
                 http_address = await listeners.start(serve_http, stop)
@@ -235,12 +268,17 @@ async def serve(
                 gc.freeze()
                 if slot is not None:
                     slot.metrics_file.write_text(metrics_address)
+                # A worker's own metrics listener is the parent's business: it advertises
+                # the one /metrics its parent serves for every worker.
+                where = {"metrics": listening.metrics + "/metrics"}
+                if slot is not None:
+                    where = {"worker": slot.index, "metrics": public_metrics_url(settings)}
                 log.info(
                     "bastion listening",
                     extra={
                         "http": listening.http,
                         "grpc": listening.grpc or "disabled",
-                        "metrics": listening.metrics + "/metrics",
+                        **where,
                         "database": settings.database_type,
                         "version": runtime.service.version,
                     },
@@ -255,20 +293,17 @@ async def serve(
 
 def run(settings: Settings) -> int:
     """The console entry point's second half: serve, and turn start-up failures into exit codes."""
-    logs.configure(
-        settings.log_level,
-        settings.env,
-        text=settings.log_format == "text",
-        access_log=settings.access_log,
-    )
+    logs.configure_for(settings)
     try:
-        trio.run(partial(serve, settings))
+        with tracing.started(settings):
+            trio.run(partial(serve, settings))
     except StorageUnavailable as exc:
         print(f"bastion: storage unavailable: {exc}", file=sys.stderr)
         return 1
     except SchemaMismatch as exc:
+        # A schema this build must not run on is a refused configuration, like a bad flag.
         print(f"bastion: {exc}", file=sys.stderr)
-        return 1
+        return EXIT_CONFIG
     except ListenerUnavailable as exc:
         print(f"bastion: {exc}", file=sys.stderr)
         return 1
@@ -280,7 +315,10 @@ def run(settings: Settings) -> int:
         if isinstance(first, ListenerUnavailable):
             print(f"bastion: {first}", file=sys.stderr)
             return 1
-        if isinstance(first, OSError | StorageUnavailable | SchemaMismatch):
+        if isinstance(first, SchemaMismatch):
+            print(f"bastion: {first}", file=sys.stderr)
+            return EXIT_CONFIG
+        if isinstance(first, OSError | StorageUnavailable):
             print(f"bastion: cannot start: {first}", file=sys.stderr)
             return 1
         raise

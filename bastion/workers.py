@@ -32,11 +32,17 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
+from bastion import logs
 from bastion.core.settings import Settings
 from bastion.storage import open_storage
 from bastion.storage_config import storage_config
 from bastion.transports.http.balance import ABSENT, AcceptShares, WorkerShare
-from bastion.transports.http.server import HttpServer, ServerLimits, open_listeners
+from bastion.transports.http.server import (
+    HttpServer,
+    ServerLimits,
+    open_listeners,
+    server_tls_context,
+)
 
 __all__ = ["WORKER_ENV", "WorkerSlot", "run_workers", "worker_slot"]
 
@@ -144,7 +150,10 @@ class _Supervisor:
             self.shares.publish(index, ABSENT)
             if self.stopping:
                 return
-            log.warning("worker exited; starting another", extra={"worker": index, "code": code})
+            log.warning(
+                "worker exited; starting another",
+                extra={"worker": index, "pid": process.pid, **exit_facts(code)},
+            )
             await trio.sleep(RESTART_DELAY)
 
     async def stop_on_signal(self, stop: trio.Event) -> None:
@@ -169,11 +178,23 @@ class _Supervisor:
                 return
 
 
+def exit_facts(code: int) -> dict[str, Any]:
+    """A child's exit as log facts: its exit status, or the signal that ended it."""
+    if code < 0:
+        try:
+            return {"signal": signal.Signals(-code).name}
+        except ValueError:
+            return {"signal": -code}
+    return {"exit_status": code}
+
+
 Message = MutableMapping[str, Any]
 
 
 def metrics_app(run_dir: Path, workers: int) -> Callable[..., Awaitable[None]]:
     """``GET /metrics``: every worker's metrics, each sample labelled with its worker."""
+
+    unreachable: set[int] = set()
 
     async def app(scope: Message, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -181,7 +202,7 @@ def metrics_app(run_dir: Path, workers: int) -> Callable[..., Awaitable[None]]:
         if scope["path"] != "/metrics":
             await _answer(send, 404, b"not found\n", "text/plain")
             return
-        body = await _gather(run_dir, workers)
+        body = await _gather(run_dir, workers, unreachable)
         await _answer(send, 200, body.encode(), CONTENT_TYPE_LATEST)
 
     return app
@@ -196,16 +217,29 @@ async def _answer(send: Any, status: int, body: bytes, content_type: str) -> Non
     await send({"type": "http.response.body", "body": body})
 
 
-async def _gather(run_dir: Path, workers: int) -> str:
+async def _gather(run_dir: Path, workers: int, unreachable: set[int]) -> str:
+    """Every worker's samples. A worker that cannot be read (starting, restarting, or
+    broken) is logged once until it answers again; its samples come back with it."""
     families: dict[str, Metric] = {}
     async with httpx.AsyncClient(timeout=5) as client:
         for index in range(workers):
             path = run_dir / f"worker-{index}.metrics"
             try:
                 address = path.read_text().strip()
-                text = (await client.get(f"{address}/metrics")).text
-            except (OSError, httpx.HTTPError):
-                continue  # a worker starting or restarting: its samples come back with it
+                answer = await client.get(f"{address}/metrics")
+                answer.raise_for_status()
+                text = answer.text
+            except (OSError, httpx.HTTPError) as exc:
+                if index not in unreachable:
+                    unreachable.add(index)
+                    log.warning(
+                        "worker metrics unreadable",
+                        extra={"worker": index, "error_type": type(exc).__name__},
+                    )
+                continue
+            if index in unreachable:
+                unreachable.discard(index)
+                log.info("worker metrics readable again", extra={"worker": index})
             for family in text_string_to_metric_families(text):
                 held = families.setdefault(family.name, family)
                 labelled = [
@@ -237,6 +271,7 @@ def _exposition(families: Iterable[Metric]) -> str:
 
 def run_workers(settings: Settings, argv: list[str]) -> int:
     """The parent: bind, migrate, start ``--workers`` workers and keep them running."""
+    logs.configure_for(settings)
     try:
         http = _listening_socket(settings.host, settings.http_port)
     except OSError as exc:
@@ -261,7 +296,13 @@ async def _run(settings: Settings, argv: list[str], run_dir: Path, http: socket.
                grpc_port: int) -> None:  # fmt: skip
     await _migrate(settings)
     supervisor = _Supervisor(settings, argv, run_dir, http, grpc_port)
-    metrics = HttpServer(metrics_app(run_dir, settings.workers), ServerLimits())
+    tls = (
+        server_tls_context(settings.tls_cert_file, settings.tls_key_file)
+        if settings.tls_cert_file
+        else None
+    )
+    # The one /metrics, served as a single process serves it (HTTPS when TLS is on).
+    metrics = HttpServer(metrics_app(run_dir, settings.workers), ServerLimits(), tls=tls)
     metrics_listeners = await open_listeners(settings.metrics_host, settings.metrics_port)
     stop = trio.Event()
     async with trio.open_nursery() as nursery:

@@ -64,6 +64,10 @@ class Service:
         self.version = build_version()
         #: The authentication flows (``service.auth``), attached by the Runtime.
         self.auth: _SubjectResolver | None = None
+        #: The admin secret, and during a rotation the one it replaces.
+        self._admin_secrets = tuple(
+            secret for secret in (settings.admin_secret, settings.admin_secret_previous) if secret
+        )
 
     # -- public -------------------------------------------------------------------------
 
@@ -122,7 +126,9 @@ class Service:
         value = caller.cookies.get(admin.ADMIN_COOKIE)
         if not value:
             return None
-        session_id = admin.read_admin_cookie(self.settings.admin_secret, value, time.time())
+        session_id = None
+        for secret in self._admin_secrets:
+            session_id = session_id or admin.read_admin_cookie(secret, value, time.time())
         if session_id is None:
             return None
         if await self.storage.memory.get(f"admin_session:{session_id}") is None:
@@ -147,7 +153,8 @@ class Service:
         """
         memory = self.storage.memory
         key = f"throttle:admin_secret:{caller.client_ip}"
-        right = admin.secret_matches(self.settings.admin_secret, secret)
+        # Every accepted secret compared, always: the time tells nothing of which matched.
+        right = any([admin.secret_matches(known, secret) for known in self._admin_secrets])
         spent = await memory.get(key)
         if spent is not None and int(spent) >= ADMIN_SECRET_FAILURES:
             raise ResourceExhausted(TOO_MANY_ADMIN_GUESSES, retry_after=ADMIN_SECRET_WINDOW_SECONDS)

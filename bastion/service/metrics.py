@@ -87,6 +87,19 @@ class Metrics:
             buckets=_LATENCY_BUCKETS,
             registry=self.registry,
         )
+        self.pruned_rows = Counter(
+            "bastion_pruned_rows_total",
+            "Rows deleted by the background prune (expired, or past retention), by table.",
+            ["table"],
+            registry=self.registry,
+        )
+        self.store_failures = Counter(
+            "bastion_store_failures_total",
+            "Calls to a store that failed (it is logged once when it goes down and once "
+            "when it answers again), by store and operation.",
+            ["store", "operation"],
+            registry=self.registry,
+        )
         self.rate_limited = Counter(
             "bastion_rate_limited_total",
             "Requests refused by the per-IP rate limit, by surface.",

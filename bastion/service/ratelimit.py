@@ -17,7 +17,6 @@ one token: exactly the unleased behaviour.
 
 from __future__ import annotations
 
-import logging
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,9 +25,8 @@ import trio
 
 from bastion.core.errors import ResourceExhausted, Unavailable
 from bastion.service.metrics import Metrics
+from bastion.service.outages import Outage
 from bastion.storage.memory.base import MemoryStore
-
-log = logging.getLogger("bastion.ratelimit")
 
 RATE_LIMIT_MESSAGE = "Too many requests. Please try again later."
 UNAVAILABLE_MESSAGE = "Rate limiting is temporarily unavailable. Please try again later."
@@ -69,6 +67,12 @@ class RateLimiter:
         self._clock = clock
         self._lease_size = lease_size(rps, self._burst)
         self._leases: dict[str, _Lease] = {}
+        self._outage = Outage("memory store", "rate limits", metrics.store_failures)
+        self._consequence = (
+            "requests are refused with 503 (--rate-limit-fail-closed)"
+            if fail_closed
+            else "requests pass unlimited"
+        )
 
     @property
     def enabled(self) -> bool:
@@ -84,11 +88,12 @@ class RateLimiter:
             return
         try:
             allowed, retry_after = await self._take(client_ip)
-        except Exception:
-            log.warning("rate limit store unavailable", exc_info=True)
+        except Exception as exc:
+            self._outage.failed(exc, self._consequence)
             if self._fail_closed:
                 raise Unavailable(UNAVAILABLE_MESSAGE) from None
             return
+        self._outage.answered()
         if not allowed:
             self._metrics.rate_limited.labels(surface).inc()
             raise ResourceExhausted(

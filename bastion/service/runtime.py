@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import trio
 from sqlalchemy import Connection, select
 
+from bastion.core.fga.server_context import parse_server_context
 from bastion.core.networks import Network, parse_networks
 from bastion.core.origins import OriginPolicy
 from bastion.core.settings import Settings
@@ -26,6 +28,7 @@ from bastion.service.oauth.service import OAuthService
 from bastion.service.outbox import Handler, OutboxWorker
 from bastion.service.passkeys import PasskeyService
 from bastion.service.ratelimit import RateLimiter
+from bastion.service.retention import Pruner
 from bastion.service.sms import sms_handlers
 from bastion.service.social.service import SocialLogin
 from bastion.storage import Storage, StorageUnavailable
@@ -58,6 +61,8 @@ class Runtime:
     oauth: OAuthService
     #: passkeys (issue 22)
     passkeys: PasskeyService
+    #: the background prune of expired rows and old logs (``--prune-interval``)
+    pruner: Pruner
 
     async def check_ready(self) -> None:
         """Storage answers AND the migrated schema is there (raises StorageUnavailable);
@@ -100,6 +105,9 @@ class Runtime:
                 users_seconds=settings.fga_list_users_deadline,
             ),
             caches=EngineCaches.sized(settings.fga_cache_mib),
+            allow_user_context=settings.allow_user_context,
+            server_context=parse_server_context(settings.fga_server_context),
+            max_condition_cost=settings.fga_max_condition_cost,
         )
         auth.relation_gate = fga
         oauth = OAuthService(auth)
@@ -129,6 +137,7 @@ class Runtime:
             social=SocialLogin(auth),
             oauth=oauth,
             passkeys=PasskeyService(auth, service),
+            pruner=Pruner(settings, storage, metrics, time.time),
         )
 
 

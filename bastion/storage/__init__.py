@@ -8,7 +8,7 @@ async with open_storage(config) as storage:
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
@@ -48,20 +48,32 @@ class Storage:
         return found
 
     async def ping(self) -> None:
-        """Raise :class:`StorageUnavailable` unless both stores answer within ``timeout``."""
-        try:
-            with trio.fail_after(self.timeout):
-                await self.db.ping()
-                # The default memory store lives in the same database: one ping proves both.
-                if not isinstance(self.memory, SqlMemoryStore):
-                    await self.memory.ping()
-        except trio.TooSlowError:
-            raise StorageUnavailable("storage did not answer in time") from None
+        """Raise :class:`StorageUnavailable` naming the store (``database`` or ``memory
+        store``) unless both answer within ``timeout``."""
+        await _answers(self.db.ping, "database", self.timeout)
+        # The default memory store lives in the same database: one ping proves both.
+        if not isinstance(self.memory, SqlMemoryStore):
+            await _answers(self.memory.ping, "memory store", self.timeout)
+
+
+async def _answers(ping: Callable[[], Awaitable[None]], store: str, seconds: float) -> None:
+    try:
+        with trio.fail_after(seconds):
+            await ping()
+    except trio.TooSlowError:
+        raise StorageUnavailable(f"the {store} did not answer in time", store=store) from None
+    except StorageUnavailable as exc:
+        raise StorageUnavailable(str(exc), store=store) from exc
+    except OSError as exc:
+        raise StorageUnavailable(f"the {store} is unreachable: {exc}", store=store) from exc
 
 
 @asynccontextmanager
-async def open_storage(config: StorageConfig) -> AsyncIterator[Storage]:
-    """Connect, migrate (unless ``config.run_migrations`` is off), and close on exit."""
+async def open_storage(
+    config: StorageConfig, *, opened: Callable[[Storage], None] | None = None
+) -> AsyncIterator[Storage]:
+    """Connect, migrate (unless ``config.run_migrations`` is off), and close on exit.
+    ``opened`` sees the storage before anyone uses it (the tracer instruments it)."""
     memory_url = config.memory_store_url
     async with open_database(config) as db:
         if config.run_migrations:
@@ -78,12 +90,15 @@ async def open_storage(config: StorageConfig) -> AsyncIterator[Storage]:
             memory_url, db, pool_size=config.pool_size, timeout=config.timeout
         )
         try:
-            yield Storage(
+            storage = Storage(
                 db=db,
                 memory=memory,
                 timeout=config.timeout,
                 webhook_listeners=WebhookListeners(db),
             )
+            if opened is not None:
+                opened(storage)
+            yield storage
         finally:
             with trio.CancelScope(shield=True):
                 await memory.aclose()

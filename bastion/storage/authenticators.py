@@ -92,6 +92,16 @@ def enrol(
     )
 
 
+def reseal(conn: sa.Connection, user_id: str, old: str, new: str) -> None:
+    """Replace the sealed secret ``old`` by ``new`` (the same secret under the current
+    key); a no-op when another request already did, or the user enrolled again."""
+    conn.execute(
+        table.update()
+        .where(table.c.user_id == user_id, table.c.method == TOTP, table.c.secret == old)
+        .values(secret=new)
+    )
+
+
 def record_step(conn: sa.Connection, user_id: str, step: int, *, now: int) -> bool:
     """Accept ``step`` if it is later than the last accepted one; marks the authenticator
     verified. False when another request got there first (or there is no authenticator)."""

@@ -13,3 +13,9 @@ class StorageUnavailable(Unavailable):
     A :class:`core.errors.Unavailable`, so every transport reports it as "unavailable"
     without knowing about storage. The message never carries credentials.
     """
+
+    def __init__(self, message: str, *, store: str = "storage") -> None:
+        """``store``: which one failed, as readiness names it (``database``, ``memory
+        store``); ``storage`` when the failure does not say."""
+        super().__init__(message)
+        self.store = store

@@ -1,7 +1,9 @@
-"""Puts the repository's bastion/core into the bastion-core wheel.
+"""Puts parts of the repository's tree into a wheel: the ``trees`` the project's
+``[tool.hatch.build.targets.wheel.hooks.custom]`` table lists (``bastion/core`` for
+bastion-core; bastion-conformance points its hook at this file too).
 
 Only a standard wheel gets the files: an editable install instead puts the repository root on
-the path (``dev-mode-dirs``), so that the checkout's own bastion/core is what runs, never a
+the path (``dev-mode-dirs``), so that the checkout's own sources are what runs, never a
 copy made at install time.
 """
 
@@ -12,10 +14,11 @@ from typing import Any
 
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
-CORE = Path(__file__).resolve().parents[2] / "bastion" / "core"
+REPO = Path(__file__).resolve().parents[2]
 
 
-class CoreSources(BuildHookInterface):  # type: ignore[misc]
+class TreeSources(BuildHookInterface):  # type: ignore[misc]
     def initialize(self, version: str, build_data: dict[str, Any]) -> None:
         if version == "standard":
-            build_data["force_include"][str(CORE)] = "bastion/core"
+            for tree in self.config["trees"]:
+                build_data["force_include"][str(REPO / tree)] = tree

@@ -189,6 +189,31 @@ def test_a_refresh_token_rotates_once() -> None:
         d.run(fresh(d, SessionMachine), refresh)
 
 
+def test_two_logins_through_one_driver_get_two_session_families() -> None:
+    """One driver serves many requests: each login starts its own family (``sid``); a
+    refresh keeps the family of the session it refreshes."""
+    d = driver()
+    sids = []
+    for email in ("ann@example.com", "bob@example.com"):
+        signup = SignupRequested(
+            email=email,
+            password=STRONG,
+            confirm_password=STRONG,
+            scope=("openid", "offline_access"),
+        )
+        answer = d.run(fresh(d, SignupMachine), signup)
+        assert isinstance(answer, AuthResponse)
+        assert answer.refresh_token
+        sids.append(d.signer.verify(answer.access_token)["sid"])
+        refresh_claims = d.signer.verify(answer.refresh_token)
+        refreshed = d.run(
+            fresh(d, SessionMachine),
+            RefreshRequested(refresh_token=answer.refresh_token, claims=refresh_claims),
+        )
+        assert d.signer.verify(refreshed.to_api_dict()["access_token"])["sid"] == sids[-1]
+    assert sids[0] != sids[1]
+
+
 def test_a_totp_login_enrols_then_accepts_the_authenticator_code() -> None:
     clock = FixedClock(at=NOW)
     d = driver(MfaPolicy(enable_mfa=True, enforce_mfa=True, enable_totp_login=True))

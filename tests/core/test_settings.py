@@ -42,6 +42,7 @@ from bastion.core.settings import (
     settings_from_flags,
     validate,
 )
+from bastion.core.settings.cautions import startup_cautions
 
 BASE = [
     "--admin-secret=admin-secret",
@@ -62,9 +63,13 @@ IMPLEMENTED = {
     "migrate", "database-replica-url",
     "enable-grpc-reflection", "grpc-tls-cert", "grpc-tls-key", "log-level", "url",
     "tls-cert-file", "tls-key-file", "log-format", "access-log",
+    "otel-traces-endpoint", "otel-traces-sample-ratio",
     "database-type", "database-url", "database-host", "database-port", "database-name",
     "database-username", "database-password", "database-cert", "database-ca-cert",
     "database-cert-key", "memory-store-url", "client-id", "client-secret", "admin-secret",
+    "admin-secret-previous", "client-secret-previous", "webhook-secret",
+    "audit-log-retention-days", "webhook-log-retention-days", "prune-interval",
+    "prune-batch-size",
     "jwt-type", "jwt-secret", "jwt-private-key", "jwt-public-key", "allowed-origins",
     "trusted-proxies", "rate-limit-rps", "rate-limit-burst", "rate-limit-fail-closed",
     "enable-hsts", "disable-csp", "cookie-domain", "disable-admin-header-auth",
@@ -72,6 +77,8 @@ IMPLEMENTED = {
     "allow-user-contextual-tuples", "webhook-allow-private-targets", "openfga-api-key",
     "fga-list-objects-max-results", "fga-list-objects-deadline", "fga-list-users-max-results",
     "fga-list-users-deadline", "fga-cache-mib",
+    # issue 36: condition cost and caller context
+    "allow-user-context", "fga-server-context", "fga-max-condition-cost",
     # issue 3: authentication flows
     "jwt-role-claim", "refresh-token-expires-in", "app-cookie-secure", "app-cookie-same-site",
     "enable-signup", "enable-basic-authentication", "enable-email-verification",
@@ -232,6 +239,9 @@ def test_defaults() -> None:
     assert settings.roles == settings.default_roles == ("user",)
     assert settings.protected_roles == ()
     assert not settings.allow_user_contextual_tuples
+    assert not settings.allow_user_context
+    assert settings.fga_server_context == ()
+    assert settings.fga_max_condition_cost == 100
     assert (settings.graphql_max_complexity, settings.graphql_max_depth) == (300, 15)
     assert (settings.graphql_max_aliases, settings.graphql_max_body_bytes) == (30, 1048576)
     assert settings.refresh_token_expires_in == 2592000
@@ -679,6 +689,27 @@ def test_rule_7_trusted_proxies_must_be_networks() -> None:
 # ----------------------------------------------------------------------- url
 
 
+def test_condition_cost_and_server_context_flags() -> None:
+    settings = parse(
+        "--fga-server-context=current_time, ip=client_ip", "--fga-max-condition-cost=0"
+    )
+    assert settings.fga_server_context == ("current_time", "ip=client_ip")
+    assert settings.fga_max_condition_cost == 0
+    assert parse("--allow-user-context").allow_user_context
+    assert "--fga-max-condition-cost must be 0 (no limit) or more" in refusal(
+        *BASE, "--fga-max-condition-cost=-1"
+    )
+    for entry, problem in (
+        ("now=clock", "the source must be one of current_time, client_ip"),
+        ("ip", "the source must be one of"),
+        ("1x=client_ip", "'1x' is not a condition parameter name"),
+        ("current_time,current_time=client_ip", "'current_time' is named twice"),
+    ):
+        message = refusal(*BASE, f"--fga-server-context={entry}")
+        assert message.startswith("--fga-server-context: "), message
+        assert problem in message, message
+
+
 def test_url_default_follows_host_and_port() -> None:
     assert parse("--http-port=9000").url == "http://localhost:9000"
     assert parse("--host=127.0.0.1").url == "http://127.0.0.1:8080"
@@ -710,6 +741,27 @@ def test_url_must_be_an_absolute_http_url(url: str, problem: str) -> None:
 def test_url_with_credentials_is_refused_without_echo() -> None:
     message = refusal(*BASE, "--url=https://admin:s3cret@auth.example.com")
     assert message == "--url must not contain a user name or password"
+
+
+@pytest.mark.parametrize(
+    ("flag", "message"),
+    [
+        ("--otel-traces-sample-ratio=1.5", "--otel-traces-sample-ratio must be between 0 and 1"),
+        ("--otel-traces-sample-ratio=-0.1", "--otel-traces-sample-ratio must be between 0 and 1"),
+        ("--otel-traces-endpoint=collector:4318", "--otel-traces-endpoint must be an http:// or"),
+    ],
+)
+def test_tracing_flags_are_checked(flag: str, message: str) -> None:
+    value = flag.split("=", 1)[1]
+    assert refusal(*BASE, flag).startswith(message)
+    assert refusal(*BASE, flag).endswith(f"got {value!r}" if "endpoint" in flag else value)
+
+
+def test_tracing_is_off_unless_an_endpoint_is_given() -> None:
+    settings = parse()
+    assert (settings.otel_traces_endpoint, settings.otel_traces_sample_ratio) == ("", 1.0)
+    given = parse("--otel-traces-endpoint=http://127.0.0.1:4318/v1/traces")
+    assert given.otel_traces_endpoint == "http://127.0.0.1:4318/v1/traces"
 
 
 # ------------------------------------------------------------------ other rules
@@ -851,6 +903,17 @@ def test_flag_file_mixes_with_argv(tmp_path: Path) -> None:
     assert settings.allowed_origins == ("https://a.example", "https://b.example")
 
 
+def test_the_command_line_overrides_a_flag_file(tmp_path: Path) -> None:
+    """Last wins, as in every CLI: a file of defaults, one flag changed for this run."""
+    flag_file = tmp_path / "bastion.flags"
+    flag_file.write_text("--admin-secret=from-the-file\n--http-port=9000\n")
+    settings = parse_args([f"@{flag_file}", *without("--admin-secret"), "--admin-secret=cli"])
+    assert (settings.admin_secret, settings.http_port) == ("cli", 9000)
+    later = tmp_path / "later.flags"
+    later.write_text("--http-port=9001\n")
+    assert parse_args([f"@{flag_file}", f"@{later}", *BASE]).http_port == 9001
+
+
 def test_flag_file_errors_name_the_line(tmp_path: Path) -> None:
     flag_file = tmp_path / "bastion.flags"
     flag_file.write_text("--http-port=9000\nhunter2\n")
@@ -860,9 +923,9 @@ def test_flag_file_errors_name_the_line(tmp_path: Path) -> None:
     assert refusal(f"@{flag_file}", *BASE) == (
         f"{flag_file} line 2: --database_url is not accepted; use --database-url"
     )
-    flag_file.write_text("--admin-secret=other\n")
+    flag_file.write_text("--admin-secret=other\n--admin-secret=again\n")
     assert refusal(f"@{flag_file}", *BASE) == (
-        f"--admin-secret is given more than once (on {flag_file} line 1 and on the command line)"
+        f"--admin-secret is given more than once (on {flag_file} line 1 and on {flag_file} line 2)"
     )
     flag_file.write_text("--grpc-insecure=false\n")
     assert refusal(f"@{flag_file}", *BASE) == ("--grpc-insecure is not implemented in this build")
@@ -1098,7 +1161,7 @@ def test_plain_http_origins_elsewhere_are_warned_about() -> None:
             "--allowed-origins=http://localhost:3000,http://127.0.0.1:5173,http://app.example.com",
         ]
     )
-    (warning,) = settings.startup_warnings()
+    (warning,) = [w for w in startup_cautions(settings) if w.startswith("--allowed-origins")]
     assert "http://app.example.com" in warning
 
 

@@ -218,7 +218,7 @@ def installed_server(server_venv: Path, tmp_path: Path) -> Iterator[str]:
 
 
 def test_the_installed_wheels_own_only_bastion_and_serve(
-    installed_server: str, server_venv: Path
+    installed_server: str, server_venv: Path, tmp_path: Path
 ) -> None:
     installed = _installed(server_venv)
     for dist in ("bastion", "bastion-core"):
@@ -242,3 +242,7 @@ def test_the_installed_wheels_own_only_bastion_and_serve(
         assert meta.status_code == 200
         assert meta.json()["data"]["meta"]["version"]
         assert http.get("/playground").status_code == 503, "the wheel ships no npm bundle"
+    # ... and start-up said so, with the ways to get one
+    logged = (tmp_path / "server.stderr").read_text()
+    assert "GraphiQL's browser bundles are not built in this installation" in logged
+    assert "bash scripts/build_playground" in logged

@@ -43,7 +43,7 @@ def test_health_reports_storage_outage_and_recovery(tmp_path: Path) -> None:
             assert alive.json() == {"status": "ok"}
             not_ready = httpx.get(srv.url + "/readyz", timeout=60)
             assert not_ready.status_code == 503
-            assert not_ready.json() == {"status": "not ready", "error": "storage unavailable"}
+            assert not_ready.json() == {"status": "not ready", "error": "database unavailable"}
             assert _grpc_health(srv.grpc_port) == health_pb2.HealthCheckResponse.NOT_SERVING
             proxy.start()
             deadline = time.monotonic() + 60

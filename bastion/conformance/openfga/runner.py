@@ -85,7 +85,7 @@ def run_path(
 
 
 def main(argv: Sequence[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bastion.conformance openfga")
+    parser = argparse.ArgumentParser(prog="bastion-conformance openfga")
     parser.add_argument("--face", help="base URL of an OpenFGA HTTP API to run server tests on")
     parser.add_argument("--key", default="", help="its pre-shared key (Bearer)")
     parser.add_argument("paths", nargs="*", metavar="FILE_OR_DIR")

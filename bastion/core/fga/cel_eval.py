@@ -16,7 +16,9 @@ Semantics are cel-go's where a condition can see them:
 - no arithmetic across numeric types; ``==`` is false across types, except between
   numbers, which compare by value; ``<`` on two different non-numeric types is an error;
 - a missing map key is an error; ``has(m.f)`` tests for it;
-- ``matches`` is RE2 (google-re2: linear time, whatever pattern a request sends).
+- ``matches`` is RE2 (google-re2: linear time, whatever pattern a request sends);
+- every evaluation is charged as cel-go charges it (:mod:`.cel_cost`) and ends once past
+  its budget.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from bastion.core.fga.cel_cost import BUDGET, Budget, call_cost, spend
 from bastion.core.fga.cel_functions import FUNCTIONS, METHODS
 from bastion.core.fga.cel_operators import (
     OPERATORS,
@@ -41,6 +44,18 @@ __all__ = ["CelParseError", "Program", "parse"]
 
 Activation = Mapping[str, Any]
 Eval = Callable[[Activation], Any]
+#: cel-go's costs of a list or map literal (see :mod:`.cel_cost`).
+_LIST_COST = 10
+_MAP_COST = 30
+#: cel-go expands a comprehension to a fold over an accumulator: ``all`` checks it and
+#: ANDs each element (3), ``exists`` negates and ORs (4), ``exists_one`` adds 1 per match
+#: (1, 2 on a match), ``map`` and ``filter`` append a one-element list (12, 1 when
+#: skipped); reading the accumulator at the end costs 1 (2 for ``exists_one``'s ``== 1``).
+_ALL_STEP = 3
+_EXISTS_STEP = 4
+_RESULT = 1
+_SKIP_STEP = 1
+_KEEP_STEP = 12
 
 
 class Program:
@@ -49,9 +64,14 @@ class Program:
     def __init__(self, tree: Tree) -> None:
         self._run = _compile(tree)
 
-    def evaluate(self, activation: Activation) -> Any:
+    def evaluate(self, activation: Activation, budget: Budget | None = None) -> Any:
+        """The expression's value; ``budget`` bounds the work (none: unbounded)."""
+        return self.run({**activation, BUDGET: Budget() if budget is None else budget})
+
+    def run(self, scope: Activation) -> Any:
+        """:meth:`evaluate` on an activation that holds its budget under ``BUDGET``."""
         try:
-            return self._run(activation)
+            return self._run(scope)
         except ConditionError:
             raise
         except RecursionError as exc:
@@ -124,9 +144,16 @@ def _binary(children: Sequence[Node]) -> Eval:
         return _compile(children[0])
     operator, right_node = children
     assert isinstance(operator, Tree)
-    function = OPERATORS[operator.data]
-    left, right = _compile(operator.children[0]), _compile(right_node)
-    return lambda activation: function(left(activation), right(activation))
+    function, cost = OPERATORS[operator.data], call_cost(operator.data)
+    (left, left_cost), (right, right_cost) = _operand(operator.children[0]), _operand(right_node)
+    fixed = left_cost + right_cost
+
+    def run(activation: Activation) -> Any:
+        a, b = left(activation), right(activation)
+        spend(activation, fixed + (1 if cost is None else cost(a, b)))
+        return function(a, b)
+
+    return run
 
 
 def _unary(children: Sequence[Node]) -> Eval:
@@ -135,19 +162,37 @@ def _unary(children: Sequence[Node]) -> Eval:
     operator, operand_node = children
     assert isinstance(operator, Tree)
     operand = _compile(operand_node)
-    if operator.data == "unary_not":
-        return lambda activation: logical_not(operand(activation))
-    return lambda activation: negate(operand(activation))
+    function = logical_not if operator.data == "unary_not" else negate
+
+    def run(activation: Activation) -> Any:
+        value = operand(activation)
+        spend(activation, 1)
+        return function(value)
+
+    return run
 
 
 def _member_dot(children: Sequence[Node]) -> Eval:
-    target, field = _compile(children[0]), str(children[1])
-    return lambda activation: select(target(activation), field)
+    (target, fixed), field = _operand(children[0]), str(children[1])
+
+    def run(activation: Activation) -> Any:
+        container = target(activation)
+        spend(activation, fixed + 1)
+        return select(container, field)
+
+    return run
 
 
 def _member_index(children: Sequence[Node]) -> Eval:
-    target, key = _compile(children[0]), _compile(children[1])
-    return lambda activation: index(target(activation), key(activation))
+    (target, target_cost), (key, key_cost) = _operand(children[0]), _operand(children[1])
+    fixed = target_cost + key_cost + 1
+
+    def run(activation: Activation) -> Any:
+        container, value = target(activation), key(activation)
+        spend(activation, fixed)
+        return index(container, value)
+
+    return run
 
 
 def _arguments(rest: Sequence[Node]) -> list[Node]:
@@ -162,14 +207,20 @@ def _member_dot_arg(children: Sequence[Node]) -> Eval:
     if name in _MACROS and variable is not None and len(argument_nodes) in (2, 3):
         steps = [_compile(node) for node in argument_nodes[1:]]
         return _MACROS[name](target, variable, steps)
-    function = METHODS.get(name)
-    arguments = [_compile(node) for node in argument_nodes]
+    function, cost = METHODS.get(name), call_cost(name)
+    receiver_eval, fixed = _operand(target_node)
+    arguments = []
+    for node in argument_nodes:
+        argument, argument_cost = _operand(node)
+        arguments.append(argument)
+        fixed += argument_cost
 
     def run(activation: Activation) -> Any:
-        receiver = target(activation)
+        receiver = receiver_eval(activation)
         values = [argument(activation) for argument in arguments]
         if function is None:
             raise no_overload(name, receiver, *values)
+        spend(activation, fixed + (1 if cost is None else cost(receiver, *values)))
         return function(receiver, *values)
 
     return run
@@ -179,13 +230,18 @@ def _ident_arg(children: Sequence[Node]) -> Eval:
     name, argument_nodes = str(children[0]), _arguments(children[1:])
     if name == "has" and len(argument_nodes) == 1:
         return _has(argument_nodes[0])
-    function = FUNCTIONS.get(name)
-    arguments = [_compile(node) for node in argument_nodes]
+    function, cost = FUNCTIONS.get(name), call_cost(name)
+    arguments, fixed = [], 0
+    for node in argument_nodes:
+        argument, argument_cost = _operand(node)
+        arguments.append(argument)
+        fixed += argument_cost
 
     def run(activation: Activation) -> Any:
         values = [argument(activation) for argument in arguments]
         if function is None:
             raise CelEvalError(f"undeclared reference to '{name}'")
+        spend(activation, fixed + (1 if cost is None else cost(*values)))
         return function(*values)
 
     return run
@@ -199,6 +255,7 @@ def _has(node: Node) -> Eval:
 
     def run(activation: Activation) -> bool:
         container = target(activation)
+        spend(activation, 1)
         if not isinstance(container, dict):
             raise no_overload("has", container)
         return field in container
@@ -207,7 +264,17 @@ def _has(node: Node) -> Eval:
 
 
 def _ident(children: Sequence[Node]) -> Eval:
-    name = str(children[0])
+    lookup = _lookup(str(children[0]))
+
+    def run(activation: Activation) -> Any:
+        spend(activation, 1)
+        return lookup(activation)
+
+    return run
+
+
+def _lookup(name: str) -> Eval:
+    """A variable's value, not charged (its caller charges it)."""
 
     def run(activation: Activation) -> Any:
         try:
@@ -216,6 +283,25 @@ def _ident(children: Sequence[Node]) -> Eval:
             raise CelEvalError(f"undeclared reference to '{name}'") from None
 
     return run
+
+
+#: Trees that compile to their only child's closure when they have one.
+_WRAPPERS = frozenset(
+    ("expr", "conditionalor", "conditionaland", "relation", "addition", "multiplication", "unary")
+)
+
+
+def _operand(node: Node) -> tuple[Eval, int]:
+    """An operator's or call's operand compiled, and the cost its caller adds to its own
+    charge for it: a variable's 1, so that ``a < b + c`` is charged twice, not five times."""
+    found = node
+    while isinstance(found, Tree) and len(found.children) == 1:
+        if found.data == "ident":
+            return _lookup(str(found.children[0])), 1
+        if found.data in _COMPILERS and found.data not in _WRAPPERS:
+            break
+        found = found.children[0]
+    return _compile(node), 0
 
 
 def _literal(children: Sequence[Node]) -> Eval:
@@ -227,7 +313,13 @@ def _literal(children: Sequence[Node]) -> Eval:
 
 def _list_lit(children: Sequence[Node]) -> Eval:
     items = [_compile(node) for node in _arguments(children)]
-    return lambda activation: [item(activation) for item in items]
+
+    def run(activation: Activation) -> list[Any]:
+        values = [item(activation) for item in items]
+        spend(activation, _LIST_COST)
+        return values
+
+    return run
 
 
 def _map_lit(children: Sequence[Node]) -> Eval:
@@ -235,6 +327,7 @@ def _map_lit(children: Sequence[Node]) -> Eval:
     pairs = list(zip(entries[::2], entries[1::2], strict=True))
 
     def run(activation: Activation) -> dict[Any, Any]:
+        spend(activation, _MAP_COST)
         result = {}
         for key, value in pairs:
             k = key(activation)
@@ -290,10 +383,14 @@ def _quantifier(decides: bool) -> Macro:
         if len(steps) != 1:
             raise CelParseError("all() and exists() take a variable and a predicate")
         [predicate] = steps
+        step = _EXISTS_STEP if decides else _ALL_STEP
 
         def run(activation: Activation) -> bool:
             error: CelEvalError | None = None
-            for item in _items(target(activation)):
+            items = _items(target(activation))
+            spend(activation, _RESULT)
+            for item in items:
+                spend(activation, step)
                 try:
                     value = predicate({**activation, variable: item})
                 except CelEvalError as exc:
@@ -317,10 +414,13 @@ def _exists_one(target: Eval, variable: str, steps: list[Eval]) -> Eval:
 
     def run(activation: Activation) -> bool:
         found = 0
-        for item in _items(target(activation)):
+        items = _items(target(activation))
+        spend(activation, 2 * _RESULT)
+        for item in items:
             value = predicate({**activation, variable: item})
             if not isinstance(value, bool):
                 raise no_overload("predicate", value)
+            spend(activation, _SKIP_STEP + value)
             found += value
         return found == 1
 
@@ -332,10 +432,14 @@ def _map(target: Eval, variable: str, steps: list[Eval]) -> Eval:
 
     def run(activation: Activation) -> list[Any]:
         result = []
-        for item in _items(target(activation)):
+        items = _items(target(activation))
+        spend(activation, _RESULT)
+        for item in items:
             scope = {**activation, variable: item}
             if keep and _predicate(keep[0], scope) is False:
+                spend(activation, _SKIP_STEP)
                 continue
+            spend(activation, _KEEP_STEP)
             result.append(transform(scope))
         return result
 
@@ -348,11 +452,15 @@ def _filter(target: Eval, variable: str, steps: list[Eval]) -> Eval:
     [predicate] = steps
 
     def run(activation: Activation) -> list[Any]:
-        return [
-            item
-            for item in _items(target(activation))
-            if _predicate(predicate, {**activation, variable: item})
-        ]
+        kept = []
+        items = _items(target(activation))
+        spend(activation, _RESULT)
+        for item in items:
+            spend(activation, _SKIP_STEP)
+            if _predicate(predicate, {**activation, variable: item}):
+                spend(activation, _KEEP_STEP)
+                kept.append(item)
+        return kept
 
     return run
 

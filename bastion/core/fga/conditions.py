@@ -5,14 +5,20 @@ request context overlaid by the tuple's stored context (the tuple wins); every d
 parameter must be present and convert to its declared type, otherwise the evaluation
 fails (OpenFGA reports that as 2000). ``ipaddress`` is OpenFGA's own CEL type, with the
 ``ipaddress("...")`` constructor and the ``in_cidr(string)`` method.
+
+Bounds: an evaluation costs what cel-go would count and stops past ``max_cost``
+(:mod:`.cel_cost`, OpenFGA's ``--maxConditionEvaluationCost``), and a request context
+holds at most :data:`MAX_CONTEXT_VALUES` values (:func:`context_problem`), so converting
+it for each evaluation stays small too.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
+from bastion.core.fga.cel_cost import BUDGET, DEFAULT_MAX_CONDITION_COST, Budget
 from bastion.core.fga.cel_eval import CelParseError, Program, parse
 from bastion.core.fga.cel_types import CelTypeError, check_types
 from bastion.core.fga.cel_values import (
@@ -26,7 +32,44 @@ from bastion.core.fga.cel_values import (
 from bastion.core.fga.errors import ConditionError
 from bastion.core.fga.model import Condition, ConditionParam
 
-__all__ = ["CompiledCondition", "ConditionError", "IPAddress", "convert_parameter"]
+__all__ = [
+    "MAX_CONTEXT_VALUES",
+    "CompiledCondition",
+    "ConditionError",
+    "IPAddress",
+    "context_problem",
+    "convert_parameter",
+]
+
+#: Values in a request context at most: its entries plus every list item and map entry
+#: inside them, at any depth.
+MAX_CONTEXT_VALUES = 1000
+
+
+def _values(value: Any) -> int:
+    """How many values ``value`` holds (itself, and what its lists and maps hold)."""
+    count, pending = 0, [value]
+    while pending:
+        item = pending.pop()
+        count += 1
+        if isinstance(item, Mapping):
+            pending.extend(item.values())
+        elif isinstance(item, list | tuple):
+            pending.extend(item)
+    return count
+
+
+def context_problem(context: Mapping[str, Any]) -> str | None:
+    """Why a request ``context`` is too large to evaluate conditions on, or ``None``."""
+    sizes = {str(name): _values(value) for name, value in context.items()}
+    total = sum(sizes.values())
+    if total <= MAX_CONTEXT_VALUES:
+        return None
+    largest = max(sorted(sizes), key=sizes.__getitem__)  # the first name of the largest
+    return (
+        f"context holds {total} values (list items and map entries counted), at most "
+        f"{MAX_CONTEXT_VALUES}; {largest!r} alone holds {sizes[largest]}"
+    )
 
 
 def _json(value: Any, name: str) -> Any:
@@ -133,8 +176,15 @@ class CompiledCondition:
             raise ConditionError(f"condition {condition.name!r} does not compile: {exc}") from exc
 
     def evaluate(
-        self, request_context: Mapping[str, Any] | None, tuple_context: Mapping[str, Any] | None
+        self,
+        request_context: Mapping[str, Any] | None,
+        tuple_context: Mapping[str, Any] | None,
+        *,
+        max_cost: int = DEFAULT_MAX_CONDITION_COST,
+        stop: Callable[[], bool] | None = None,
     ) -> bool:
+        """The condition's value; past ``max_cost`` (0: no limit), or once ``stop``
+        answers true, a :class:`ConditionError` (cel-go's cost, see :mod:`.cel_cost`)."""
         merged: dict[str, Any] = dict(request_context or {})
         merged.update(tuple_context or {})
         activation: dict[str, Any] = {}
@@ -148,8 +198,9 @@ class CompiledCondition:
             raise ConditionError(
                 f"condition {self.condition.name!r} is missing parameters {sorted(missing)}"
             )
+        activation[BUDGET] = Budget(max_cost, stop)
         try:
-            result = self._program.evaluate(activation)
+            result = self._program.run(activation)
         except ConditionError as exc:
             raise ConditionError(f"condition {self.condition.name!r} failed: {exc}") from exc
         if not isinstance(result, bool):

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bastion.core.fga.cel import ConditionError
+from bastion.core.fga.cel_cost import DEFAULT_MAX_CONDITION_COST
 from bastion.core.fga.errors import ErrorCode, FgaError
 from bastion.core.fga.tuples import CombinedReader, MemoryTupleReader, TupleKey, TupleReader
 from bastion.core.fga.typesystem import TypeSystem
@@ -63,6 +64,11 @@ class RequestOptions:
     max_results: int = DEFAULT_MAX_RESULTS
     #: When a list evaluation answers with what it has (none: no deadline).
     deadline: Deadline | None = None
+    #: A condition evaluation's cost at most (cel-go's count; 0: no limit).
+    max_condition_cost: int = DEFAULT_MAX_CONDITION_COST
+    #: Asked now and then during a condition evaluation: true ends it (the request's
+    #: deadline passed, the caller went away).
+    stop: Callable[[], bool] | None = None
 
 
 class RequestContext:
@@ -93,7 +99,12 @@ class RequestContext:
         if not key.condition:
             return True
         try:
-            return self.ts.condition(key.condition).evaluate(self.context, key.context)
+            return self.ts.condition(key.condition).evaluate(
+                self.context,
+                key.context,
+                max_cost=self.options.max_condition_cost,
+                stop=self.options.stop,
+            )
         except ConditionError as exc:
             raise FgaError(ErrorCode.VALIDATION_ERROR, str(exc)) from exc
 

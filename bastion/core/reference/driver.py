@@ -53,6 +53,7 @@ from bastion.core.state_machines import (
     EmitWebhook,
     EnrolAuthenticator,
     Event,
+    FactorsLoaded,
     Fail,
     GenerateCode,
     Handoff,
@@ -60,6 +61,7 @@ from bastion.core.state_machines import (
     IssueTokens,
     LoadAuthenticator,
     LoadChallenge,
+    LoadFactors,
     LoadStoredToken,
     LoadUser,
     LoadVerificationRequest,
@@ -121,7 +123,8 @@ class SyncDriver:
         self.mfa_policy = mfa_policy or MfaPolicy()
         self.relations = relations
         self.cookies: dict[str, str | None] = {}
-        #: the session family tokens are minted under (a refresh keeps its family)
+        #: the session family of the request being run: a login starts one, a refresh
+        #: keeps the family of the session it refreshes (reset for every request)
         self.sid: str | None = None
         self._queued: list[Callable[[], None]] = []
         #: the sessions the current request kept: (user id, nonce)
@@ -131,6 +134,7 @@ class SyncDriver:
         """Feed ``event`` and carry out the effects until the flow answers or refuses
         (raises the ``BastionError`` its ``Fail`` names)."""
         self._kept = []
+        self.sid = None
         try:
             return self._run(machine, event)
         finally:
@@ -279,6 +283,11 @@ class SyncDriver:
     def _load_authenticator(self, e: LoadAuthenticator) -> Event:
         return AuthenticatorLoaded(authenticator=self.store.authenticators.get(e.user_id))
 
+    def _factors(self, e: LoadFactors) -> Event:
+        """This store keeps no passkeys: only the authenticator counts."""
+        found = self.store.authenticators.get(e.user_id)
+        return FactorsLoaded(verified_authenticator=bool(found and found.verified), passkey=False)
+
     def _enrol(self, e: EnrolAuthenticator) -> Event:
         secret = totp.new_secret(self.randomness)
         codes = totp.new_recovery_codes(self.randomness)
@@ -319,8 +328,10 @@ class SyncDriver:
                 return lambda: _persist(store, user_id, tokens)
             case DeleteSession(user_id=user_id, nonce=nonce):
                 return lambda: _end_one(store, user_id, nonce)
-            case DeleteUserSessions(user_id=user_id, keep_nonce=keep, end_links=links):
-                return lambda: _end_all(store, user_id, keep, links)
+            case DeleteUserSessions(
+                user_id=user_id, keep_nonce=keep, end_links=links, end_credentials=devices
+            ):
+                return lambda: _end_all(store, user_id, keep, links, devices)
             case StoreChallenge(challenge=challenge):
                 return lambda: store.challenges.__setitem__(challenge.id, challenge)
             case DropChallenge(challenge_id=challenge_id):
@@ -378,8 +389,12 @@ def _end_one(store: MemoryStore, user_id: str, nonce: str) -> None:
         del store.sessions[key]
 
 
-def _end_all(store: MemoryStore, user_id: str, keep: str | None, links: bool) -> None:
+def _end_all(
+    store: MemoryStore, user_id: str, keep: str | None, links: bool, devices: bool
+) -> None:
     store.end_sessions(user_id, keep_nonce=keep)
+    if devices:
+        store.authenticators.pop(user_id, None)
     user = store.users.get(user_id)
     if links and user is not None and user.email:
         store.drop_requests_for(user.email)
@@ -402,6 +417,7 @@ _ANSWERS: dict[type[Effect], Callable[[SyncDriver, Any], Event]] = {
     TakeChallenge: SyncDriver._take_challenge,
     CountAttempt: SyncDriver._count_attempt,
     LoadAuthenticator: SyncDriver._load_authenticator,
+    LoadFactors: SyncDriver._factors,
     EnrolAuthenticator: SyncDriver._enrol,
 }
 

@@ -19,6 +19,7 @@ from bastion.core.settings.rules import validate, validate_database
 from bastion.core.settings.table import FLAGS, FLAGS_BY_NAME, Flag
 from bastion.core.settings.vocabulary import (
     DATABASE_TYPES,
+    EXIT_CONFIG,
     JWT_TYPES,
     NOSQL_ONLY_FLAGS,
     NOT_IMPLEMENTED_FLAGS,
@@ -30,6 +31,7 @@ from bastion.core.settings.vocabulary import (
 
 __all__ = [
     "DATABASE_TYPES",
+    "EXIT_CONFIG",
     "FLAGS",
     "FLAGS_BY_NAME",
     "JWT_TYPES",

@@ -7,6 +7,7 @@ import ipaddress
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from bastion.core.settings.retention import RetentionFlags
 from bastion.core.settings.vocabulary import (
     DATABASE_TYPES,
     JWT_TYPES,
@@ -16,7 +17,7 @@ from bastion.core.settings.vocabulary import (
     Group,
     flag_field,
 )
-from bastion.core.sites import cross_site_origins, insecure_origins
+from bastion.core.sites import cross_site_origins
 
 _S = Group.SERVER
 _D = Group.DATABASE
@@ -35,7 +36,7 @@ _W = Group.WEBHOOKS
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Settings:
+class Settings(RetentionFlags):
     """Every startup flag, by its kebab-case name with ``-`` turned into ``_``.
 
     Build one from flag values with :func:`settings_from_flags` (which also validates);
@@ -65,9 +66,10 @@ class Settings:
         10.0,
         _S,
         "Seconds an HTTP request may take; past it the answer is 503 unavailable with "
-        "Retry-After. Database statements and lock waits inherit it (statement_timeout and "
-        "lock_timeout on PostgreSQL, innodb_lock_wait_timeout and lock_wait_timeout on "
-        "MySQL/MariaDB, busy_timeout on SQLite).",
+        "Retry-After, and nothing was written (a transaction in flight is waited for; one "
+        "that committed is answered). Database statements and lock waits inherit it "
+        "(statement_timeout and lock_timeout on PostgreSQL, innodb_lock_wait_timeout and "
+        "lock_wait_timeout on MySQL/MariaDB, busy_timeout on SQLite).",
     )
     shutdown_timeout: float = flag_field(
         10.0,
@@ -102,6 +104,12 @@ class Settings:
     )
     access_log: bool = flag_field(
         True, _S, "One line per HTTP request (logger bastion.access, at info level)."
+    )
+    otel_traces_endpoint: str = flag_field(
+        "", _S, "OTLP/HTTP URL to send traces to (…:4318/v1/traces); empty: no tracing."
+    )
+    otel_traces_sample_ratio: float = flag_field(
+        1.0, _S, "Share of new traces kept, 0 to 1 (a caller's traceparent decides its own)."
     )
     url: str = flag_field(
         "",
@@ -160,6 +168,15 @@ class Settings:
     )
     admin_secret: str = flag_field(
         "", _C, "Super-admin secret (non-empty).", shown_default=REQUIRED_SHOWN
+    )
+    admin_secret_previous: str = flag_field(
+        "", _C, "Rotation: the admin secret being replaced, still accepted until removed."
+    )
+    client_secret_previous: str = flag_field(
+        "",
+        _C,
+        "Rotation: the client secret being replaced, still accepted from relying parties "
+        "and still opening authenticator secrets sealed under it (resealed when next read).",
     )
     disable_admin_header_auth: bool = flag_field(
         False, _C, "Refuse the admin secret header; honour only the admin cookie."
@@ -403,6 +420,31 @@ class Settings:
         "a super-admin: a user may then assert any tuple, about itself or anyone, for its "
         "own checks (the answer is what the user chose). Off: a non-admin gets 403.",
     )
+    allow_user_context: bool = flag_field(
+        False,
+        _A,
+        "Honour a request context (condition parameters) in check_permissions and "
+        "list_permissions from any signed-in user, not only a super-admin: the user then "
+        "chooses what its conditions see (the time, its address). Off: a non-admin's "
+        "context gets 403. See --fga-server-context.",
+    )
+    fga_server_context: tuple[str, ...] = flag_field(
+        (),
+        _A,
+        "Condition parameters the server fills in check_permissions, list_permissions and "
+        "_fga_list_users, over what any caller (an admin too) sends: NAME=SOURCE, or SOURCE "
+        "for a parameter of that name; SOURCE is current_time (the server's clock) or "
+        "client_ip (the caller's address after --trusted-proxies), e.g. "
+        "current_time,ip=client_ip.",
+    )
+    fga_max_condition_cost: int = flag_field(
+        100,
+        _A,
+        "Cost of one condition evaluation at most, counted as cel-go counts it (OpenFGA's "
+        "--maxConditionEvaluationCost); past it the check fails as any condition error "
+        "(400, or the check's own error in a batch). 0: no limit (the request's deadline "
+        "still ends an evaluation).",
+    )
 
     # -- graphql
     enable_graphql_introspection: bool = flag_field(True, _G, "Allow schema introspection.")
@@ -422,16 +464,26 @@ class Settings:
     )
 
     # -- webhooks
+    webhook_secret: str = flag_field(
+        "",
+        _W,
+        "Signs webhook deliveries (X-Authorizer-Signature, HMAC-SHA256 of timestamp.body).",
+        shown_default="--client-secret, as Authorizer signs",
+    )
     webhook_allow_private_targets: bool = flag_field(
         False, _W, "Allow webhooks to private and loopback addresses."
     )
 
     def __post_init__(self) -> None:
-        url = self.url or _default_url(self.host, self.http_port)
+        url = self.url or default_url(self.host, self.http_port)
         parts = urlsplit(url)
         if parts.netloc and parts.path.endswith("/") and not (parts.query or parts.fragment):
             url = url.rstrip("/")
         object.__setattr__(self, "url", url)
+
+    @property
+    def webhook_signing_secret(self) -> str:
+        return self.webhook_secret or self.client_secret
 
     @property
     def is_hmac(self) -> bool:
@@ -456,14 +508,6 @@ class Settings:
         """Browsers refuse ``SameSite=None`` without ``Secure``: it is then always set."""
         return self.app_cookie_secure or self.session_cookie_same_site == "None"
 
-    def startup_warnings(self) -> list[str]:
-        """What start-up logs as a warning: allowed, but probably not what was meant."""
-        return [
-            f"--allowed-origins lists {origin}: plain http outside this machine, so the "
-            "cookies and tokens it is trusted with travel unencrypted"
-            for origin in insecure_origins(self.allowed_origins)
-        ]
-
     @property
     def memory_store_kind(self) -> str:
         """``redis``, ``memory`` (one process only) or ``sql`` (the main database)."""
@@ -487,7 +531,7 @@ class Settings:
         return self.rate_limit_rps > 0
 
 
-def _default_url(host: str, port: int) -> str:
+def default_url(host: str, port: int) -> str:
     if host in ("", "0.0.0.0", "::"):  # noqa: S104
         name = "localhost"
     elif ":" in host:

@@ -9,8 +9,9 @@ import re
 from typing import Final
 from urllib.parse import urlsplit
 
+from bastion.core.fga.server_context import parse_server_context
 from bastion.core.redis_url import parse_redis_url
-from bastion.core.settings.declaration import Settings, _default_url
+from bastion.core.settings.declaration import Settings, default_url
 from bastion.core.settings.table import FLAGS
 from bastion.core.settings.vocabulary import (
     DATABASE_TYPES,
@@ -68,6 +69,14 @@ def _require_credentials(s: Settings) -> None:
         raise ConfigError("--client-id is required and must not be empty.")
     if not s.client_secret:
         raise ConfigError("--client-secret is required and must not be empty.")
+    for flag, previous, current in (
+        ("admin-secret", s.admin_secret_previous, s.admin_secret),
+        ("client-secret", s.client_secret_previous, s.client_secret),
+    ):
+        if previous == current:
+            raise ConfigError(
+                f"--{flag}-previous is the same as --{flag}: give the secret being replaced"
+            )
 
 
 _SUPPORTED_DATABASES = ", ".join(DATABASE_TYPES)
@@ -167,6 +176,17 @@ def _check_shutdown_timeout(s: Settings) -> None:
         raise ConfigError("--shutdown-timeout must be a number of seconds, 0 or more")
 
 
+def _check_retention(s: Settings) -> None:
+    for flag, days in (("audit-log", s.audit_log_retention_days),
+                       ("webhook-log", s.webhook_log_retention_days)):  # fmt: skip
+        if days < 0:
+            raise ConfigError(f"--{flag}-retention-days must be 0 (keep forever) or more")
+    if not s.prune_interval >= 0:
+        raise ConfigError("--prune-interval must be a number of seconds, 0 (never) or more")
+    if s.prune_batch_size < 1:
+        raise ConfigError("--prune-batch-size must be at least 1")
+
+
 def _check_workers(s: Settings) -> None:
     if not 1 <= s.workers <= MAX_WORKERS:
         raise ConfigError(f"--workers must be between 1 and {MAX_WORKERS}, got {s.workers}")
@@ -262,7 +282,7 @@ def _check_url(s: Settings) -> None:
     parts = urlsplit(s.url)
     if "@" in parts.netloc:  # checked first: the message must not echo a password
         raise ConfigError("--url must not contain a user name or password")
-    if s.http_port == 0 and s.url == _default_url(s.host, 0):
+    if s.http_port == 0 and s.url == default_url(s.host, 0):
         raise ConfigError("--http-port=0 needs --url: the public URL cannot name an unknown port")
     try:
         port_ok = parts.port is None or parts.port > 0
@@ -277,6 +297,16 @@ def _check_url(s: Settings) -> None:
         raise ConfigError(f"--url must be an absolute http:// or https:// URL, got {s.url!r}")
     if parts.query or parts.fragment or "?" in s.url or "#" in s.url:
         raise ConfigError(f"--url must not have a query or fragment, got {s.url!r}")
+
+
+def _check_tracing(s: Settings) -> None:
+    ratio, endpoint = s.otel_traces_sample_ratio, s.otel_traces_endpoint
+    if not 0.0 <= ratio <= 1.0:
+        raise ConfigError(f"--otel-traces-sample-ratio must be between 0 and 1, got {ratio}")
+    if endpoint and not re.match(r"https?://[^/?#\s]", endpoint):
+        raise ConfigError(
+            f"--otel-traces-endpoint must be an http:// or https:// URL, got {endpoint!r}"
+        )
 
 
 def _check_choices(s: Settings) -> None:
@@ -409,6 +439,14 @@ def _check_list_bounds(s: Settings) -> None:
             raise ConfigError(f"{option} must be 0 (no bound) or more, got {value}")
     if s.fga_cache_mib < 1:
         raise ConfigError(f"--fga-cache-mib must be 1 or more, got {s.fga_cache_mib}")
+    if s.fga_max_condition_cost < 0:
+        raise ConfigError(
+            f"--fga-max-condition-cost must be 0 (no limit) or more, got {s.fga_max_condition_cost}"
+        )
+    try:
+        parse_server_context(s.fga_server_context)
+    except ValueError as exc:
+        raise ConfigError(f"--fga-server-context: {exc}") from None
 
 
 def _check_graphql_limits(s: Settings) -> None:
@@ -446,6 +484,7 @@ _RULES = (
     _check_ports,
     _check_trusted_proxies,
     _check_url,
+    _check_tracing,
     _check_hosts,
     _check_memory_store,
     _check_choices,
@@ -453,6 +492,7 @@ _RULES = (
     _check_recent_sign_in,
     _check_request_timeout,
     _check_shutdown_timeout,
+    _check_retention,
     _check_fga_store,
     _check_list_bounds,
     _check_database_replica,

@@ -8,6 +8,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final, TypeVar
 
+#: Exit status of a command whose configuration is refused (a flag, or a schema this build
+#: must not run on).
+EXIT_CONFIG: Final = 2
+
 
 class ConfigError(Exception):
     """A startup configuration the server refuses; ``message`` is one line for stderr."""
@@ -34,6 +38,7 @@ class Group(enum.Enum):
     GRAPHQL = "graphql"
     PAGES = "pages and branding"
     WEBHOOKS = "webhooks"
+    RETENTION = "retention"
 
 
 class Kind(enum.Enum):

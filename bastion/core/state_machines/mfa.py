@@ -283,8 +283,9 @@ class MfaContext:
     passkey: bool = False
     #: verify: passing this setup challenge enrolled its method
     enrolled: bool = False
-    #: verify: the tokens of the session kept before the challenge is taken
-    tokens: IssuedTokens | None = None
+    #: verify: the tokens of the session kept before the challenge is taken (never
+    #: serialised: ``to_dict`` leaves secrets out)
+    tokens: IssuedTokens | None = dataclasses.field(default=None, repr=False, metadata=SECRET)
 
 
 class MfaMachine(Machine[State]):

@@ -21,12 +21,14 @@ from bastion.service.auth.service import AuthService
 from bastion.service.outbox import Handler
 from bastion.storage import Storage
 
-__all__ = ["Admin", "outbox_handlers"]
+__all__ = ["Admin", "outbox_handlers", "webhook_sender"]
 
 
-def _sender(settings: Settings) -> WebhookSender:
+def webhook_sender(settings: Settings) -> WebhookSender:
+    """Signs with --webhook-secret, or the client secret as Authorizer does."""
     return WebhookSender(
-        settings.client_secret, allow_private_targets=settings.webhook_allow_private_targets
+        settings.webhook_signing_secret,
+        allow_private_targets=settings.webhook_allow_private_targets,
     )
 
 
@@ -43,7 +45,7 @@ class Admin:
         cls, service: Service, settings: Settings, storage: Storage, auth: AuthService
     ) -> Admin:
         return cls(
-            webhooks=WebhookAdmin(service, storage, _sender(settings)),
+            webhooks=WebhookAdmin(service, storage, webhook_sender(settings)),
             email_templates=EmailTemplateAdmin(service, storage),
             audit=AuditLogAdmin(service, storage),
             users=UserAdmin(service, auth, storage),
@@ -53,4 +55,4 @@ class Admin:
 
 def outbox_handlers(settings: Settings, storage: Storage) -> dict[str, Handler]:
     """The webhook kinds of the outbox: ``webhook_event`` (fan-out) and ``webhook_delivery``."""
-    return webhook_handlers(storage.db, _sender(settings))
+    return webhook_handlers(storage.db, webhook_sender(settings))

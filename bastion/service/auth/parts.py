@@ -124,7 +124,11 @@ class AuthParts:
         )
         self.authenticators = AuthenticatorStore(
             storage.db,
-            SecretBox(settings.client_secret, SystemRandom()),
+            SecretBox(
+                settings.client_secret,
+                SystemRandom(),
+                previous=tuple(filter(None, [settings.client_secret_previous])),
+            ),
             randomness=SystemRandom(),
             clock=self.clock,
             ids=self.ids,

@@ -13,8 +13,9 @@ from bastion.core.fga.dsl_parser import parse_dsl
 from bastion.core.fga.dsl_printer import UnsupportedDslError, print_model
 from bastion.core.fga.errors import FgaError
 from bastion.core.fga.expand import expand
+from bastion.core.fga.list_objects import ListResult
 from bastion.core.fga.list_users import UserFilter, list_users
-from bastion.core.fga.request import RequestOptions
+from bastion.core.fga.on_demand import RoundReader
 from bastion.core.fga.validation import check_model
 from bastion.service.context import CallerContext, Reply
 from bastion.service.fga.base import (
@@ -26,6 +27,7 @@ from bastion.service.fga.base import (
     new_model_id,
     request_context,
 )
+from bastion.service.fga.offload import Stop
 from bastion.service.fga.requests import (
     ExpandRequest,
     ListUsersRequest,
@@ -148,17 +150,23 @@ class FgaAdministration(FgaBase):
             object_type, _, object_id = obj.partition(":")
             if not object_type or not object_id:
                 raise InvalidArgument(f"object must be in type:id form, got {obj!r}")
+            sent = request_context(request.context)
             model = await self._model(engine)
-            user_filter = UserFilter.parse(user_type)
-            options = RequestOptions(
+            context = self._context(model, caller, sent)
+            stop = Stop.for_request() if sent else None
+            options = self._options(
+                context,
+                stop,
                 max_results=LIST_LIMIT,
-                context=request_context(request.context),
                 contextual_tuples=self._contextual(request.contextual_tuples),
                 deadline=self.list_bounds.users_deadline(),
             )
-            found = await engine.evaluate(
-                lambda reader: list_users(model.ts, reader, obj, relation, user_filter, options)
-            )
+            user_filter = UserFilter.parse(user_type)
+
+            def run(reader: RoundReader) -> ListResult:
+                return list_users(model.ts, reader, obj, relation, user_filter, options)
+
+            found = await engine.evaluate(run, self._offload(stop))
             return Reply({"users": list(found.items)})
 
     async def expand(self, request: ExpandRequest, caller: CallerContext) -> Reply:

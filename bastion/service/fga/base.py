@@ -19,14 +19,23 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import trio
 from prometheus_client import Counter, Histogram
 
 from bastion.core.errors import FailedPrecondition, InvalidArgument, Unauthenticated
-from bastion.core.fga.conditions import ConditionError, convert_parameter
-from bastion.core.fga.request import DEFAULT_LIST_DEADLINE, DEFAULT_MAX_RESULTS, Deadline
+from bastion.core.fga.cel_cost import DEFAULT_MAX_CONDITION_COST
+from bastion.core.fga.conditions import ConditionError, context_problem, convert_parameter
+from bastion.core.fga.request import (
+    DEFAULT_LIST_DEADLINE,
+    DEFAULT_MAX_RESULTS,
+    Deadline,
+    RequestOptions,
+)
+from bastion.core.fga.server_context import fill_server_context
 from bastion.core.fga.tuples import TupleKey
 from bastion.service.context import CallerContext
-from bastion.service.fga.engine import ActiveModel, EngineCaches, EngineState
+from bastion.service.fga.engine import ActiveModel, EngineCaches, EngineState, Offload
+from bastion.service.fga.offload import EVALUATION_THREADS, Stop, off_loop
 from bastion.service.fga.requests import MAX_CONTEXTUAL_TUPLES, parse_tuple
 from bastion.service.metrics import Metrics
 from bastion.storage.fga import (
@@ -34,7 +43,14 @@ from bastion.storage.fga import (
 )
 from bastion.storage.sql.schema import audit_logs
 
-__all__ = ["CONTEXTUAL_REFUSED", "LIST_LIMIT", "NOT_ENABLED", "FgaBase", "ListBounds"]
+__all__ = [
+    "CONTEXTUAL_REFUSED",
+    "CONTEXT_REFUSED",
+    "LIST_LIMIT",
+    "NOT_ENABLED",
+    "FgaBase",
+    "ListBounds",
+]
 
 log = logging.getLogger("bastion.fga")
 
@@ -42,6 +58,10 @@ NOT_ENABLED = "fga is not enabled on this server"
 CONTEXTUAL_REFUSED = (
     "contextual tuples are honoured only for a super-admin caller "
     "(the server runs without --allow-user-contextual-tuples)"
+)
+CONTEXT_REFUSED = (
+    "a request context is honoured only for a super-admin caller "
+    "(the server runs without --allow-user-context)"
 )
 #: Entries in a list_permissions answer, and users in a list_users answer.
 LIST_LIMIT = 1000
@@ -130,6 +150,8 @@ def request_context(context: Any) -> dict[str, Any]:
         return {}
     if not isinstance(context, Mapping):
         raise InvalidArgument("context must be an object")
+    if (problem := context_problem(context)) is not None:
+        raise InvalidArgument(problem)
     return dict(context)
 
 
@@ -153,9 +175,18 @@ class FgaBase:
         allow_user_contextual: bool = False,
         list_bounds: ListBounds = ListBounds(),
         caches: EngineCaches | None = None,
+        allow_user_context: bool = False,
+        server_context: Mapping[str, str] | None = None,
+        max_condition_cost: int = DEFAULT_MAX_CONDITION_COST,
     ) -> None:
         self.service = service
         self.allow_user_contextual = allow_user_contextual
+        #: ``--allow-user-context``, ``--fga-server-context`` (parameter -> source) and
+        #: ``--fga-max-condition-cost``.
+        self.allow_user_context = allow_user_context
+        self.server_context = dict(server_context or {})
+        self.max_condition_cost = max_condition_cost
+        self.evaluation_threads = trio.CapacityLimiter(EVALUATION_THREADS)
         self.list_bounds = list_bounds
         self.store = store
         #: Every store's engine in this process shares them (``--fga-cache-mib``).
@@ -176,6 +207,38 @@ class FgaBase:
             log.warning("authorization store not loaded at startup", exc_info=True)
 
     # -- plumbing ------------------------------------------------------------------------
+
+    def _context(
+        self, model: ActiveModel, caller: CallerContext, sent: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """The caller's context with the server's values of ``--fga-server-context``
+        parameters that the model's conditions declare (those always win)."""
+        sent = sent or {}
+        if not self.server_context:
+            return dict(sent)
+        declared = {
+            name
+            for condition in model.ts.model.conditions.values()
+            for name in condition.parameters
+        }
+        filled = {n: s for n, s in self.server_context.items() if n in declared}
+        return fill_server_context(sent, filled, now=time.time(), client_ip=caller.client_ip)
+
+    def _options(
+        self, context: Mapping[str, Any], stop: Stop | None, **more: Any
+    ) -> RequestOptions:
+        """An evaluation's options under this server's cost limit (``stop``: its request's,
+        when it runs off the loop)."""
+        return RequestOptions(
+            context=context, max_condition_cost=self.max_condition_cost, stop=stop, **more
+        )
+
+    def _offload(self, stop: Stop | None) -> Offload | None:
+        """Where an evaluation's rounds run: off the loop, within the request's deadline,
+        for a request that sent a context (``stop``); else on the loop."""
+        if stop is None:
+            return None
+        return lambda step: off_loop(step, stop, self.evaluation_threads)
 
     def _enabled(self) -> tuple[FgaStore, EngineState]:
         if self.store is None or self.engine is None:

@@ -59,7 +59,7 @@ from bastion.storage.fga_generation import GatedFgaStore
 from bastion.storage.fga_replica import ReplicatedFgaStore
 from bastion.storage.memory.redis_topology import CommandAhead
 
-__all__ = ["DEFAULT_CACHE_MIB", "ActiveModel", "EngineCaches", "EngineState"]
+__all__ = ["DEFAULT_CACHE_MIB", "ActiveModel", "EngineCaches", "EngineState", "Offload"]
 
 T = TypeVar("T")
 

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from bastion.core.errors import InvalidArgument
+from bastion.core.fga.conditions import context_problem
 from bastion.core.fga.errors import FgaError
 from bastion.core.fga.tuples import TupleKey
 from bastion.core.limits import too_long
@@ -134,6 +135,8 @@ def context_of(raw: Any) -> dict[str, Any]:
         return {}
     if not isinstance(raw, Mapping):
         raise validation("context must be an object")
+    if (problem := context_problem(raw)) is not None:
+        raise validation(problem)
     return dict(raw)
 
 

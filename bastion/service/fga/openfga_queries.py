@@ -25,6 +25,7 @@ from bastion.core.fga.list_users import UserFilter, list_users
 from bastion.core.fga.on_demand import RoundReader
 from bastion.core.fga.request import RequestOptions
 from bastion.service.fga.engine import ActiveModel, EngineState
+from bastion.service.fga.offload import Stop
 from bastion.service.fga.openfga_input import (
     OpenFgaError,
     as_openfga_error,
@@ -51,12 +52,14 @@ _OLD_MODELS = 32
 _GRPC_CODES = {400: 3, 404: 5, 409: 6, 422: 3, 429: 8, 500: 13, 503: 14, 504: 4}
 
 
-async def engine_call(engine: EngineState, run: Callable[[RoundReader], T]) -> T:
-    """Run an engine evaluation; its refusals become OpenFGA's errors."""
-    try:
-        return await engine.evaluate(run)
-    except InvalidArgument as exc:
-        raise as_openfga_error(exc) from None
+def _refused(body: Callable[[RoundReader], T]) -> Callable[[RoundReader], T]:
+    def run(reader: RoundReader) -> T:
+        try:
+            return body(reader)
+        except InvalidArgument as exc:
+            raise as_openfga_error(exc) from None
+
+    return run
 
 
 def _searched(
@@ -155,12 +158,28 @@ class OpenFgaQueries:
         consistent = higher_consistency(body.get("consistency"))
         return engine, await self._model(store_id, engine, model_id, consistent=consistent)
 
-    @staticmethod
-    def _options(raw: Mapping[str, Any], contextual: Any) -> RequestOptions:
+    def _options(self, raw: Mapping[str, Any], contextual: Any) -> RequestOptions:
+        """A request's options; one with a context carries its request's :class:`Stop`
+        and is evaluated off the loop (:meth:`_evaluate`)."""
+        context = context_of(raw.get("context"))
         return RequestOptions(
-            context=context_of(raw.get("context")),
+            context=context,
             contextual_tuples=tuple_keys(contextual, "contextual_tuples"),
+            max_condition_cost=self.fga.max_condition_cost,
+            stop=Stop.for_request() if context else None,
         )
+
+    async def _evaluate(
+        self,
+        engine: EngineState,
+        body: Callable[[RoundReader], T],
+        stop: Callable[[], bool] | None,
+    ) -> T:
+        """``body`` over the store read on demand, with its refusals as OpenFGA's errors;
+        its rounds in a worker thread when its request carries a context (see
+        :mod:`service.fga.offload`)."""
+        offload = self.fga._offload(stop) if isinstance(stop, Stop) else None
+        return await engine.evaluate(_refused(body), offload)
 
     # -- operations ----------------------------------------------------------------------
 
@@ -168,9 +187,10 @@ class OpenFgaQueries:
         engine, model = await self._evaluation(store_id, body)
         key = tuple_key(body.get("tuple_key"))
         options = self._options(body, body.get("contextual_tuples"))
-        allowed = await engine_call(
+        allowed = await self._evaluate(
             engine,
             lambda reader: check(model.ts, reader, key.object, key.relation, key.user, options),
+            options.stop,
         )
         return {"allowed": allowed, "resolution": ""}
 
@@ -198,6 +218,9 @@ class OpenFgaQueries:
             )
         if len({c for c, _, _ in parsed}) != len(parsed):
             raise validation("correlation_id must be unique within a batch")
+        # One Stop for the batch: a cancelled request stops every check of it.
+        stop = next((o.stop for _, _, o in parsed if o.stop is not None), None)
+        parsed = [(c, k, replace(o, stop=stop if o.stop else None)) for c, k, o in parsed]
 
         def run(reader: RoundReader) -> dict[str, Any]:
             result: dict[str, Any] = {}
@@ -211,16 +234,18 @@ class OpenFgaQueries:
                         "allowed": False,
                         "error": {"input_error": error.code, "message": error.message},
                     }
-            return result
+            return {"result": result}
 
-        return {"result": await engine.evaluate(run)}
+        return await self._evaluate(engine, run, stop)
 
     async def expand(self, store_id: str, body: Mapping[str, Any]) -> dict[str, Any]:
         engine, model = await self._evaluation(store_id, body)
         key = tuple_key(body.get("tuple_key"), parts=())
         options = self._options(body, body.get("contextual_tuples"))
-        return await engine_call(
-            engine, lambda reader: expand(model.ts, reader, key.object, key.relation, options)
+        return await self._evaluate(
+            engine,
+            lambda reader: expand(model.ts, reader, key.object, key.relation, options),
+            options.stop,
         )
 
     async def list_objects(self, store_id: str, body: Mapping[str, Any]) -> dict[str, Any]:
@@ -229,9 +254,10 @@ class OpenFgaQueries:
         options = replace(
             options, max_results=bounds.objects_max, deadline=bounds.objects_deadline()
         )
-        found = await engine_call(
+        found = await self._evaluate(
             engine,
             lambda reader: list_objects(model.ts, reader, *target, options, graph=model.graph),
+            options.stop,
         )
         return {"objects": list(found.items)}
 
@@ -244,8 +270,8 @@ class OpenFgaQueries:
         message; an error met while searching is the last message."""
         engine, model, target, options = await self._list_request(store_id, body)
         options = replace(options, max_results=0, deadline=self.fga.list_bounds.objects_deadline())
-        found, error = await engine_call(
-            engine, lambda reader: _searched(reader, model, target, options)
+        found, error = await self._evaluate(
+            engine, lambda reader: _searched(reader, model, target, options), options.stop
         )
         return _stream(found, error)
 
@@ -280,11 +306,12 @@ class OpenFgaQueries:
             max_results=bounds.users_max,
             deadline=bounds.users_deadline(),
         )
-        found = await engine_call(
+        found = await self._evaluate(
             engine,
             lambda reader: list_users(
                 model.ts, reader, f"{obj['type']}:{obj['id']}", relation, user_filter, options
             ),
+            options.stop,
         )
         return {"users": [user_json(u) for u in found.items]}
 

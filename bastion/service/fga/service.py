@@ -18,11 +18,13 @@ from bastion.core.fga.check import Checker, validate_check_object, validate_chec
 from bastion.core.fga.errors import FgaError
 from bastion.core.fga.list_objects import list_objects
 from bastion.core.fga.on_demand import RoundReader
-from bastion.core.fga.request import RequestContext, RequestOptions
+from bastion.core.fga.request import RequestContext
 from bastion.core.fga.tuples import TupleKey
+from bastion.service import tracing
 from bastion.service.context import CallerContext, Reply
 from bastion.service.fga.administration import FgaAdministration
 from bastion.service.fga.base import (
+    CONTEXT_REFUSED,
     CONTEXTUAL_REFUSED,
     LIST_LIMIT,
     NOT_ENABLED,
@@ -31,6 +33,7 @@ from bastion.service.fga.base import (
     request_context,
 )
 from bastion.service.fga.engine import ActiveModel, EngineState
+from bastion.service.fga.offload import Stop
 from bastion.service.fga.requests import (
     MAX_CHECKS,
     CheckPermissionsRequest,
@@ -41,7 +44,7 @@ from bastion.service.fga.requests import (
 )
 from bastion.storage import reserved_connections
 
-__all__ = ["CONTEXTUAL_REFUSED", "LIST_LIMIT", "NOT_ENABLED", "FgaService"]
+__all__ = ["CONTEXTUAL_REFUSED", "CONTEXT_REFUSED", "LIST_LIMIT", "NOT_ENABLED", "FgaService"]
 
 
 class FgaService(FgaAdministration):
@@ -52,6 +55,13 @@ class FgaService(FgaAdministration):
         """
         if not self.allow_user_contextual and not await self.service.is_admin(caller):
             raise PermissionDenied(CONTEXTUAL_REFUSED)
+
+    async def _may_use_context(self, caller: CallerContext) -> None:
+        """A request context is what the caller asserts (the time, its address): only a
+        super-admin's is honoured, by default (issue 36). ``--fga-server-context`` names
+        the parameters the server fills instead."""
+        if not self.allow_user_context and not await self.service.is_admin(caller):
+            raise PermissionDenied(CONTEXT_REFUSED)
 
     async def _subject(self, explicit: str, caller: CallerContext) -> str:
         if explicit:
@@ -73,14 +83,16 @@ class FgaService(FgaAdministration):
         user: str,
         contextual: Sequence[TupleKey] = (),
         context: Mapping[str, Any] | None = None,
+        stop: Stop | None = None,
     ) -> Checker:
-        """One round's evaluator for ``user`` over ``reader`` and the process's check cache.
+        """One round's evaluator for ``user`` over ``reader`` and the process's check cache
+        (``stop``: the request's, for an evaluation off the loop).
 
         Checks that share it share its memo: a batch for one subject evaluates each common
         sub-problem (a group membership, a folder near the root) once. Raises FgaError for
         a malformed user or a bad contextual tuple (2027).
         """
-        options = RequestOptions(contextual_tuples=tuple(contextual), context=context or {})
+        options = self._options(context or {}, stop, contextual_tuples=tuple(contextual))
         validate_check_user(model.ts, user)
         request = RequestContext(model.ts, reader, options)
         return Checker(request, engine.cache.scoped(engine.cache_scope, options, reader.misses))
@@ -92,28 +104,33 @@ class FgaService(FgaAdministration):
         operation: str,
         user: str,
         wanted: Sequence[_ParsedCheck],
+        contexts: Sequence[Mapping[str, Any]],
+        shared_context: Mapping[str, Any],
+        stop: Stop | None = None,
     ) -> list[bool | FgaError]:
-        """Each check's answer or its evaluation error, the latency of each observed (its
-        evaluation in the last round, and its share of the time spent fetching) and the
-        errors counted; the caller counts the answers. Raises FgaError (counted) for a
-        malformed user."""
+        """Each check's answer or its evaluation error (``contexts``: each check's, with the
+        server's parameters; ``shared_context``: the checks without their own), the latency
+        of each observed (its evaluation in the last round, and its share of the time spent
+        fetching) and the errors counted; the caller counts the answers. Raises FgaError
+        (counted) for a malformed user. With ``stop``, the rounds run off the loop."""
         metrics = self._check_metrics(operation)
         durations: list[float] = []
 
         def run(reader: RoundReader) -> list[bool | FgaError]:
             durations.clear()
             found: list[bool | FgaError] = []
-            shared = self._checker(engine, model, reader, user)
-            for relation, obj, contextual, context in wanted:
+            shared = self._checker(engine, model, reader, user, (), shared_context, stop)
+            for (relation, obj, contextual, sent), context in zip(wanted, contexts, strict=True):
                 started = time.perf_counter()
                 try:
                     checker = (
-                        self._checker(engine, model, reader, user, contextual, context)
-                        if contextual or context
+                        self._checker(engine, model, reader, user, contextual, context, stop)
+                        if contextual or sent
                         else shared
                     )
                     validate_check_object(model.ts, obj, relation)
-                    found.append(checker.check(obj, relation, user))
+                    with tracing.span("fga check", {"fga.relation": relation, "fga.object": obj}):
+                        found.append(checker.check(obj, relation, user))
                 except FgaError as exc:
                     found.append(exc)
                 durations.append(time.perf_counter() - started)
@@ -121,7 +138,7 @@ class FgaService(FgaAdministration):
 
         started = time.perf_counter()
         try:
-            answers = await engine.evaluate(run)
+            answers = await engine.evaluate(run, self._offload(stop))
         except FgaError:  # the user itself is malformed
             metrics.error.inc()
             raise
@@ -164,12 +181,21 @@ class FgaService(FgaAdministration):
                 user = await self._subject(request.user, caller)
                 if any(check[2] for check in parsed):
                     await self._may_use_contextual(caller)
+                if any(check[3] for check in parsed):
+                    await self._may_use_context(caller)
                 await engine.fresh(ahead=ahead)
             model = engine.model
             if model is None:
                 raise PermissionDenied("authorization check failed")
+            server = self._context(model, caller)
+            contexts = [
+                self._context(model, caller, check[3]) if check[3] else server for check in parsed
+            ]
+            stop = Stop.for_request() if any(check[3] for check in parsed) else None
             operation = "check_permissions"
-            answers = await self._checks(engine, model, operation, user, parsed)
+            answers = await self._checks(
+                engine, model, operation, user, parsed, contexts, server, stop
+            )
             metrics = self._check_metrics(operation)
             results: list[dict[str, Any]] = []
             allowed = denied = 0
@@ -216,16 +242,20 @@ class FgaService(FgaAdministration):
             _, engine = self._enabled()
             relation = request.relation
             object_type = request.object_type
-            context = request_context(request.context)
+            sent = request_context(request.context)
             contextual = self._contextual(request.contextual_tuples)
             with engine.generation_ahead() as ahead:  # as in check_permissions
                 user = await self._subject(request.user, caller)
                 if contextual:
                     await self._may_use_contextual(caller)
+                if sent:
+                    await self._may_use_context(caller)
                 await engine.fresh(ahead=ahead)
             model = engine.model
             if model is None:
                 raise PermissionDenied("authorization list failed")
+            context = self._context(model, caller, sent)
+            stop = Stop.for_request() if sent else None
             if relation and object_type:
                 pairs = [(object_type, relation)]
             else:
@@ -239,28 +269,34 @@ class FgaService(FgaAdministration):
             # One deadline for the whole answer (Authorizer's cap stays its own).
             deadline = self.list_bounds.objects_deadline()
 
-            def run(reader: RoundReader) -> tuple[list[dict[str, str]], bool]:
+            def run(reader: RoundReader) -> dict[str, Any]:
                 permissions: list[dict[str, str]] = []
+                objects: dict[str, None] = {}
+                truncated = False
                 for type_name, rel in pairs:
-                    options = RequestOptions(
+                    options = self._options(
+                        context,
+                        stop,
                         max_results=LIST_LIMIT - len(permissions),
-                        context=context,
                         contextual_tuples=contextual,
                         deadline=deadline,
                     )
                     found = list_objects(
                         model.ts, reader, type_name, rel, user, options, graph=model.graph
                     )
-                    permissions.extend({"object": obj, "relation": rel} for obj in found.items)
+                    for obj in found.items:
+                        permissions.append({"object": obj, "relation": rel})
+                        objects.setdefault(obj)
                     if found.truncated:
-                        return permissions, True
-                return permissions, False
+                        truncated = True
+                        break
+                return {
+                    "objects": list(objects),
+                    "permissions": permissions,
+                    "truncated": truncated,
+                }
 
-            permissions, truncated = await engine.evaluate(run)
-            objects = dict.fromkeys(p["object"] for p in permissions)
-            return Reply(
-                {"objects": list(objects), "permissions": permissions, "truncated": truncated}
-            )
+            return Reply(await engine.evaluate(run, self._offload(stop)))
 
     async def require_relations(self, user: str, relations: Sequence[Mapping[str, Any]]) -> None:
         """``required_relations`` of session / validate_*: every one must hold (AND).
@@ -286,7 +322,13 @@ class FgaService(FgaAdministration):
         metrics = self._check_metrics(operation)
         try:
             answers = await self._checks(
-                engine, model, operation, user, [(rel, obj, [], {}) for rel, obj in wanted]
+                engine,
+                model,
+                operation,
+                user,
+                [(r, o, [], {}) for r, o in wanted],
+                [{}] * len(wanted),
+                {},
             )
         except FgaError:
             raise PermissionDenied("unauthorized") from None

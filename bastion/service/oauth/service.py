@@ -98,7 +98,11 @@ class OAuthService:
     def client_secret_ok(self, client_id: str, secret: str) -> bool:
         """Constant-time; both compared so the timing tells nothing about which failed."""
         id_ok = hmac.compare_digest(client_id.encode(), self.settings.client_id.encode())
-        secret_ok = hmac.compare_digest(secret.encode(), self.settings.client_secret.encode())
+        # During a rotation the secret being replaced is accepted too; both compared always.
+        accepted = (self.settings.client_secret, self.settings.client_secret_previous)
+        secret_ok = any(
+            [hmac.compare_digest(secret.encode(), known.encode()) for known in accepted if known]
+        )
         return id_ok and secret_ok
 
     # -- the machine's driver ---------------------------------------------------------------

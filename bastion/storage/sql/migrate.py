@@ -4,11 +4,14 @@ Alembic runs programmatically from the migrations shipped in this package (no
 ``alembic.ini`` on disk), inside ``Database.run_locked``: the PostgreSQL advisory lock,
 MariaDB ``GET_LOCK`` or SQLite's single writer make a second instance starting at the
 same moment wait, then find the work done. After upgrading, stale unique indexes on
-email / phone_number are dropped (spec Versioning 5), under the same lock.
+email / phone_number are dropped (spec Versioning 5), under the same lock, and the
+schema's compatibility window is recorded (bastion/storage/sql/schema_window.py): a
+schema a newer build migrated is run on, unmigrated, when this build is in its window.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,6 +24,7 @@ from alembic.script import ScriptDirectory
 
 from bastion.storage.sql.database import Database
 from bastion.storage.sql.identity_indexes import drop_stale_unique_indexes
+from bastion.storage.sql.schema_window import readable_from, record_window, recorded_window
 
 __all__ = [
     "MIGRATION_LOCK",
@@ -35,6 +39,7 @@ __all__ = [
 
 VERSION_TABLE = "service_alembic_version"
 MIGRATION_LOCK = "bastion:migrations"
+log = logging.getLogger("bastion.storage.migrate")
 _SCRIPTS = Path(__file__).parent / "migrations"
 #: Migrations can take longer than an ordinary lock wait.
 _LOCK_TIMEOUT = 600.0
@@ -59,7 +64,8 @@ async def migrate(db: Database) -> MigrationReport:
 def upgrade_to_head(conn: sa.Connection) -> MigrationReport:
     """The locked work of :func:`migrate`; ``conn`` is inside a transaction."""
     before = current_revision(conn)
-    _refuse_unknown(before)
+    if _newer_within_window(conn, before):
+        return MigrationReport(before, before, ())
     config = _alembic_config()
     script = ScriptDirectory.from_config(config)
 
@@ -71,7 +77,11 @@ def upgrade_to_head(conn: sa.Connection) -> MigrationReport:
         with env.begin_transaction():
             env.run_migrations()
     dropped = drop_stale_unique_indexes(conn)
-    return MigrationReport(before, current_revision(conn), tuple(dropped))
+    after = current_revision(conn)
+    oldest = readable_from(script)
+    if after is not None and oldest is not None:
+        record_window(conn, after, oldest)
+    return MigrationReport(before, after, tuple(dropped))
 
 
 def current_revision(conn: sa.Connection) -> str | None:
@@ -83,22 +93,37 @@ def pending_revisions(conn: sa.Connection) -> list[str]:
     """The revisions an upgrade would apply, oldest first (raises SchemaMismatch for a
     database migrated by a newer build)."""
     current = current_revision(conn)
-    _refuse_unknown(current)
+    if _newer_within_window(conn, current):
+        return []
     script = ScriptDirectory.from_config(_alembic_config())
     found = [rev.revision for rev in script.iterate_revisions("head", current)]
     return list(reversed(found))
 
 
-def _refuse_unknown(revision: str | None) -> None:
+def _newer_within_window(conn: sa.Connection, revision: str | None) -> bool:
+    """False for a revision this build knows. True (with a warning) for a newer one whose
+    recorded window includes this build; SchemaMismatch for a newer one that does not."""
     if revision is None:
-        return
+        return False
     script = ScriptDirectory.from_config(_alembic_config())
     known = {rev.revision for rev in script.walk_revisions()}
-    if revision not in known:
-        raise SchemaMismatch(
-            f"this database was migrated by a newer bastion (revision {revision}); "
-            f"this build knows up to {head_revision()}"
+    if revision in known:
+        return False
+    window = recorded_window(conn)
+    if window is not None and window[0] != revision:
+        window = None  # written by an older upgrade: says nothing of this schema
+    if window is not None and window[1] in known:
+        log.warning(
+            f"this database was migrated by a newer bastion (revision {revision}); this "
+            f"build (up to {head_revision()}) is within its compatibility window (builds "
+            f"from revision {window[1]} run on it): running without migrating"
         )
+        return True
+    reach = f" (builds from revision {window[1]} run on it)" if window else ""
+    raise SchemaMismatch(
+        f"this database was migrated by a newer bastion (revision {revision}){reach}; "
+        f"this build knows up to {head_revision()}"
+    )
 
 
 def head_revision() -> str | None:

@@ -201,6 +201,8 @@ webhook_logs = sa.Table(
     sa.Column("request", sa.Text),
     sa.Column("webhook_id", sa.String(36), nullable=False, index=True),
     *_timestamps(),
+    #: the retention prune reads the oldest first (migration 0011)
+    sa.Index("ix_service_webhook_logs_created_at", "created_at"),
     **_MYSQL,
 )
 

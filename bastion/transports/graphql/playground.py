@@ -21,7 +21,7 @@ from starlette.responses import Response
 from bastion.core import errors
 from bastion.transports.http.dispatch import View
 
-__all__ = ["ASSETS", "PAGE_PATH", "assets_built", "playground_views"]
+__all__ = ["ASSETS", "NOT_BUILT", "PAGE_PATH", "assets_built", "playground_views"]
 
 PAGE_PATH = "/playground"
 _ROOT = Path(__file__).with_name("playground")
@@ -47,6 +47,16 @@ ASSETS: dict[str, Asset] = {
     "graphiql.min.js": Asset(_VENDOR / "graphiql.min.js", _JS),
     "graphiql.min.css": Asset(_VENDOR / "graphiql.min.css", _CSS),
 }
+
+
+#: Logged at start when ``--enable-playground`` is on and the bundles are missing (a wheel
+#: or a source tree where ``scripts/build_playground`` has not run).
+NOT_BUILT = (
+    "--enable-playground: GraphiQL's browser bundles are not built in this installation, "
+    "so /playground answers 503; build them from a source tree with "
+    "`bash scripts/build_playground` (Node.js and npm, once), use the container image "
+    "(which has them), or give --enable-playground=false"
+)
 
 
 def assets_built() -> bool:

@@ -15,19 +15,20 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import trio
 from starlette.exceptions import HTTPException
 from starlette.formparsers import MultiPartException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from bastion.core import errors, input_rules
+from bastion.core import errors, input_rules, log_context
 from bastion.core.networks import client_ip
 from bastion.core.out_of_scope import OUT_OF_SCOPE_MESSAGE, is_out_of_scope
+from bastion.service import tracing
 from bastion.service.context import CallerContext, Protocol, Reply
 from bastion.service.runtime import Runtime
 from bastion.storage import StorageUnavailable
+from bastion.storage.deadline import request_deadline
 from bastion.transports.http import edge
 from bastion.transports.http.body import BodyReceiver
 from bastion.transports.http.cookies import with_cookies
@@ -67,9 +68,8 @@ CallerOf = Callable[[Request], CallerContext]
 #: Gives the views that are not JSON-in/JSON-out (redirects, forms, pages, OpenFGA's API).
 ViewRegistrar = Callable[[CallerOf], Iterable[View]]
 
-_HEALTH_FAILURE = {
-    "/readyz": {"status": "not ready", "error": "storage unavailable"},
-}
+#: Health routes answer a storage failure in their own shape, naming the store.
+_HEALTH_PATHS = frozenset({"/readyz"})
 _PREFLIGHT = {
     "Access-Control-Allow-Methods": edge.CORS_ALLOW_METHODS,
     "Access-Control-Allow-Headers": edge.CORS_ALLOW_HEADERS,
@@ -135,17 +135,26 @@ class HttpApp:
             edge.request_id(headers.get("x-request-id")),
         )
         scope[_EDGE] = state
-        body = BodyReceiver(receive, MAX_BODY_BYTES, _declared_length(scope, headers))
-        request = Request(scope, body)
-        match = self.dispatcher.match(scope["method"], scope["path"])
+        logged_as = log_context.request_id.set(state.request_id)
+        method = scope["method"]
+        traced = tracing.request_span(method, headers.get("traceparent"), headers.get("tracestate"))
         try:
-            response = await self._answer(request, match, body, state)
-        except Exception as exc:  # every failure gets an answer in the API's envelope
-            response = _failure(exc, scope["path"])
-        endpoint = match.endpoint if match is not None else None
-        origin = headers.get("origin")
-        await self._edge_out(request, response, body, state, endpoint, started, origin)
-        await response(scope, body, send)
+            with traced as span:
+                body = BodyReceiver(receive, MAX_BODY_BYTES, _declared_length(scope, headers))
+                request = Request(scope, body)
+                match = self.dispatcher.match(method, scope["path"])
+                try:
+                    response = await self._answer(request, match, body, state)
+                except Exception as exc:  # every failure gets an answer in the API's envelope
+                    response = _failure(exc, scope["path"])
+                endpoint = match.endpoint if match is not None else None
+                origin = headers.get("origin")
+                await self._edge_out(request, response, body, state, endpoint, started, origin)
+                if span is not None and span.is_recording():
+                    _describe(span, method, endpoint, scope["path"], response.status_code)
+                await response(scope, body, send)
+        finally:
+            log_context.request_id.reset(logged_as)
 
     async def _answer(
         self, request: Request, match: Match | None, body: BodyReceiver, state: EdgeState
@@ -182,10 +191,11 @@ class HttpApp:
                 body.limit = route.body_limit
         if endpoint.instant:
             return _instant(endpoint.handler(request))
-        with trio.move_on_after(self.request_timeout):
+        with request_deadline(self.request_timeout):
             return await endpoint.handler(request)
-        # --request-timeout: what the endpoint awaited is cancelled (a PostgreSQL query on
-        # the server too), its connection returns to the pool.
+        # --request-timeout: what the endpoint awaited is cancelled, its connection back in
+        # the pool; a transaction in flight was waited for and wrote nothing (one that
+        # committed lifts the deadline: storage/deadline.py), so the 503 hides no write.
         raise errors.Unavailable(f"the request did not finish within {self.request_timeout:g}s")
 
     async def _edge_out(
@@ -255,6 +265,23 @@ class _Sample:
         self.latency.observe(seconds)
 
 
+def _describe(span: Any, method: str, endpoint: Endpoint | None, path: str, status: int) -> None:
+    """Name a request's span by its route (``POST /v1/login``), as OpenTelemetry's HTTP
+    conventions do, once the route and the status are known."""
+    route = endpoint.rule if endpoint is not None else None
+    span.update_name(f"{method} {route}" if route else method)
+    span.set_attributes(
+        {
+            "http.request.method": method,
+            "http.route": route or "",
+            "url.path": path,
+            "http.response.status_code": status,
+        }
+    )
+    if status >= 500:
+        tracing.mark_failed(span, str(status))
+
+
 def _instant(answering: Awaitable[Response]) -> Response:
     """The answer of an endpoint declared never to wait (:attr:`View.instant`), without
     the deadline's cancel scope (which costs more than the rest of the edge). Nothing
@@ -276,14 +303,19 @@ def _failure(exc: Exception, path: str) -> Response:
     """The answer to a request that raised ``exc``."""
     if isinstance(exc, StorageUnavailable):
         # Its message names the store's address: logged, never answered.
-        failure = _HEALTH_FAILURE.get(path)
-        if failure is not None:
-            return json_response(failure, 503)
-        log.error("storage unavailable", extra={"path": path, "error": str(exc)})
+        if path in _HEALTH_PATHS:
+            return json_response({"status": "not ready", "error": f"{exc.store} unavailable"}, 503)
+        log.error(
+            "storage unavailable",
+            extra={"path": path, "error": str(exc), "error_type": type(exc).__name__},
+        )
         return error_response(errors.Unavailable("storage unavailable"))
     if isinstance(exc, errors.BastionError):
         if isinstance(exc, errors.ServerError):
-            log.error("request failed", extra={"error_code": exc.code, "path": path})
+            log.error(
+                "request failed",
+                extra={"error_code": exc.code, "error_type": type(exc).__name__, "path": path},
+            )
         return error_response(exc)
     if isinstance(exc, ClientDisconnect):
         return error_response(errors.InvalidArgument("the request body was cut short"))
@@ -300,7 +332,9 @@ def _wanted(*names: str) -> dict[bytes, str]:
 
 
 #: The request headers the edge itself reads, and those of the caller's context.
-_EDGE_HEADERS = _wanted("x-request-id", "content-length", "transfer-encoding", "origin")
+_EDGE_HEADERS = _wanted(
+    "x-request-id", "content-length", "transfer-encoding", "origin", "traceparent", "tracestate"
+)
 _CALLER_HEADERS = _wanted(
     "authorization",
     "user-agent",

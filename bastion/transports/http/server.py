@@ -266,6 +266,15 @@ def _address(sockname: Any) -> tuple[str, int] | None:
     return None
 
 
+def server_tls_context(cert_file: str, key_file: str) -> ssl.SSLContext:
+    """HTTPS for a listener (``--tls-cert-file``): TLS 1.2 or later, HTTP/1.1."""
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.load_cert_chain(cert_file, key_file)
+    context.set_alpn_protocols(["http/1.1"])
+    return context
+
+
 class HttpServer:
     """Serve ``app`` on trio socket listeners until ``stop`` is set."""
 

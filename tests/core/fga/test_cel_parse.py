@@ -305,7 +305,10 @@ def test_the_deepest_expressions_allowed_compile_and_evaluate() -> None:
     # a sum as deep as allowed: each ``+`` is two levels (the operation, its operator)
     terms = (MAX_DEPTH - 4) // 2
     summed = compile_condition("x" + " + x" * terms + f" == {terms + 1}")
-    assert summed.evaluate({"x": 1}, None) is True
+    assert summed.evaluate({"x": 1}, None, max_cost=0) is True
+    # ... though past OpenFGA's default cost (one unit a variable, one an addition)
+    with pytest.raises(ConditionError, match="actual cost limit exceeded"):
+        summed.evaluate({"x": 1}, None)
     with pytest.raises(ConditionError, match="nested more than"):
         compile_condition("x" + " + x" * (terms + 2) + " > 1")
     nested = compile_condition("(" * (MAX_NESTING - 1) + "x == 1" + ")" * (MAX_NESTING - 1))

@@ -11,7 +11,7 @@ datastore asks:
   (``ix_service_fga_tuples_object_relation``);
 - ``read_usersets(object, relation)``: the tuples whose user is a userset, from an index
   of those alone (``ix_service_fga_tuples_usersets``, partial where the database has
-  partial indexes, migration 0011): a group's millions of direct members are not walked;
+  partial indexes, migration 0013): a group's millions of direct members are not walked;
 - ``read_by_user(user, object_type)``: by ``(user, object_type)``, the reverse walks of
   ListObjects (``ix_service_fga_tuples_user_object_type``).
 

@@ -66,6 +66,9 @@ class JsonFormatter(logging.Formatter):
         request_id = log_context.request_id.get()
         if request_id:
             entry["request_id"] = request_id
+        trace_id = log_context.trace_id.get()
+        if trace_id:
+            entry["trace_id"] = trace_id
         for name, value in vars(record).items():
             if name not in _STANDARD and not name.startswith("_"):
                 entry[name] = _redacted(name, value)

@@ -27,6 +27,7 @@ from hypercorn.utils import wrap_app
 from bastion import logs
 from bastion.core.settings import EXIT_CONFIG, Settings
 from bastion.core.settings.cautions import startup_cautions
+from bastion.service import tracing
 from bastion.service.fga.opening import open_fga_store
 from bastion.service.metrics import Metrics
 from bastion.service.runtime import Runtime
@@ -188,7 +189,9 @@ async def serve(
     metrics = Metrics()
     slot = worker_slot()
     async with (
-        open_storage(storage_config(settings, worker=slot is not None)) as storage,
+        open_storage(
+            storage_config(settings, worker=slot is not None), opened=tracing.instrument
+        ) as storage,
         open_fga_store(settings, storage) as fga_stores,
     ):
         try:
@@ -211,6 +214,7 @@ async def serve(
         if generations is not None:
             metrics.watch_generations(generations.reads)
         runtime = Runtime.build(settings, storage, metrics, fga_stores=fga_stores)
+        metrics.watch_engine_cache(runtime.fga.caches.reads.statistics)
         metrics.watch_outbox(runtime.outbox)
         token = trio.lowlevel.current_trio_token()
         grpc_listener = (
@@ -291,7 +295,8 @@ def run(settings: Settings) -> int:
     """The console entry point's second half: serve, and turn start-up failures into exit codes."""
     logs.configure_for(settings)
     try:
-        trio.run(partial(serve, settings))
+        with tracing.started(settings):
+            trio.run(partial(serve, settings))
     except StorageUnavailable as exc:
         print(f"bastion: storage unavailable: {exc}", file=sys.stderr)
         return 1

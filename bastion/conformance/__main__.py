@@ -7,8 +7,15 @@ from collections.abc import Callable, Sequence
 
 
 def _openfga(argv: Sequence[str]) -> int:
-    from bastion.conformance.openfga.runner import main
-
+    try:
+        from bastion.conformance.openfga.runner import main
+    except ImportError as exc:  # the embedded engine is bastion-core's
+        print(
+            f"cannot start: {exc}: the openfga suite needs bastion-core "
+            "(pip install ./packages/bastion-core from bastion's tree)",
+            file=sys.stderr,
+        )
+        return 2
     return main(argv)
 
 
@@ -32,7 +39,8 @@ def main(argv: Sequence[str]) -> int:
         return _cross_surface(argv)
     if not argv or argv[0] not in SUITES:
         print(
-            f"usage: python -m bastion.conformance [{{{','.join(sorted(SUITES))}}}] ARGS...",
+            f"usage: bastion-conformance [{{{','.join(sorted(SUITES))}}}] ARGS... "
+            "(bastion-conformance --help: the cross-surface suite's options)",
             file=sys.stderr,
         )
         return 2

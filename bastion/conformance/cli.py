@@ -9,16 +9,25 @@ Exit status: 0 all passed, 1 any failure, 2 refused to start.
 from __future__ import annotations
 
 import argparse
+import ssl
 import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
+import httpx
+
 from bastion.conformance import catalogue, mailsink, smssink
 from bastion.conformance.coverage import lines as coverage_lines
 from bastion.conformance.coverage import uncovered
-from bastion.conformance.discovery import DiscoveryError, discover
+from bastion.conformance.discovery import (
+    SUITE_DOMAIN,
+    Deployment,
+    DiscoveryError,
+    discover,
+    foreign_users,
+)
 from bastion.conformance.fuzz import FUZZ_ROW, fuzz
 from bastion.conformance.pacing import Pacer
 from bastion.conformance.profiles import PROFILES, describe, profile
@@ -37,10 +46,23 @@ from bastion.conformance.scenario import Scenario
 from bastion.conformance.surfaces import GraphQLSurface, GrpcSurface, RestSurface
 from bastion.conformance.surfaces.base import Surface
 
+SUBCOMMANDS = """other commands:
+  bastion-conformance coverage REPORT.xml...
+      the rows no run covered, over the JUnit reports of several runs (exit 1 when any)
+  bastion-conformance openfga FILE...
+      OpenFGA's own test data against the embedded engine (--face URL --key KEY: through
+      an OpenFGA HTTP API); bastion-conformance openfga --help for its options
+
+exit status: 0 nothing failed, 1 any failure, 2 refused to start"""
+
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m bastion.conformance", description=__doc__.split("\n")[0]
+        prog="bastion-conformance",
+        description="The cross-surface suite: the catalogue through REST, GraphQL and gRPC "
+        "against a live deployment, then schemathesis over /openapi.json.",
+        epilog=SUBCOMMANDS,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
         "--base-url",
@@ -58,9 +80,17 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--grpc-tls-ca", type=Path, help="CA bundle: talk TLS to the gRPC port")
     p.add_argument("--tls-ca", type=Path, help="CA bundle for an HTTPS --base-url")
-    p.add_argument("--admin-secret", help="required to run")
+    p.add_argument(
+        "--admin-secret",
+        help="the deployment's admin secret; without it the rows that need the admin "
+        "skip by name (--destructive needs it)",
+    )
     p.add_argument("--client-id", help="required to run")
-    p.add_argument("--client-secret")
+    p.add_argument(
+        "--client-secret",
+        help="the client secret, for the webhook signature and introspection rows "
+        "(without it they skip by name)",
+    )
     p.add_argument("--only", help="run only scenarios whose name matches (glob or substring)")
     p.add_argument("--junit", type=Path, help="also write JUnit XML here")
     p.add_argument(
@@ -128,6 +158,8 @@ def _fuzz_row(args: argparse.Namespace, destructive: bool) -> ScenarioResult | N
             admin_secret=args.admin_secret if destructive else None,
             max_examples=args.fuzz_examples,
             workdir=Path(workdir),
+            tls_ca=args.tls_ca,
+            max_rps=args.max_rps,
         )
     if outcome is None:
         result.cells["rest"] = Cell(
@@ -138,12 +170,32 @@ def _fuzz_row(args: argparse.Namespace, destructive: bool) -> ScenarioResult | N
     return result
 
 
+ENGINE = {True: "on", False: "off", None: "unknown (no --admin-secret)"}
+
+
+def _admin_by(deployment: Deployment) -> str:
+    if deployment.admin_secret is None:
+        return "none (no --admin-secret: admin rows skipped)"
+    return "header" if deployment.header_auth else "cookie (one admin login spent)"
+
+
+def _tls_hint(exc: Exception, tls_ca: Path | None) -> str:
+    if "CERTIFICATE_VERIFY_FAILED" not in str(exc):
+        return ""
+    if tls_ca is None:
+        return " (a private or self-signed certificate: give --tls-ca with its CA)"
+    return f" (--tls-ca {tls_ca} does not verify the deployment's certificate)"
+
+
 def main(
     argv: Sequence[str], out: TextIO = sys.stdout, surfaces: dict[str, Surface | None] | None = None
 ) -> int:
     """``surfaces`` replaces the real clients (tests wrap one to make it answer wrongly)."""
     args = parser().parse_args(argv)
     scenarios = selected(catalogue.CATALOGUE, args.only)
+    if args.only and not scenarios and args.only not in FUZZ_ROW:
+        out.write(f"cannot start: --only {args.only!r} matches no row (--list shows them)\n")
+        return 2
     if args.profile:
         out.write(describe(profile(args.profile), [s.name for s in catalogue.CATALOGUE]))
         return 0
@@ -156,15 +208,22 @@ def main(
         option
         for option, value in (
             ("--base-url", args.base_url),
-            ("--admin-secret", args.admin_secret),
             ("--client-id", args.client_id),
         )
         if not value
     ]
+    if args.destructive and not args.admin_secret:
+        missing.append("--admin-secret (--destructive changes global state as the admin)")
     if missing:
         out.write(f"cannot start: missing {', '.join(missing)}\n")
         return 2
-    verify: bool | str = str(args.tls_ca) if args.tls_ca else True
+    try:
+        verify: bool | ssl.SSLContext = (
+            ssl.create_default_context(cafile=str(args.tls_ca)) if args.tls_ca else True
+        )
+    except (OSError, ssl.SSLError) as exc:
+        out.write(f"cannot start: --tls-ca {args.tls_ca}: {exc}\n")
+        return 2
     try:
         deployment = discover(
             args.base_url[0],
@@ -174,8 +233,8 @@ def main(
             verify=verify,
             pacer=Pacer(max_rps=args.max_rps),
         )
-    except (DiscoveryError, OSError) as exc:
-        out.write(f"cannot start: {exc}\n")
+    except (DiscoveryError, OSError, httpx.HTTPError) as exc:
+        out.write(f"cannot start: {args.base_url[0]}: {exc}{_tls_hint(exc, args.tls_ca)}\n")
         return 2
     deployment.destructive = args.destructive
     deployment.receiver_host = args.receiver_host
@@ -186,6 +245,20 @@ def main(
             "(run it against a fresh deployment)\n"
         )
         return 2
+    if args.destructive:
+        try:
+            others = foreign_users(deployment)
+        except (DiscoveryError, httpx.HTTPError) as exc:
+            out.write(f"cannot start: {exc}\n")
+            return 2
+        if others:
+            out.write(
+                f"refusing --destructive: the deployment holds users the suite did not "
+                f"create ({', '.join(others[:3])}{', ...' if len(others) > 3 else ''}); "
+                f"destructive rows and admin fuzzing may change any user: run it against "
+                f"a deployment whose only users are the suite's (@{SUITE_DOMAIN})\n"
+            )
+            return 2
     try:
         sink = mailsink.start(args.mail_sink) if args.mail_sink else None
     except (OSError, ValueError) as exc:
@@ -208,8 +281,8 @@ def main(
     out.write(
         f"deployment {deployment.base_url}: version {deployment.meta.get('version')}; "
         f"enabled: {enabled}; authorization engine "
-        f"{'on' if deployment.fga_enabled else 'off'}; admin by "
-        f"{'header' if deployment.header_auth else 'cookie'}; mail sink "
+        f"{ENGINE[deployment.fga_enabled]}; admin by "
+        f"{_admin_by(deployment)}; mail sink "
         f"{args.mail_sink or 'none (email rows skipped)'}; SMS sink "
         f"{args.sms_sink or 'none (SMS rows skipped)'}\n\n"
     )

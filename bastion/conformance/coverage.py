@@ -5,6 +5,7 @@ would cover each (exit 1 when any is)."""
 
 from __future__ import annotations
 
+import argparse
 import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Sequence
@@ -39,12 +40,20 @@ def main(argv: Sequence[str]) -> int:
     from bastion.conformance import catalogue
     from bastion.conformance.fuzz import FUZZ_ROW
 
-    if not argv:
-        print("usage: bastion-conformance coverage REPORT.xml...", file=sys.stderr)
-        return 2
+    p = argparse.ArgumentParser(
+        prog="bastion-conformance coverage",
+        description="Name the rows no run covered, over the JUnit reports of several runs "
+        "(--junit); exit 1 when any, 2 when a report cannot be read.",
+    )
+    p.add_argument("reports", nargs="+", type=Path, metavar="REPORT.xml")
+    args = p.parse_args(argv)
     passed: set[str] = set()
-    for path in argv:
-        passed |= passed_rows(Path(path))
+    for path in args.reports:
+        try:
+            passed |= passed_rows(path)
+        except (OSError, ET.ParseError) as exc:
+            print(f"cannot read {path}: {exc}", file=sys.stderr)
+            return 2
     rows = uncovered([s.name for s in catalogue.CATALOGUE] + [FUZZ_ROW], passed)
     print("\n".join(lines(rows)))
     return 1 if rows else 0

@@ -7,6 +7,7 @@ then logs in once and uses the admin cookie instead.
 
 from __future__ import annotations
 
+import ssl
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,14 +22,16 @@ ADMIN_COOKIE = "service-admin"
 @dataclass
 class Deployment:
     base_url: str
-    admin_secret: str
+    #: None: admin rows skip by name (``NO_ADMIN``); the engine's state is then unknown.
+    admin_secret: str | None
     client_id: str
     client_secret: str | None
     meta: dict[str, Any] = field(default_factory=dict)
     admin_meta: dict[str, Any] = field(default_factory=dict)
     admin_credentials: Credentials = field(default_factory=Credentials)
     header_auth: bool = True
-    fga_enabled: bool = False
+    #: None: not known (no admin secret to read the model with).
+    fga_enabled: bool | None = False
     fga_tuples_present: bool = False
     destructive: bool = False
     #: Host the deployment reaches the suite's own webhook receiver at.
@@ -39,14 +42,58 @@ class Deployment:
     base_urls: list[str] = field(default_factory=list)
     #: The deployment's public URL (its tokens' issuer): the Origin browsers send.
     public_url: str = ""
-    #: TLS verification for raw HTTP rows (False, True or a CA bundle path).
-    verify: bool | str = True
+    #: TLS verification for raw HTTP rows (True, False, or an SSL context trusting --tls-ca).
+    verify: bool | ssl.SSLContext = True
 
     def flag(self, name: str) -> bool:
         return bool(self.meta.get(name))
 
     def needs_flag(self, name: str) -> str | None:
         return None if self.flag(name) else f"{name} is off on this deployment"
+
+
+#: Every user the suite signs up has an address at this domain (``Ctx.email``): the
+#: marker an operator filters on, and how --destructive tells the suite's users apart.
+SUITE_DOMAIN = "conformance.example.com"
+
+
+def foreign_users(deployment: Deployment, *, page_size: int = 100) -> list[str]:
+    """Up to one page of users the suite did not create (their address or id), by
+    listing the deployment's users as the admin; empty when it holds only the suite's."""
+    found: list[str] = []
+    with httpx.Client(
+        base_url=deployment.base_url,
+        headers={"origin": deployment.public_url or deployment.base_url},
+        timeout=30,
+        verify=deployment.verify,
+    ) as client:
+        http = _Paced(client, deployment.pacer)
+        page = 1
+        while not found:
+            listing = http.post(
+                "/v1/admin/users",
+                json={"pagination": {"page": page, "limit": page_size}},
+                headers=_headers(deployment.admin_credentials),
+            )
+            if listing.status_code != 200:
+                raise DiscoveryError(
+                    f"cannot list the deployment's users (POST /v1/admin/users: "
+                    f"{listing.status_code} {listing.text[:200]})"
+                )
+            users = listing.json().get("users") or []
+            found = [
+                str(user.get("email") or user.get("id"))
+                for user in users
+                if not str(user.get("email") or "").endswith("@" + SUITE_DOMAIN)
+            ]
+            if len(users) < page_size:
+                break
+            page += 1
+    return found
+
+
+#: Why a row that needs the admin skips when the run has no admin secret.
+NO_ADMIN = "needs --admin-secret: admin operations"
 
 
 class DiscoveryError(Exception):
@@ -56,10 +103,10 @@ class DiscoveryError(Exception):
 def discover(
     base_url: str,
     *,
-    admin_secret: str,
+    admin_secret: str | None,
     client_id: str,
     client_secret: str | None,
-    verify: bool | str = True,
+    verify: bool | ssl.SSLContext = True,
     pacer: Pacer | None = None,
 ) -> Deployment:
     deployment = Deployment(base_url.rstrip("/"), admin_secret, client_id, client_secret)
@@ -80,6 +127,9 @@ def discover(
         issuer = openid.json().get("issuer") if openid.status_code == 200 else None
         deployment.public_url = str(issuer or deployment.base_url).rstrip("/")
         http.headers["origin"] = deployment.public_url
+        if admin_secret is None:
+            deployment.fga_enabled = None
+            return deployment
         header = {"x-service-admin-secret": admin_secret}
         admin_meta = http.get("/v1/admin/meta", headers=header)
         if admin_meta.status_code == 200:

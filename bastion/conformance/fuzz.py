@@ -3,11 +3,14 @@
 Checks: no 5xx (``not_a_server_error``) and no response outside the documented schema
 (``response_schema_conformance``, ``status_code_conformance``). Requests carry Origin
 (CSRF) and, only with --destructive, the admin header: fuzzing admin writes with random
-bodies is not safe on a shared deployment.
+bodies is not safe on a shared deployment. HTTPS trusts ``--tls-ca`` as the rest of the
+suite does, and the run is paced like it: under ``--max-rps`` when given, and otherwise
+every ``429`` is waited out (its ``Retry-After``) and the request sent again.
 """
 
 from __future__ import annotations
 
+import math
 import shutil
 import subprocess
 import sys
@@ -33,12 +36,24 @@ def schemathesis_command() -> list[str] | None:
     return [found] if found else None
 
 
+def rate_limit(max_rps: float | None) -> str:
+    """schemathesis' ``--rate-limit``: the suite's ceiling (whole requests per second, or
+    per minute below one a second), or ``auto``: wait out each 429's Retry-After."""
+    if not max_rps:
+        return "auto"
+    if max_rps >= 1:
+        return f"{math.floor(max_rps)}/s"
+    return f"{max(1, math.floor(max_rps * 60))}/m"
+
+
 def fuzz(
     base_url: str,
     *,
     admin_secret: str | None,
     max_examples: int,
     workdir: Path,
+    tls_ca: Path | None = None,
+    max_rps: float | None = None,
     seed: int = 1,
     timeout: float = 600,
 ) -> FuzzResult | None:
@@ -65,6 +80,8 @@ def fuzz(
         "1",
         "--request-timeout",
         "30",
+        "--rate-limit",
+        rate_limit(max_rps),
         "--suppress-health-check",
         "all",
         "--header",
@@ -75,6 +92,8 @@ def fuzz(
         "--exclude-path",
         "/playground",
     ]
+    if tls_ca is not None:
+        args += ["--tls-verify", str(tls_ca)]
     if admin_secret is not None:
         args += ["--header", f"x-service-admin-secret: {admin_secret}"]
     process = subprocess.run(  # noqa: S603 (argv of our own making, no shell)

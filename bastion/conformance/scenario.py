@@ -13,9 +13,9 @@ from __future__ import annotations
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
-from bastion.conformance.discovery import Deployment
+from bastion.conformance.discovery import NO_ADMIN, SUITE_DOMAIN, Deployment
 from bastion.conformance.operations import OPERATIONS, Operation
 from bastion.conformance.outcome import NONE, VOLATILE_KEYS, Credentials, Outcome, normal_form
 from bastion.conformance.surfaces.base import Surface
@@ -112,6 +112,9 @@ class Ctx:
 
     @property
     def admin(self) -> Credentials:
+        """The admin's credentials; a run without --admin-secret skips the row here."""
+        if self.deployment.admin_secret is None:
+            raise Skip(NO_ADMIN)
         return self.deployment.admin_credentials
 
     def name(self, kind: str = "x") -> str:
@@ -120,7 +123,7 @@ class Ctx:
         return f"{self.unique}{kind}{self._counter}"
 
     def email(self) -> str:
-        return f"{self.name('u')}@conformance.example.com"
+        return f"{self.name('u')}@{SUITE_DOMAIN}"
 
     def call(
         self,
@@ -211,5 +214,5 @@ class Ctx:
         if message is not None and outcome.message != message:
             self.expect(False, f"expected message {message!r}, got {outcome.message!r}")
 
-    def skip(self, reason: str) -> None:
+    def skip(self, reason: str) -> NoReturn:
         raise Skip(reason)

@@ -152,6 +152,11 @@ class Metrics:
         (:mod:`storage.fga_generation`), by outcome."""
         self.registry.register(_GenerationCollector(reads))
 
+    def watch_engine_cache(self, statistics: Callable[[], ReadCacheView]) -> None:
+        """Report the authorization engine's read cache (``--fga-cache-mib``): its bytes,
+        bound and entries, and the reads it answered or missed."""
+        self.registry.register(_EngineCacheCollector(statistics))
+
     def asgi_app(self) -> Callable[[Scope, Receive, Send], Awaitable[None]]:
         """``/metrics`` as an ASGI app that also answers hypercorn's lifespan protocol.
 
@@ -183,6 +188,35 @@ class Metrics:
             await send({"type": "http.response.body", "body": body})
 
         return app
+
+
+class ReadCacheView(Protocol):
+    entries: int
+    bytes: int
+    max_bytes: int
+    hits: int
+    misses: int
+    evictions: int
+
+
+class _EngineCacheCollector(Collector):
+    def __init__(self, statistics: Callable[[], ReadCacheView]) -> None:
+        self._statistics = statistics
+
+    def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
+        stats = self._statistics()
+        for name, help_text, value in (
+            ("bytes", "Estimated bytes of the engine's cached tuple reads.", stats.bytes),
+            ("max_bytes", "Their bound (--fga-cache-mib).", stats.max_bytes),
+            ("entries", "Cached tuple reads (answers) of the engine.", stats.entries),
+        ):
+            yield GaugeMetricFamily(f"bastion_fga_read_cache_{name}", help_text, value=value)
+        for name, help_text, value in (
+            ("hits", "Engine tuple reads answered by the cache.", stats.hits),
+            ("misses", "Engine tuple reads the cache could not answer.", stats.misses),
+            ("evictions", "Cached reads evicted to stay within the bound.", stats.evictions),
+        ):
+            yield CounterMetricFamily(f"bastion_fga_read_cache_{name}", help_text, value=value)
 
 
 class OutboxView(Protocol):

@@ -26,6 +26,7 @@ from typing import Any
 
 import trio
 
+from bastion.service import tracing
 from bastion.storage import outbox
 from bastion.storage.outbox import OutboxItem
 from bastion.storage.sql.database import Database
@@ -149,15 +150,19 @@ class OutboxWorker:
         if handler is None:
             error, permanent = f"no handler for {item.kind!r}", True
         else:
-            try:
-                with trio.fail_after(self.policy.handler_timeout):
-                    await handler(item)
-            except trio.TooSlowError:
-                error = f"timed out after {self.policy.handler_timeout:g}s"
-            except PermanentFailure as exc:
-                error, permanent = str(exc) or type(exc).__name__, True
-            except Exception as exc:
-                error = f"{type(exc).__name__}: {exc}"
+            facts = {"outbox.item": item.id, "outbox.attempt": item.attempts}
+            with tracing.span(f"outbox {item.kind}", facts, new_trace=True) as span:
+                try:
+                    with trio.fail_after(self.policy.handler_timeout):
+                        await handler(item)
+                except trio.TooSlowError:
+                    error = f"timed out after {self.policy.handler_timeout:g}s"
+                except PermanentFailure as exc:
+                    error, permanent = str(exc) or type(exc).__name__, True
+                except Exception as exc:
+                    error = f"{type(exc).__name__}: {exc}"
+                if error is not None and span is not None:
+                    tracing.mark_failed(span, error)
         running.discard(item.id)
         await self._settle(item, error, permanent)
 

@@ -15,6 +15,7 @@ import os
 import argon2
 import trio
 
+from bastion.service import tracing
 from bastion.service.hash_formats import UnusableHash, parse_hash
 
 TIME_COST = 2
@@ -45,13 +46,16 @@ class PasswordHasher:
         self._dummy = self._argon2.hash("bastion-dummy-password")
 
     async def hash(self, password: str) -> str:
-        return await trio.to_thread.run_sync(self._argon2.hash, password, limiter=self._limiter)
+        with tracing.span("argon2 hash"):
+            return await trio.to_thread.run_sync(self._argon2.hash, password, limiter=self._limiter)
 
     async def verify(self, stored: str, password: str) -> tuple[bool, bool]:
-        """(matches, needs_rehash). A malformed stored hash never matches."""
-        return await trio.to_thread.run_sync(
-            self._verify_sync, stored, password, limiter=self._limiter
-        )
+        """(matches, needs_rehash). A malformed stored hash never matches. Its span
+        includes the wait for a free core."""
+        with tracing.span("argon2 verify"):
+            return await trio.to_thread.run_sync(
+                self._verify_sync, stored, password, limiter=self._limiter
+            )
 
     async def verify_dummy(self, password: str) -> None:
         await self.verify(self._dummy, password)

@@ -35,6 +35,7 @@ from typing import Any, TypeVar
 
 from bastion.core.errors import InvalidArgument
 from bastion.core.limits import TEXT_LIMITS, too_long
+from bastion.service import tracing
 from bastion.service.context import CallerContext, Reply
 
 __all__ = [
@@ -273,10 +274,13 @@ class Bound:
 
     operation: ServiceOperation
     request_type: type[Any]
+    #: its span's name when traced (``AuthService.login``)
+    name: str
 
     async def __call__(self, wire_form: Mapping[str, Any], caller: CallerContext) -> Reply:
-        return await self.operation(decode(self.request_type, wire_form), caller)
+        with tracing.span(self.name):
+            return await self.operation(decode(self.request_type, wire_form), caller)
 
 
 def bind(operation: ServiceOperation) -> Bound:
-    return Bound(operation, request_type(operation))
+    return Bound(operation, request_type(operation), operation.__qualname__)

@@ -18,6 +18,7 @@ from bastion.service.admin import outbox_handlers as admin_outbox_handlers
 from bastion.service.auth.issuer import CustomClaims
 from bastion.service.auth.service import AuthService
 from bastion.service.fga.base import ListBounds
+from bastion.service.fga.engine import EngineCaches
 from bastion.service.fga.openfga import OpenFgaService
 from bastion.service.fga.service import FgaService
 from bastion.service.mail import Mail, SmtpMailer
@@ -103,6 +104,7 @@ class Runtime:
                 users_max=settings.fga_list_users_max_results,
                 users_seconds=settings.fga_list_users_deadline,
             ),
+            caches=EngineCaches.sized(settings.fga_cache_mib),
             allow_user_context=settings.allow_user_context,
             server_context=parse_server_context(settings.fga_server_context),
             max_condition_cost=settings.fga_max_condition_cost,

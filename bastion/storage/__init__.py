@@ -69,8 +69,11 @@ async def _answers(ping: Callable[[], Awaitable[None]], store: str, seconds: flo
 
 
 @asynccontextmanager
-async def open_storage(config: StorageConfig) -> AsyncIterator[Storage]:
-    """Connect, migrate (unless ``config.run_migrations`` is off), and close on exit."""
+async def open_storage(
+    config: StorageConfig, *, opened: Callable[[Storage], None] | None = None
+) -> AsyncIterator[Storage]:
+    """Connect, migrate (unless ``config.run_migrations`` is off), and close on exit.
+    ``opened`` sees the storage before anyone uses it (the tracer instruments it)."""
     memory_url = config.memory_store_url
     async with open_database(config) as db:
         if config.run_migrations:
@@ -87,12 +90,15 @@ async def open_storage(config: StorageConfig) -> AsyncIterator[Storage]:
             memory_url, db, pool_size=config.pool_size, timeout=config.timeout
         )
         try:
-            yield Storage(
+            storage = Storage(
                 db=db,
                 memory=memory,
                 timeout=config.timeout,
                 webhook_listeners=WebhookListeners(db),
             )
+            if opened is not None:
+                opened(storage)
+            yield storage
         finally:
             with trio.CancelScope(shield=True):
                 await memory.aclose()

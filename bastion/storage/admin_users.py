@@ -18,5 +18,9 @@ def delete_otps(conn: sa.Connection, *, email: str | None, phone_number: str | N
     return conn.execute(otps.delete().where(sa.or_(*matches))).rowcount
 
 
-def delete_authenticators(conn: sa.Connection, user_id: str) -> int:
-    return conn.execute(authenticators.delete().where(authenticators.c.user_id == user_id)).rowcount
+def delete_authenticators(conn: sa.Connection, user_id: str, *, since: int | None = None) -> int:
+    """Remove the user's authenticator (with ``since``: only one enrolled at or after it)."""
+    where = authenticators.c.user_id == user_id
+    if since is not None:
+        where = sa.and_(where, authenticators.c.created_at >= since)
+    return conn.execute(authenticators.delete().where(where)).rowcount

@@ -5,10 +5,11 @@ Every change (a tuple written or deleted, a model installed, a reset) takes the 
 one. Writers serialise on one lock (``Database.run_locked``: PostgreSQL advisory lock,
 MariaDB ``GET_LOCK``, SQLite's single writer), so revisions become visible in order: a
 reader that has seen revision ``r`` and then reads every row past ``r`` misses nothing.
-That is what lets each server process keep the tuples in memory and stay exact: compare
-the revision (one indexed ``max``), and replay the rows past it when it moved
-(:meth:`FgaStore.changes_since`), or reload a :meth:`FgaStore.snapshot` when the rows are
-gone (after a reset) or too many.
+That is what lets each server process cache what it reads and stay exact: compare the
+revision (one indexed ``max``), and replay the rows past it when it moved
+(:meth:`FgaStore.changes_since`), or start over from :meth:`FgaStore.head` when the rows
+are gone (after a reset) or too many. The engine's tuple reads are
+:meth:`FgaStore.fetch` (:mod:`storage.fga_reads`).
 
 Two implementations: :class:`SqlFgaStore` (SQLite, PostgreSQL, MySQL/MariaDB; the main
 database by default) and :class:`MemoryFgaStore` (this process only, for development and
@@ -20,9 +21,7 @@ from __future__ import annotations
 import base64
 import binascii
 import functools
-import hashlib
 import json
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -31,7 +30,16 @@ from typing import Any, Protocol
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
-from bastion.core.fga.tuples import TupleKey, split_object
+from bastion.core.fga.tuples import MemoryTupleReader, TupleKey, split_object
+from bastion.storage.fga_reads import (
+    Fetched,
+    Head,
+    Read,
+    fetch_memory,
+    fetch_sql,
+    key_from_row,
+    key_hash,
+)
 from bastion.storage.fga_writes import queue_for
 from bastion.storage.sql.database import Database
 from bastion.storage.sql.schema import DEFAULT_FGA_STORE, fga_changelog, fga_models, fga_tuples
@@ -39,9 +47,11 @@ from bastion.storage.sql.schema import DEFAULT_FGA_STORE, fga_changelog, fga_mod
 __all__ = [
     "MAX_REPLAY",
     "Change",
+    "Fetched",
     "FgaStore",
+    "Head",
     "MemoryFgaStore",
-    "Snapshot",
+    "Read",
     "SqlFgaStore",
     "StoreNotEmpty",
     "StoredModel",
@@ -53,7 +63,7 @@ __all__ = [
     "encode_token",
 ]
 
-#: A process further behind than this many changes reloads a snapshot instead of replaying.
+#: A process further behind than this many changes starts its cache over instead of replaying.
 MAX_REPLAY = 10_000
 #: The lock every writer of the store takes, on every instance.
 WRITE_LOCK = "bastion:fga:write"
@@ -76,13 +86,6 @@ class Change:
     model: StoredModel | None = None
     #: Unix seconds; OpenFGA's ``/changes`` shows it.
     created_at: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class Snapshot:
-    revision: int
-    model: StoredModel | None
-    tuples: Sequence[TupleKey]
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,10 +138,6 @@ def decode_token(token: str) -> int:
     return value
 
 
-def key_hash(key: TupleKey) -> str:
-    return hashlib.sha256(str(key).encode()).hexdigest()
-
-
 class FgaStore(Protocol):
     #: ``sqlite``, ``postgresql``, ``mysql`` or ``memory``.
     backend: str
@@ -146,10 +145,17 @@ class FgaStore(Protocol):
     async def revision(self) -> int: ...
 
     async def changes_since(self, revision: int) -> list[Change] | None:
-        """Changes past ``revision`` in order; ``None`` when only a snapshot will do."""
+        """Changes past ``revision`` in order; ``None`` when they are gone (a reset) or
+        too many: the reader starts over from :meth:`head`."""
         ...
 
-    async def snapshot(self) -> Snapshot: ...
+    async def head(self) -> Head:
+        """The revision and the latest model, without a tuple."""
+        ...
+
+    async def fetch(self, reads: Sequence[Read]) -> Fetched:
+        """Reader questions answered together (:mod:`storage.fga_reads`)."""
+        ...
 
     async def write_model(self, model: StoredModel) -> int: ...
 
@@ -177,19 +183,6 @@ class FgaStore(Protocol):
 
 def _context_json(key: TupleKey) -> str | None:
     return None if key.context is None else json.dumps(dict(key.context), sort_keys=True)
-
-
-def _key_from_row(row: Any) -> TupleKey:
-    context = json.loads(row.condition_context) if row.condition_context else None
-    # Interned: a user, a relation name or an object recurs across many tuples, and a
-    # process keeps every tuple in memory (a third less memory for a million tuples).
-    return TupleKey(
-        sys.intern(row.object),
-        sys.intern(row.relation),
-        sys.intern(row.user),
-        row.condition_name or "",
-        context,
-    )
 
 
 #: Built once: every request asks it, and building the statement each time cost a third of
@@ -411,27 +404,9 @@ def _changes_since(store_id: str, since: int, conn: sa.Connection) -> list[Chang
         elif row.operation == "reset":
             changes.append(Change(row.revision, "reset"))
         else:
-            key = _key_from_row(row)
+            key = key_from_row(row)
             changes.append(Change(row.revision, row.operation, key=key, created_at=row.created_at))
     return changes
-
-
-def _snapshot(store_id: str, conn: sa.Connection) -> Snapshot:
-    # The revision first: whatever commits afterwards is replayed again, harmlessly,
-    # because replaying a write or a delete in order is idempotent.
-    revision = _max_revision(conn, store_id)
-    model = _latest_model(conn, store_id)
-    rows = conn.execute(
-        sa.select(
-            fga_tuples.c.object,
-            fga_tuples.c.relation,
-            fga_tuples.c.user,
-            fga_tuples.c.condition_name,
-            fga_tuples.c.condition_context,
-        ).where(fga_tuples.c.store_id == store_id)
-    )
-    # Converted row by row: never a million Row objects alive at once.
-    return Snapshot(revision, model, [_key_from_row(r) for r in rows])
 
 
 def _read(
@@ -480,8 +455,20 @@ class SqlFgaStore:
             lambda conn: _changes_since(self.store_id, revision, conn), reserved=True
         )
 
-    async def snapshot(self) -> Snapshot:
-        return await self.db.run(lambda conn: _snapshot(self.store_id, conn), reserved=True)
+    async def head(self) -> Head:
+        def read(conn: sa.Connection) -> Head:
+            return Head(_max_revision(conn, sid), _latest_model(conn, sid))
+
+        sid = self.store_id
+        return await self.db.run(read, reserved=True)
+
+    async def fetch(self, reads: Sequence[Read]) -> Fetched:
+        def read(conn: sa.Connection) -> Fetched:
+            return fetch_sql(conn, sid, reads, _max_revision(conn, sid))
+
+        sid = self.store_id
+        # No common snapshot needed: each query sees at least the revision read first.
+        return await self.db.read(read, reserved=True)
 
     async def write_model(self, model: StoredModel) -> int:
         now, sid = self._now(), self.store_id
@@ -507,7 +494,7 @@ class SqlFgaStore:
         after = decode_token(token) if token else 0
         sid = self.store_id
         rows, last = await self.db.run(lambda conn: _read(sid, where, page_size, after, conn))
-        keys = [_key_from_row(r) for r in rows]
+        keys = [key_from_row(r) for r in rows]
         token = "" if last is None else encode_token(last)
         return TuplePage(keys, token, [r.created_at for r in rows])
 
@@ -532,6 +519,8 @@ class MemoryFgaStore:
         self._position = 0
         self._log: list[Change] = []
         self._revision = 0
+        #: The same tuples, indexed for :meth:`fetch`.
+        self._index = MemoryTupleReader()
 
     async def revision(self) -> int:
         return self._revision
@@ -542,9 +531,11 @@ class MemoryFgaStore:
             return None
         return changes
 
-    async def snapshot(self) -> Snapshot:
-        model = self._models[-1][1] if self._models else None
-        return Snapshot(self._revision, model, [k for _, k in self._tuples.values()])
+    async def head(self) -> Head:
+        return Head(self._revision, self._models[-1][1] if self._models else None)
+
+    async def fetch(self, reads: Sequence[Read]) -> Fetched:
+        return fetch_memory(self._index, reads, self._revision)
 
     async def write_model(self, model: StoredModel) -> int:
         self._revision += 1
@@ -576,11 +567,13 @@ class MemoryFgaStore:
         now = int(time.time())
         for key in deletes:
             del self._tuples[key_hash(key)]
+            self._index.delete(key)
             self._revision += 1
             self._log.append(Change(self._revision, "delete", key=key, created_at=now))
         for key in writes:
             self._position += 1
             self._tuples[key_hash(key)] = (self._position, key)
+            self._index.write(key)
             self._written_at[self._position] = now
             self._revision += 1
             self._log.append(Change(self._revision, "write", key=key, created_at=now))

@@ -45,12 +45,11 @@ from bastion.storage.fga import (
     WriteOptions,
     _condition_of,
     _context_json,
-    _key_from_row,
     _latest_model,
     _max_revision,
     _write,
-    key_hash,
 )
+from bastion.storage.fga_reads import key_from_row, key_hash
 from bastion.storage.fga_stores import SqlFgaStores
 from bastion.storage.sql.database import lock_in_transaction
 from bastion.storage.sql.schema import fga_tuples
@@ -258,7 +257,7 @@ def _copy_load(
     if written < given:
         rows = conn.execute(_CONFLICTS, {"store_id": store_id, "limit": MAX_CONFLICTS}).all()
         if rows:
-            raise ImportConflict([(row.line, _key_from_row(row)) for row in rows])
+            raise ImportConflict([(row.line, key_from_row(row)) for row in rows])
     return ImportReport(given, written, base + written)
 
 
@@ -344,7 +343,7 @@ async def export_tuples(
         count = 0
         result = conn.execution_options(stream_results=True, yield_per=_EXPORT_BATCH).execute(query)
         for row in result:
-            write(_key_from_row(row))
+            write(key_from_row(row))
             count += 1
         return count, revision
 

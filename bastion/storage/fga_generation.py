@@ -66,8 +66,10 @@ from bastion.core.fga.tuples import TupleKey
 from bastion.storage.errors import StorageUnavailable
 from bastion.storage.fga import (
     Change,
+    Fetched,
     FgaStore,
-    Snapshot,
+    Head,
+    Read,
     StoredModel,
     StoreNotEmpty,
     TupleConflict,
@@ -237,8 +239,11 @@ class GatedFgaStore:
     async def changes_since(self, revision: int) -> list[Change] | None:
         return await self.inner.changes_since(revision)
 
-    async def snapshot(self) -> Snapshot:
-        return await self.inner.snapshot()
+    async def head(self) -> Head:
+        return await self.inner.head()
+
+    async def fetch(self, reads: Sequence[Read]) -> Fetched:
+        return await self.inner.fetch(reads)
 
     async def read_tuples(self, where: TupleFilter, page_size: int, token: str) -> TuplePage:
         return await self.inner.read_tuples(where, page_size, token)

@@ -1,7 +1,8 @@
 """The authorization engine's reads from a read replica (``--database-replica-url``).
 
-Only what the engine follows goes there: the store's revision, the changelog past a
-revision and the snapshot (:meth:`FgaStore.revision`, ``changes_since``, ``snapshot``).
+Only what the engine reads goes there: the store's revision, the changelog past a
+revision, the head and the tuple reads of an evaluation (:meth:`FgaStore.revision`,
+``changes_since``, ``head``, ``fetch``).
 Writes, Read (``read_tuples``: a caller reads what it just wrote) and everything of
 OpenFGA's ``/stores`` registry stay on the primary.
 
@@ -37,8 +38,10 @@ from bastion.core.fga.tuples import TupleKey
 from bastion.storage.errors import StorageUnavailable
 from bastion.storage.fga import (
     Change,
+    Fetched,
     FgaStore,
-    Snapshot,
+    Head,
+    Read,
     StoredModel,
     TupleFilter,
     TuplePage,
@@ -156,7 +159,7 @@ class ReplicatedFgaStore:
         floor = self.floor
 
         def reached(changes: list[Change] | None) -> bool:
-            # None: only a snapshot will do, which is read (and checked) on its own.
+            # None: only the head will do, which is read (and checked) on its own.
             return changes is None or (changes[-1].revision if changes else revision) >= floor
 
         changes = await self._from_replica(lambda s: s.changes_since(revision), reached)
@@ -164,9 +167,17 @@ class ReplicatedFgaStore:
             self._seen(changes[-1].revision)
         return changes
 
-    async def snapshot(self) -> Snapshot:
+    async def head(self) -> Head:
         floor = self.floor
-        found = await self._from_replica(lambda s: s.snapshot(), lambda s: s.revision >= floor)
+        found = await self._from_replica(lambda s: s.head(), lambda h: h.revision >= floor)
+        self._seen(found.revision)
+        return found
+
+    async def fetch(self, reads: Sequence[Read]) -> Fetched:
+        """Answers at least as recent as everything this process has seen: the replica's
+        when it has reached the floor (the engine's cached state is never newer)."""
+        floor = self.floor
+        found = await self._from_replica(lambda s: s.fetch(reads), lambda f: f.revision >= floor)
         self._seen(found.revision)
         return found
 

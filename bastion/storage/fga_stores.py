@@ -23,11 +23,11 @@ from bastion.storage.fga import (
     FgaStore,
     MemoryFgaStore,
     SqlFgaStore,
-    _key_from_row,
     decode_token,
     encode_token,
 )
 from bastion.storage.fga_generation import GatedFgaStore, Generations
+from bastion.storage.fga_reads import key_from_row
 from bastion.storage.fga_replica import ReplicaReads, ReplicatedFgaStore
 from bastion.storage.sql.database import Database
 from bastion.storage.sql.schema import (
@@ -140,7 +140,7 @@ def _changes(
         query = query.where(log.object.startswith(f"{object_type}:", autoescape=True))
     rows = conn.execute(query.order_by(log.revision).limit(page_size)).all()
     return [
-        Change(r.revision, r.operation, key=_key_from_row(r), created_at=r.created_at) for r in rows
+        Change(r.revision, r.operation, key=key_from_row(r), created_at=r.created_at) for r in rows
     ]
 
 

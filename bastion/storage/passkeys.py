@@ -113,5 +113,9 @@ def delete(conn: sa.Connection, user_id: str, row_id: str) -> PasskeyCredential 
     return _credential(row)
 
 
-def delete_for_user(conn: sa.Connection, user_id: str) -> None:
-    conn.execute(sa.delete(table).where(table.c.user_id == user_id))
+def delete_for_user(conn: sa.Connection, user_id: str, *, since: int | None = None) -> None:
+    """Remove the user's passkeys (with ``since``: those registered at or after it)."""
+    where = table.c.user_id == user_id
+    if since is not None:
+        where = sa.and_(where, table.c.created_at >= since)
+    conn.execute(sa.delete(table).where(where))

@@ -1,11 +1,13 @@
-"""Puts the repository's bastion/core into the bastion-core wheel, and the embedding guide
-into its metadata.
+"""Puts parts of the repository's tree into a wheel: the ``trees`` the project's
+``[tool.hatch.build.targets.wheel.hooks.custom]`` table lists (``bastion/core`` for
+bastion-core; bastion-conformance points its hook at this file too); and, for
+bastion-core, the embedding guide into its metadata.
 
 Only a standard wheel gets the files: an editable install instead puts the repository root on
-the path (``dev-mode-dirs``), so that the checkout's own bastion/core is what runs, never a
-copy made at install time. The package's long description (its page on a package index,
-``importlib.metadata.metadata("bastion-core")["Description"]``) is README.md followed by
-docs/embedding.md, so the guide ships with every wheel and sdist.
+the path (``dev-mode-dirs``), so that the checkout's own sources are what runs, never a
+copy made at install time. bastion-core's long description (its page on a package index,
+``importlib.metadata.metadata("bastion-core")["Description"]``) is its README.md followed
+by docs/embedding.md, so the guide ships with every wheel.
 """
 
 from __future__ import annotations
@@ -17,14 +19,15 @@ from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 from hatchling.metadata.plugin.interface import MetadataHookInterface
 
 HERE = Path(__file__).resolve().parent
-CORE = HERE.parents[1] / "bastion" / "core"
-GUIDE = HERE.parents[1] / "docs" / "embedding.md"
+REPO = HERE.parents[1]
+GUIDE = REPO / "docs" / "embedding.md"
 
 
-class CoreSources(BuildHookInterface):  # type: ignore[misc]
+class TreeSources(BuildHookInterface):  # type: ignore[misc]
     def initialize(self, version: str, build_data: dict[str, Any]) -> None:
         if version == "standard":
-            build_data["force_include"][str(CORE)] = "bastion/core"
+            for tree in self.config["trees"]:
+                build_data["force_include"][str(REPO / tree)] = tree
 
 
 class GuideInReadme(MetadataHookInterface):  # type: ignore[misc]

@@ -512,9 +512,14 @@ async def mfa_setup(client: Any, admin: Any, box: Mailbox, run: Run, tag: str) -
         list(done.user.enrolled_mfa_methods or []) if done and done.user else None
     )
 
-    # an authenticator app
+    # an authenticator app: dan has a factor (emailed codes), so it passes that first and
+    # adds the app from its signed-in session (issue 36: a parked login cannot)
     dan = f"dan{tag}@example.com"
     await parked_login(client, admin, dan)
+    passed = await maybe(
+        client.verify_otp(t.VerifyOTPRequest(otp=code_in(box.wait_mail(dan, 2)), email=dan))
+    )
+    run.facts["dan_signed_in"] = bool(passed and passed.access_token)
     shown = await call(
         "totp_mfa_setup", lambda: client.totp_mfa_setup(t.OtpMfaSetupRequest(email=dan))
     )
@@ -529,7 +534,7 @@ async def mfa_setup(client: Any, admin: Any, box: Mailbox, run: Run, tag: str) -
         list(done.user.enrolled_mfa_methods or []) if done and done.user else None
     )
 
-    # skipping the offer (MFA is not enforced here), then logging in without a code
+    # skipping the offer: refused to a user with MFA on and a code to pass (issue 36)
     eve = f"eve{tag}@example.com"
     await parked_login(client, admin, eve)
     skipped = await call(

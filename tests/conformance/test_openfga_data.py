@@ -33,9 +33,11 @@ EXPECTED = {
 }
 
 
+@pytest.mark.parametrize("on_demand", [False, True], ids=["direct", "on_demand"])
 @pytest.mark.parametrize("path", sorted(EXPECTED), ids=lambda p: p.name)
-def test_data_file_passes_completely(path: Path) -> None:
-    [report] = run_path(path)
+def test_data_file_passes_completely(path: Path, on_demand: bool) -> None:
+    """Over the store directly, and as a server reads it (in rounds, through a cache)."""
+    [report] = run_path(path, on_demand=on_demand)
     assert report.failures == []
     assert report.expected == EXPECTED[path]
     assert report.ran == report.expected

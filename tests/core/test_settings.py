@@ -63,6 +63,7 @@ IMPLEMENTED = {
     "migrate", "database-replica-url",
     "enable-grpc-reflection", "grpc-tls-cert", "grpc-tls-key", "log-level", "url",
     "tls-cert-file", "tls-key-file", "log-format", "access-log",
+    "otel-traces-endpoint", "otel-traces-sample-ratio",
     "database-type", "database-url", "database-host", "database-port", "database-name",
     "database-username", "database-password", "database-cert", "database-ca-cert",
     "database-cert-key", "memory-store-url", "client-id", "client-secret", "admin-secret",
@@ -75,7 +76,7 @@ IMPLEMENTED = {
     "admin-cookie-secure", "fga-store", "fga-store-url",
     "allow-user-contextual-tuples", "webhook-allow-private-targets", "openfga-api-key",
     "fga-list-objects-max-results", "fga-list-objects-deadline", "fga-list-users-max-results",
-    "fga-list-users-deadline",
+    "fga-list-users-deadline", "fga-cache-mib",
     # issue 36: condition cost and caller context
     "allow-user-context", "fga-server-context", "fga-max-condition-cost",
     # issue 3: authentication flows
@@ -742,6 +743,27 @@ def test_url_with_credentials_is_refused_without_echo() -> None:
     assert message == "--url must not contain a user name or password"
 
 
+@pytest.mark.parametrize(
+    ("flag", "message"),
+    [
+        ("--otel-traces-sample-ratio=1.5", "--otel-traces-sample-ratio must be between 0 and 1"),
+        ("--otel-traces-sample-ratio=-0.1", "--otel-traces-sample-ratio must be between 0 and 1"),
+        ("--otel-traces-endpoint=collector:4318", "--otel-traces-endpoint must be an http:// or"),
+    ],
+)
+def test_tracing_flags_are_checked(flag: str, message: str) -> None:
+    value = flag.split("=", 1)[1]
+    assert refusal(*BASE, flag).startswith(message)
+    assert refusal(*BASE, flag).endswith(f"got {value!r}" if "endpoint" in flag else value)
+
+
+def test_tracing_is_off_unless_an_endpoint_is_given() -> None:
+    settings = parse()
+    assert (settings.otel_traces_endpoint, settings.otel_traces_sample_ratio) == ("", 1.0)
+    given = parse("--otel-traces-endpoint=http://127.0.0.1:4318/v1/traces")
+    assert given.otel_traces_endpoint == "http://127.0.0.1:4318/v1/traces"
+
+
 # ------------------------------------------------------------------ other rules
 
 
@@ -1168,6 +1190,12 @@ def test_shutdown_timeout_is_seconds_zero_or_more() -> None:
         "--shutdown-timeout must be a number of seconds, 0 or more"
     )
     assert refusal(*BASE, "--shutdown-timeout=inf").startswith("--shutdown-timeout expects")
+
+
+def test_the_engine_cache_defaults_to_512_mib_and_takes_one_or_more() -> None:
+    assert parse().fga_cache_mib == 512
+    assert parse("--fga-cache-mib=16").fga_cache_mib == 16
+    assert refusal(*BASE, "--fga-cache-mib=0") == "--fga-cache-mib must be 1 or more, got 0"
 
 
 def test_list_bounds_default_to_openfgas_and_zero_lifts_them() -> None:

@@ -1,6 +1,7 @@
 """The JSON log line: secrets are redacted by field name, never by a substring of it
 (``error_code`` is kept, a one-time ``code`` is not); a line written while a request is
-served carries its request id; a line with an exception names the exception's type."""
+served carries its request id (and its trace id when traced); a line with an exception
+names the exception's type."""
 
 from __future__ import annotations
 
@@ -62,3 +63,13 @@ def test_a_line_inside_a_request_carries_its_id_and_the_exception_type() -> None
     assert line["request_id"] == "req-42"
     assert line["error_type"] == "TimeoutError"
     assert "slow" in line["exc"]
+
+
+def test_a_line_inside_a_traced_request_carries_its_trace_id() -> None:
+    assert "trace_id" not in written({})
+    token = log_context.trace_id.set("4bf92f3577b34da6a3ce929d0e0e4736")
+    try:
+        line = written({})
+    finally:
+        log_context.trace_id.reset(token)
+    assert line["trace_id"] == "4bf92f3577b34da6a3ce929d0e0e4736"

@@ -551,7 +551,8 @@ FLOWS = [
         (),
         (magic_link_login, mailed_link, verify_email),
         record(
-            ("magic_link_login", True, False, False),
+            # proving the never-verified address ends every other credential (issue 36)
+            ("magic_link_login", True, False, True),
             SIGNED_UP,
             ["user.magic_link_requested", "user.email_verified"],
             (VERIFY_MAIL,),

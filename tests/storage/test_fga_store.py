@@ -4,14 +4,15 @@ follows it through the changelog."""
 
 from __future__ import annotations
 
-import gc
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 import pytest
 import sqlalchemy as sa
+import trio
 
-from bastion.core.fga.tuples import TupleKey
+from bastion.core.fga.on_demand import ReadKey
+from bastion.core.fga.tuples import TupleKey, TupleReader
 from bastion.service.fga.engine import EngineState
 from bastion.storage.fga import (
     MAX_REPLAY,
@@ -90,9 +91,8 @@ async def test_an_empty_store(open_store: Opener) -> None:
     async with open_store() as store:
         assert await store.revision() == 0
         assert await store.changes_since(0) == []
-        snapshot = await store.snapshot()
-        assert snapshot.model is None
-        assert list(snapshot.tuples) == []
+        head = await store.head()
+        assert (head.revision, head.model) == (0, None)
         page = await store.read_tuples(TupleFilter(), 100, "")
         assert list(page.tuples) == []
         assert page.continuation_token == ""
@@ -114,10 +114,18 @@ async def test_every_change_takes_the_next_revision(open_store: Opener) -> None:
         first = await store.changes_since(0)
         assert first is not None
         assert first[0].model == MODEL
-        snapshot = await store.snapshot()
-        assert snapshot.revision == 5
-        assert snapshot.model == MODEL
-        assert sorted(k.user for k in snapshot.tuples) == ["user:b", "user:c"]
+        head = await store.head()
+        assert (head.revision, head.model) == (5, MODEL)
+        page = await store.read_tuples(TupleFilter(), 100, "")
+        assert sorted(k.user for k in page.tuples) == ["user:b", "user:c"]
+        fetched = await store.fetch(
+            [("read", "doc:1", "viewer"), ("read_by_user", "user:a", "doc")]
+        )
+        assert fetched.revision == 5
+        assert [[k.user for k in answer] for answer in fetched.answers] == [
+            ["user:b", "user:c"],
+            [],
+        ]
 
 
 async def test_a_batch_is_all_or_nothing(open_store: Opener) -> None:
@@ -176,14 +184,18 @@ async def test_reset_needs_an_empty_store_and_clears_every_version(open_store: O
         await store.write_tuples([], [key("user:a")])
         revision = await store.reset()
         assert revision == 5
-        snapshot = await store.snapshot()
-        assert snapshot.model is None
-        assert snapshot.revision == 5
+        head = await store.head()
+        assert (head.revision, head.model) == (5, None)
         # What came before the reset is gone: a follower must reload.
         assert await store.changes_since(2) is None
         after = await store.changes_since(4)
         assert after is not None
         assert [c.operation for c in after] == ["reset"]
+
+
+async def viewers(engine: EngineState) -> list[str]:
+    """``doc:1#viewer`` as the engine reads it (its cache, else the store)."""
+    return await engine.evaluate(lambda reader: [k.user for k in reader.read("doc:1", "viewer")])
 
 
 async def test_engine_state_follows_writes_from_another_handle(open_store: Opener) -> None:
@@ -196,30 +208,54 @@ async def test_engine_state_follows_writes_from_another_handle(open_store: Opene
         await follower.fresh()
         assert follower.model is not None
         assert follower.model.id == MODEL.id
-        assert [k.user for k in follower.index.read("doc:1", "viewer")] == ["user:a", "user:b"]
+        assert await viewers(follower) == ["user:a", "user:b"]
+        fetches = follower.fetches
+        assert await viewers(follower) == ["user:a", "user:b"]
+        assert follower.fetches == fetches  # cached
         await writer.write_tuples([key("user:c")], [key("user:a")])
         await follower.fresh()
-        assert [k.user for k in follower.index.read("doc:1", "viewer")] == ["user:b", "user:c"]
-        assert follower.snapshots_loaded == 1
+        # The cached answer was discarded by the replayed changes.
+        assert await viewers(follower) == ["user:b", "user:c"]
+        assert follower.restarts == 1
         assert follower.changes_replayed == 5  # the model, two writes, a delete and a write
         # A reset makes the follower drop everything and reload.
         await writer.write_tuples([], [key("user:b"), key("user:c")])
         await writer.reset()
         await follower.fresh()
         assert follower.model is None
-        assert list(follower.index.read("doc:1", "viewer")) == []
+        assert await viewers(follower) == []
         assert follower.revision == await writer.revision()
 
 
-async def test_engine_state_far_behind_reloads_a_snapshot(open_store: Opener) -> None:
+async def test_rounds_run_in_a_worker_thread_answer_the_same(open_store: Opener) -> None:
+    async with open_store() as store:
+        await store.write_model(MODEL)
+        await store.write_tuples([key("user:a"), key("user:b")])
+        engine = EngineState(store)
+        await engine.fresh()
+        offloaded: list[int] = []
+
+        async def offload(step: Callable[[], list[ReadKey]]) -> list[ReadKey]:
+            offloaded.append(1)
+            return await trio.to_thread.run_sync(step)
+
+        def run(reader: TupleReader) -> list[str]:
+            return [k.user for k in reader.read("doc:1", "viewer")]
+
+        assert await engine.evaluate(run, offload) == ["user:a", "user:b"]  # fetched
+        assert await engine.evaluate(run, offload) == ["user:a", "user:b"]  # cached
+        assert len(offloaded) == 3  # two rounds, then one
+        assert await viewers(engine) == ["user:a", "user:b"]
+
+
+async def test_engine_state_far_behind_starts_its_cache_over(open_store: Opener) -> None:
     async with open_store() as writer, open_store() as reader_store:
         follower = EngineState(reader_store)
         await follower.fresh()
+        assert await viewers(follower) == []  # cached: empty
         batch = [key(f"user:{i}") for i in range(MAX_REPLAY + 1)]
         await writer.write_tuples(batch)
-        frozen = gc.get_freeze_count()
         await follower.fresh()
-        assert follower.snapshots_loaded == 2
-        assert len(follower.index) == MAX_REPLAY + 1
-        # the loaded index is kept out of the cyclic collector's full collections
-        assert gc.get_freeze_count() >= frozen + MAX_REPLAY + 1
+        assert follower.restarts == 2
+        assert follower.changes_replayed == 0
+        assert len(await viewers(follower)) == MAX_REPLAY + 1

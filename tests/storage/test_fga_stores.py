@@ -71,7 +71,7 @@ async def test_stores_are_isolated(open_stores: Opener) -> None:
         await two.write_tuples(
             [], [TupleKey("doc:2", "viewer", "user:x")], WriteOptions(ignore_missing=True)
         )
-        assert (await two.snapshot()).model is None
+        assert (await two.head()).model is None
         page = await one.read_tuples(TupleFilter(), 10, "")
         assert list(page.tuples) == [key]
         assert len(page.written_at) == 1

@@ -6,11 +6,31 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import re
 import time
 
 from bastion.conformance.catalogue.auth import PASSWORD, new_user, password_signup
+from bastion.conformance.outcome import Outcome
 from bastion.conformance.receiver import ANSWER, receiver
 from bastion.conformance.scenario import Ctx, Failure, NotOffered, scenario
+
+#: How bastion refuses a webhook target by its address (``--webhook-allow-private-targets``
+#: off): "invalid endpoint: 127.0.0.1 is a loopback address", "... resolves to a private
+#: address (10.0.0.7)", and so on for every class of address it will not call.
+TARGET_REFUSAL = re.compile(
+    r"\b(?:is|resolves to) an? (?:loopback|link-local|private|not routable|not public) address"
+)
+
+
+def skip_refused_target(ctx: Ctx, answer: Outcome) -> None:
+    """Skip the row, quoting the deployment, when it refused the suite's receiver for
+    its address; any other answer is the row's to judge."""
+    refused = answer.code == "invalid_argument" and TARGET_REFUSAL.search(answer.message)
+    if not answer.ok and refused:
+        ctx.skip(
+            "the deployment refuses the suite's receiver as a webhook target "
+            f"(start it with --webhook-allow-private-targets=true): {answer.message}"
+        )
 
 
 def _webhook_id(ctx: Ctx, endpoint: str) -> str:
@@ -86,9 +106,7 @@ def test_endpoint(ctx: Ctx) -> None:
     sink = receiver(advertised=ctx.deployment.receiver_host)
     path = ctx.name("hook")
     request = {"event_name": "user.login", "endpoint": sink.url(path), "headers": {"x-c": path}}
-    first = ctx.raw_call("test_endpoint", request, ctx.admin)
-    if not first.ok and "address" in first.message:
-        ctx.skip(f"the deployment refuses private webhook targets ({first.message})")
+    skip_refused_target(ctx, ctx.raw_call("test_endpoint", request, ctx.admin))
     answer = ctx.call("test_endpoint", request, ctx.admin)
     body = ctx.expect_ok(answer, http_status=200, response=ANSWER.decode())
     ctx.expect(body.get("http_status") == 200, f"{body}")
@@ -189,11 +207,7 @@ def event_delivery(ctx: Ctx) -> None:
     path = ctx.name("delivery")
     request = {"event_name": "user.login", "endpoint": sink.url(path), "enabled": True}
     added = ctx.raw_call("add_webhook", request, ctx.admin)
-    if not added.ok and "private" in added.message.lower():
-        ctx.skip(
-            "the deployment refuses the suite's receiver as a private webhook target "
-            f"(start it with --webhook-allow-private-targets): {added.message}"
-        )
+    skip_refused_target(ctx, added)
     ctx.expect(added.ok, f"add_webhook: {added.describe()}")
     ctx.cleanup("delete_webhook", {"id": _webhook_id(ctx, sink.url(path))}, ctx.admin)
     # Each instance keeps its list of listeners for up to a second.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bastion.conformance.discovery import ADMIN_COOKIE, Deployment
+from bastion.conformance.discovery import ADMIN_COOKIE, NO_ADMIN, Deployment
 from bastion.conformance.outcome import Credentials
 from bastion.conformance.scenario import Ctx, scenario
 
@@ -26,7 +26,11 @@ def login_wrong_secret(ctx: Ctx) -> None:
     ctx.expect(not outcome.cookies, f"a refused login set cookies: {outcome.cookies}")
 
 
-@scenario("admin.cookie_session")
+def _admin_secret(deployment: Deployment) -> str | None:
+    return None if deployment.admin_secret is not None else NO_ADMIN
+
+
+@scenario("admin.cookie_session", requires=_admin_secret)
 def cookie_session(ctx: Ctx) -> None:
     """Login sets the admin cookie; the cookie authorises, renews, and logout clears it."""
     login = ctx.call("admin_login", {"admin_secret": ctx.deployment.admin_secret})

@@ -8,32 +8,84 @@ from __future__ import annotations
 
 from typing import Any
 
+from bastion.conformance import mailsink
 from bastion.conformance.discovery import Deployment
-from bastion.conformance.outcome import Credentials
+from bastion.conformance.outcome import Credentials, Outcome
 from bastion.conformance.scenario import Ctx, NotOffered, scenario
 
 PASSWORD = "Conf0rmance!pass"
 SESSION_COOKIE = "cookie_session"
+SIGNER_COOKIE = "bastion_signup"
 
 
-def password_signup(deployment: Deployment) -> str | None:
+def _signup_flags(deployment: Deployment) -> str | None:
     for flag in ("is_sign_up_enabled", "is_basic_authentication_enabled"):
         if not deployment.flag(flag):
             return f"{flag} is off on this deployment"
-    if deployment.flag("is_email_verification_enabled"):
-        return "is_email_verification_enabled: sign-up does not log in (needs a mail sink)"
     return None
 
 
-def remove_user(ctx: Ctx, email: str) -> None:
-    """Delete a user the scenario made (or let it deactivate itself)."""
+def signup_signs_in(deployment: Deployment) -> str | None:
+    """Password sign-up that signs in at once (the hosted page's form rows)."""
+    if deployment.flag("is_email_verification_enabled"):
+        return "is_email_verification_enabled: the sign-up page does not sign in"
+    return _signup_flags(deployment)
+
+
+def password_signup(deployment: Deployment) -> str | None:
+    """Password sign-up that signs in, at once or through the link mailed to the
+    suite's sink (``new_user`` follows it)."""
+    reason = _signup_flags(deployment)
+    if reason:
+        return reason
+    if deployment.flag("is_email_verification_enabled") and mailsink.current() is None:
+        return (
+            "is_email_verification_enabled: sign-up logs in only through the mailed link "
+            "(give --mail-sink and point the deployment's mail at it)"
+        )
+    return None
+
+
+def signer(signed: Outcome) -> Credentials:
+    """The cookie a sign-up answer set for the caller that chose the password (bastion's
+    ``bastion_signup``): verifying with it keeps that password."""
+    value = signed.cookie(SIGNER_COOKIE)
+    return Credentials(cookies=((SIGNER_COOKIE, value),)) if value else Credentials()
+
+
+def mailed_token(ctx: Ctx, email: str, token_type: str) -> str:
+    """The token of the next ``token_type`` link mailed to ``email``."""
+    sink = mailsink.current()
+    ctx.expect(sink is not None, "the mail sink stopped")
+    assert sink is not None
     try:
-        ctx.raw_call("delete_user", {"email": email}, ctx.admin)
-    except NotOffered:
-        login = ctx.raw_call("login", {"email": email, "password": PASSWORD})
-        token = login.body.get("access_token") if login.ok else None
-        if token:
-            ctx.raw_call("deactivate_account", {}, Credentials(bearer=str(token)))
+        return sink.next_token(email, token_type)
+    except mailsink.NoMail as exc:
+        ctx.expect(False, str(exc))
+        raise
+
+
+def _verified(ctx: Ctx, email: str, signed: Outcome) -> Outcome:
+    """With email verification on: follow the mailed sign-up link as the caller that
+    signed up, which signs in like a sign-up without verification does."""
+    token = mailed_token(ctx, email, "basic_auth_signup")
+    return ctx.call("verify_email", {"token": token}, signer(signed))
+
+
+def remove_user(ctx: Ctx, email: str) -> None:
+    """Delete a user the scenario made (or let it deactivate itself: without the admin
+    secret, or where the deployment lacks admin user management)."""
+    if ctx.deployment.admin_secret is not None:
+        try:
+            ctx.raw_call("delete_user", {"email": email}, ctx.admin)
+        except NotOffered:
+            pass
+        else:
+            return
+    login = ctx.raw_call("login", {"email": email, "password": PASSWORD})
+    token = login.body.get("access_token") if login.ok else None
+    if token:
+        ctx.raw_call("deactivate_account", {}, Credentials(bearer=str(token)))
 
 
 def new_user(ctx: Ctx, **extra: Any) -> tuple[str, dict[str, Any], str]:
@@ -43,6 +95,9 @@ def new_user(ctx: Ctx, **extra: Any) -> tuple[str, dict[str, Any], str]:
     outcome = ctx.call("signup", request)
     ctx.cleanups.append(lambda: remove_user(ctx, email))
     body = ctx.expect_ok(outcome)
+    if ctx.deployment.flag("is_email_verification_enabled"):
+        outcome = _verified(ctx, email, outcome)
+        body = ctx.expect_ok(outcome)
     ctx.expect(bool(body.get("access_token")), f"signup returned no access token: {body}")
     cookie = outcome.cookie(SESSION_COOKIE)
     ctx.expect(cookie is not None, f"signup set no {SESSION_COOKIE} cookie: {outcome.cookies}")

@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from bastion.conformance.catalogue.auth import new_user, password_signup
-from bastion.conformance.discovery import Deployment
+from bastion.conformance.discovery import NO_ADMIN, Deployment
 from bastion.conformance.outcome import Credentials
 from bastion.conformance.scenario import Ctx, scenario
 
@@ -32,12 +32,16 @@ type document
 
 
 def engine_on(deployment: Deployment) -> str | None:
+    if deployment.fga_enabled is None:
+        return f"{NO_ADMIN} (to read whether the authorization engine is on)"
     if not deployment.fga_enabled:
         return "the authorization engine is off on this deployment"
     return None
 
 
 def engine_off(deployment: Deployment) -> str | None:
+    if deployment.fga_enabled is None:
+        return f"{NO_ADMIN} (to read whether the authorization engine is on)"
     if deployment.fga_enabled:
         return "the authorization engine is on here (these rows need --fga-store=none)"
     return None

@@ -12,13 +12,18 @@ from collections.abc import Callable
 from typing import Any
 
 from bastion.conformance import mailsink
-from bastion.conformance.catalogue.auth import PASSWORD, SESSION_COOKIE, remove_user
+from bastion.conformance.catalogue.auth import (
+    PASSWORD,
+    SESSION_COOKIE,
+    mailed_token,
+    remove_user,
+    signer,
+)
 from bastion.conformance.discovery import Deployment
 from bastion.conformance.outcome import Credentials, Outcome
 from bastion.conformance.scenario import Ctx, scenario
 
 NEW_PASSWORD = "Conf0rmance!reset"
-SIGNER_COOKIE = "bastion_signup"
 NO_SINK = (
     "no --mail-sink given: email rows need the deployment's --smtp-host/--smtp-port "
     "pointed at the suite's own sink"
@@ -37,18 +42,6 @@ def needs_mail(*flags: str) -> Callable[[Deployment], str | None]:
     return requires
 
 
-def mailed_token(ctx: Ctx, email: str, token_type: str) -> str:
-    """The token of the next ``token_type`` link mailed to ``email``."""
-    sink = mailsink.current()
-    ctx.expect(sink is not None, "the mail sink stopped")
-    assert sink is not None
-    try:
-        return sink.next_token(email, token_type)
-    except mailsink.NoMail as exc:
-        ctx.expect(False, str(exc))
-        raise
-
-
 def forged(token: str) -> str:
     """The token with its signature broken."""
     return token[:-4] + ("AAAA" if not token.endswith("AAAA") else "BBBB")
@@ -62,13 +55,6 @@ def signup(ctx: Ctx) -> tuple[str, Outcome]:
     ctx.cleanups.append(lambda: remove_user(ctx, email))
     ctx.expect_ok(outcome)
     return email, outcome
-
-
-def signer(signed: Outcome) -> Credentials:
-    """The cookie a sign-up answer set for the caller that chose the password (bastion's
-    ``bastion_signup``): verifying with it keeps that password."""
-    value = signed.cookie(SIGNER_COOKIE)
-    return Credentials(cookies=((SIGNER_COOKIE, value),)) if value else Credentials()
 
 
 def verify(ctx: Ctx, token: str, credentials: Credentials | None = None) -> dict[str, Any]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import html
 
-from bastion.conformance.catalogue.auth import PASSWORD, password_signup, remove_user
+from bastion.conformance.catalogue.auth import PASSWORD, remove_user, signup_signs_in
 from bastion.conformance.scenario import Ctx, scenario
 from bastion.conformance.web import Browser, hidden_fields, redirect_target
 
@@ -27,7 +27,7 @@ def _signed_in_as(ctx: Ctx, browser: Browser, email: str) -> None:
     ctx.expect(html.escape(email) in page.text, "the signed-in page does not name the user")
 
 
-@scenario("pages.signup_profile_logout_login", surfaces=("rest",), requires=password_signup)
+@scenario("pages.signup_profile_logout_login", surfaces=("rest",), requires=signup_signs_in)
 def pages_flow(ctx: Ctx) -> None:
     """Sign up through the form, see the signed-in page, sign out, sign in through the
     form; a post without the CSRF token is refused and signs nobody in."""
@@ -62,7 +62,7 @@ def pages_flow(ctx: Ctx) -> None:
     _signed_in_as(ctx, browser, email)
 
 
-@scenario("pages.sessions_sign_out_another_device", surfaces=("rest",), requires=password_signup)
+@scenario("pages.sessions_sign_out_another_device", surfaces=("rest",), requires=signup_signs_in)
 def pages_sessions(ctx: Ctx) -> None:
     """Signed in through the pages in two browsers (on two instances where there are
     several), the first lists both at ``/app/sessions`` and signs the other out with the

@@ -29,13 +29,13 @@ from bastion.conformance.openfga.server_tests import is_server_test_file, run_se
 __all__ = ["main", "run_path"]
 
 
-def _run_yaml(path: Path, face: httpx.Client | None) -> Report:
+def _run_yaml(path: Path, face: httpx.Client | None, on_demand: bool) -> Report:
     report = Report(str(path))
     data = yaml.safe_load(path.read_text())
     if is_server_test_file(data) and face is not None:
         run_server_tests_over_http(data, report, face)
     elif is_server_test_file(data):
-        run_server_tests(data, report)
+        run_server_tests(data, report, on_demand=on_demand)
     elif language_tests.handles(path.name):
         language_tests.run_file(path.name, data, report)
     else:
@@ -50,11 +50,14 @@ _CASE_FOLDERS: list[tuple[Callable[[Path], bool], Callable[[Path, Report], None]
 ]
 
 
-def run_path(path: Path, face: httpx.Client | None = None) -> list[Report]:
+def run_path(
+    path: Path, face: httpx.Client | None = None, *, on_demand: bool = False
+) -> list[Report]:
     """Reports for one file or folder (folders are searched for known data); ``face``:
-    server tests over that OpenFGA HTTP API."""
+    server tests over that OpenFGA HTTP API; ``on_demand``: in process, evaluated as a
+    server reads its store (in rounds, through a cache)."""
     if path.is_file():
-        return [_run_yaml(path, face)]
+        return [_run_yaml(path, face, on_demand)]
     for is_case, run_case in _CASE_FOLDERS:
         if is_case(path):
             report = Report(str(path))
@@ -77,12 +80,12 @@ def run_path(path: Path, face: httpx.Client | None = None) -> list[Report]:
             child.suffix == ".yaml"
             and (language_tests.handles(child.name) or child.name.endswith("tests.yaml"))
         ):
-            reports.extend(run_path(child, face))
+            reports.extend(run_path(child, face, on_demand=on_demand))
     return reports
 
 
 def main(argv: Sequence[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bastion.conformance openfga")
+    parser = argparse.ArgumentParser(prog="bastion-conformance openfga")
     parser.add_argument("--face", help="base URL of an OpenFGA HTTP API to run server tests on")
     parser.add_argument("--key", default="", help="its pre-shared key (Bearer)")
     parser.add_argument("paths", nargs="*", metavar="FILE_OR_DIR")

@@ -4,13 +4,14 @@ Each test gets one store shared by its stages: a stage writes its model as the n
 adds its tuples, then runs its Check, ListObjects and ListUsers assertions; every returned
 object or user is re-checked. As upstream does, each single-stage test with at most 100
 tuples runs a second time as ``<name>_ctxTuples``: nothing stored, the stage's tuples sent
-as contextual tuples with every request.
+as contextual tuples with every request. ``on_demand`` runs every evaluation as a server
+process does, in rounds of reads through a (small) cache.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from bastion.conformance.openfga.report import Report
 from bastion.core.fga.check import check
@@ -19,11 +20,14 @@ from bastion.core.fga.errors import FgaError
 from bastion.core.fga.graph import ReverseGraph
 from bastion.core.fga.list_objects import list_objects
 from bastion.core.fga.list_users import UserFilter, list_users
+from bastion.core.fga.on_demand import ReadCache, evaluate_from
 from bastion.core.fga.request import RequestOptions
-from bastion.core.fga.tuples import MemoryTupleReader, TupleKey
+from bastion.core.fga.tuples import MemoryTupleReader, TupleKey, TupleReader
 from bastion.core.fga.typesystem import TypeSystem
 
 __all__ = ["count_assertions", "is_server_test_file", "run_server_tests"]
+
+T = TypeVar("T")
 
 _KINDS = ("checkAssertions", "listObjectsAssertions", "listUsersAssertions")
 _MAX_CONTEXTUAL = 100
@@ -77,6 +81,7 @@ class _StageRunner:
         ts: TypeSystem,
         store: MemoryTupleReader,
         extra_contextual: list[TupleKey],
+        cache: ReadCache | None,
     ) -> None:
         self.report = report
         self.label = label
@@ -84,6 +89,15 @@ class _StageRunner:
         self.store = store
         self.extra = extra_contextual
         self.graph = ReverseGraph.build(ts)
+        self.cache = cache
+        #: The stage's tuples in the cache (the store changes between stages).
+        self.scope = object()
+
+    def evaluate(self, run: Callable[[TupleReader], T]) -> T:
+        """``run`` over the store: directly, or on demand (in rounds, through the cache)."""
+        if self.cache is None:
+            return run(self.store)
+        return evaluate_from(run, self.store, self.cache, self.scope)
 
     def options(self, assertion: Mapping[str, Any]) -> RequestOptions:
         own = [_tuple(t) for t in assertion.get("contextualTuples") or []]
@@ -110,7 +124,9 @@ class _StageRunner:
         options = self.options(assertion)
 
         def run() -> bool:
-            return check(self.ts, self.store, key["object"], key["relation"], key["user"], options)
+            return self.evaluate(
+                lambda r: check(self.ts, r, key["object"], key["relation"], key["user"], options)
+            )
 
         if assertion.get("errorCode"):
             return _expect_error(run, int(assertion["errorCode"]))
@@ -127,9 +143,13 @@ class _StageRunner:
         options = self.options(assertion)
 
         def run() -> tuple[str, ...]:
-            return list_objects(
-                self.ts, self.store, req["type"], req["relation"], req["user"], options, self.graph
-            ).items
+            return self.evaluate(
+                lambda r: (
+                    list_objects(
+                        self.ts, r, req["type"], req["relation"], req["user"], options, self.graph
+                    ).items
+                )
+            )
 
         if assertion.get("errorCode"):
             return _expect_error(run, int(assertion["errorCode"]))
@@ -140,7 +160,9 @@ class _StageRunner:
             if got != want:
                 return f"{req}: expected {want}, got {got}"
             for obj in got:
-                if not check(self.ts, self.store, obj, req["relation"], req["user"], options):
+                if not self.evaluate(
+                    lambda r, o=obj: check(self.ts, r, o, req["relation"], req["user"], options)
+                ):
                     return f"{req}: returned {obj} does not check"
             return None
 
@@ -155,9 +177,13 @@ class _StageRunner:
         user_filter = UserFilter.parse(filters[0])
 
         def run() -> tuple[str, ...]:
-            return list_users(
-                self.ts, self.store, req["object"], req["relation"], user_filter, options
-            ).items
+            return self.evaluate(
+                lambda r: (
+                    list_users(
+                        self.ts, r, req["object"], req["relation"], user_filter, options
+                    ).items
+                )
+            )
 
         if assertion.get("errorCode"):
             return _expect_error(run, int(assertion["errorCode"]))
@@ -168,14 +194,18 @@ class _StageRunner:
             if got != want:
                 return f"{req}: expected {want}, got {got}"
             for user in got:
-                if not check(self.ts, self.store, req["object"], req["relation"], user, options):
+                if not self.evaluate(
+                    lambda r, u=user: check(self.ts, r, req["object"], req["relation"], u, options)
+                ):
                     return f"{req}: returned {user} does not check"
             return None
 
         return self._guard(compare)
 
 
-def _run_test(report: Report, test: Mapping[str, Any], *, contextual: bool) -> None:
+def _run_test(
+    report: Report, test: Mapping[str, Any], *, contextual: bool, cache: ReadCache | None
+) -> None:
     name = str(test.get("name")) + ("_ctxTuples" if contextual else "")
     store = MemoryTupleReader()
     for index, stage in enumerate(test.get("stages") or []):
@@ -191,12 +221,20 @@ def _run_test(report: Report, test: Mapping[str, Any], *, contextual: bool) -> N
         if not contextual:
             for key in tuples:
                 store.write(key)
-        _StageRunner(report, label, ts, store, tuples if contextual else []).run(stage)
+        extra = tuples if contextual else []
+        _StageRunner(report, label, ts, store, extra, cache).run(stage)
 
 
-def run_server_tests(data: Mapping[str, Any], report: Report) -> None:
+#: The on-demand path's cache in the runner: small, so that answers are evicted too.
+ON_DEMAND_CACHE_BYTES = 64 * 1024
+
+
+def run_server_tests(data: Mapping[str, Any], report: Report, *, on_demand: bool = False) -> None:
+    """``on_demand``: every evaluation in rounds through a small read cache, as a server
+    process reads its store (:mod:`core.fga.on_demand`); else over the store directly."""
     report.expected += count_assertions(data)
+    cache = ReadCache(ON_DEMAND_CACHE_BYTES) if on_demand else None
     for test in data["tests"]:
-        _run_test(report, test, contextual=False)
+        _run_test(report, test, contextual=False, cache=cache)
         if _ctx_variant_applies(test):
-            _run_test(report, test, contextual=True)
+            _run_test(report, test, contextual=True, cache=cache)

@@ -9,8 +9,10 @@ entered again below itself). Errors come back in the body; the first error's
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Sequence
 from functools import cache
+from importlib.resources import files
 from typing import Any
 
 from graphql import (
@@ -35,9 +37,10 @@ UNIMPLEMENTED_CODE = "unimplemented"
 
 @cache
 def bundled_schema() -> GraphQLSchema:
-    from bastion.transports.graphql.schema import schema_sdl
-
-    return build_schema(schema_sdl())
+    """The server's SDL file, read as a file (bastion-conformance's wheel carries it
+    without the server's GraphQL module)."""
+    sdl = files("bastion.transports").joinpath("graphql", "schema.graphql")
+    return build_schema(sdl.read_text(encoding="utf-8"))
 
 
 #: Fields only GraphQL carries, by its clients' contract (Authorizer's newer schema): a
@@ -115,7 +118,7 @@ class GraphQLSurface:
         self,
         base_urls: Sequence[str],
         *,
-        verify: bool | str = True,
+        verify: bool | ssl.SSLContext = True,
         schema: GraphQLSchema | None = None,
         origin: str | None = None,
     ) -> None:

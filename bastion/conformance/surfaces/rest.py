@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Sequence
 from typing import Any
 
@@ -33,7 +34,7 @@ def response_cookies(response: httpx.Response) -> tuple[SetCookie, ...]:
     return tuple(c for c in parsed if c is not None)
 
 
-def http_clients(base_urls: Sequence[str], verify: bool | str) -> list[httpx.Client]:
+def http_clients(base_urls: Sequence[str], verify: bool | ssl.SSLContext) -> list[httpx.Client]:
     # No cookie jar carries state between calls: every call presents exactly its credentials.
     return [
         httpx.Client(base_url=url.rstrip("/"), timeout=30, verify=verify, follow_redirects=False)
@@ -45,7 +46,11 @@ class RestSurface:
     name = "rest"
 
     def __init__(
-        self, base_urls: Sequence[str], *, verify: bool | str = True, origin: str | None = None
+        self,
+        base_urls: Sequence[str],
+        *,
+        verify: bool | ssl.SSLContext = True,
+        origin: str | None = None,
     ) -> None:
         self._clients = http_clients(base_urls, verify)
         self._origin = origin

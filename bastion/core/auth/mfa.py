@@ -20,12 +20,14 @@ from bastion.core.auth.totp import TOTP_CHALLENGE_TTL
 from bastion.core.auth.user import SignupMethod, User
 
 __all__ = [
+    "DEVICE_METHODS",
     "Challenge",
     "EnrolmentResponse",
     "Method",
     "MfaPolicy",
     "Purpose",
     "challenge_ttl",
+    "without_devices",
 ]
 
 
@@ -147,6 +149,31 @@ class MfaPolicy:
         sms = self.enable_sms_otp and self.sms_enabled and bool(user.phone_number)
         return tuple(m for m, ok in ((Method.EMAIL_OTP, email), (Method.SMS_OTP, sms)) if ok)
 
+    def working_factors(
+        self, user: User, *, verified_authenticator: bool, has_passkey: bool
+    ) -> frozenset[Method]:
+        """The second factors this user can already pass on this server (issue 36): a
+        verified authenticator (with authenticator apps on), a passkey (with passkeys on),
+        and a code this server can send that the user set up (``enrolled_mfa_methods``) or
+        that MFA (switched on for the user, or enforced) asks on its verified address or
+        number. A user
+        with one must pass it: enrolling another factor, skipping or locking from a parked
+        login by the password alone is refused (``core.state_machines.mfa_setup``)."""
+        found = {
+            method
+            for method, ok in (
+                (Method.TOTP, verified_authenticator and self.enable_totp_login),
+                (Method.WEBAUTHN, self.passkey_usable(has_passkey)),
+            )
+            if ok
+        }
+        mfa_on = self.applies_to(user)  # switched on by the user, or enforced
+        proved = {Method.EMAIL_OTP: user.email_verified, Method.SMS_OTP: user.phone_number_verified}
+        for method in self.code_methods(user):
+            if method.value in user.enrolled_mfa_methods or (mfa_on and proved[method]):
+                found.add(method)
+        return frozenset(found)
+
     def setup_offers(self, user: User) -> tuple[Method, ...]:
         """The ``should_offer_*_mfa_setup`` of a parked login: the codes the user could set
         up, while none is set up yet."""
@@ -232,6 +259,19 @@ class Challenge:
             scope=tuple(values["scope"]),
         )
         return cls(**values)
+
+
+#: enrolled methods that live on a device (an authenticator app, a passkey), not on an
+#: address or number of the account
+DEVICE_METHODS = frozenset({Method.TOTP.value, Method.WEBAUTHN.value})
+
+
+def without_devices(user: User) -> User:
+    """``user`` once its passkeys and authenticator are gone (``DeleteUserSessions`` with
+    ``end_credentials``): proving an address the account held unverified ends every
+    credential someone else may have left on it (issue 36)."""
+    kept = tuple(m for m in user.enrolled_mfa_methods if m not in DEVICE_METHODS)
+    return dataclasses.replace(user, enrolled_mfa_methods=kept)
 
 
 def challenge_ttl(method: Method, purpose: Purpose) -> int:

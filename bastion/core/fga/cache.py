@@ -7,12 +7,15 @@ fall out past ``max_entries``. The entries are a plain dict in use order (a hit 
 its entry to the end by taking it out and putting it back): cheaper on a miss, the usual
 case, than an ``OrderedDict``'s linked list. Only definitive outcomes are kept: no errors,
 no results that met a cycle. Requests with a context or contextual tuples are
-request-specific and bypass the cache (``scoped`` returns ``None`` for them).
+request-specific and bypass the cache (``scoped`` returns ``None`` for them). An
+evaluation in rounds (:mod:`core.fga.on_demand`) passes its round's count of missing reads
+as ``misses``: once a read of the round was missing, every outcome of the round may rest
+on it (through the request's memo) and is speculative: none is kept.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from itertools import islice
 
@@ -51,22 +54,30 @@ class CheckCache:
     def statistics(self) -> CacheStatistics:
         return CacheStatistics(len(self._entries), self.hits, self.misses)
 
-    def scoped(self, scope: Hashable, options: RequestOptions) -> ScopedCache | None:
+    def scoped(
+        self,
+        scope: Hashable,
+        options: RequestOptions,
+        misses: Callable[[], int] | None = None,
+    ) -> ScopedCache | None:
         """The cache as one request sees it, or ``None`` if the request must bypass it."""
         if options.context or options.contextual_tuples:
             return None
-        return ScopedCache(self, scope)
+        return ScopedCache(self, scope, misses)
 
 
 class ScopedCache:
     """One scope of a :class:`CheckCache` (a :class:`~core.fga.check.SubproblemCache`)."""
 
-    __slots__ = ("cache", "entries", "scope")
+    __slots__ = ("cache", "entries", "misses", "scope")
 
-    def __init__(self, cache: CheckCache, scope: Hashable) -> None:
+    def __init__(
+        self, cache: CheckCache, scope: Hashable, misses: Callable[[], int] | None = None
+    ) -> None:
         self.cache = cache
         self.entries = cache._entries
         self.scope = scope
+        self.misses = misses
 
     def resolve(self, checker: Checker, step: Step, plan: Plan | None) -> Outcome:
         key = (self.scope, step[0], step[1], checker.user)
@@ -78,7 +89,8 @@ class ScopedCache:
             return outcome
         self.cache.misses += 1
         outcome = checker.evaluate(step, plan)
-        if outcome.error is None and not outcome.cycle:
+        misses = self.misses
+        if outcome.error is None and not outcome.cycle and (misses is None or not misses()):
             # Not there before evaluating; a step being evaluated is never evaluated
             # again inside itself (its path answers CYCLE, which is not kept).
             entries[key] = outcome

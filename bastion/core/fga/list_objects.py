@@ -72,6 +72,27 @@ def _walk(
         subjects.append(f"{user_type}:*")
     found: list[str] = []
     leading = graph.leading_to(object_type, relation)
+    #: By a subject's (type, relation): the types whose tuples the walk may follow from
+    #: it, those with a relation leading to the target that admits it directly; the
+    #: store is asked of those alone (every other tuple would fail ``follows``).
+    admitting: dict[tuple[str, str], tuple[str, ...]] = {}
+
+    def types_for(subject: str) -> tuple[str, ...]:
+        subject_type, _, subject_relation = split_user(subject)
+        form = (subject_type, subject_relation)
+        types = admitting.get(form)
+        if types is None:
+            types = admitting[form] = tuple(
+                type_name
+                for type_name in ts.types
+                if any(
+                    ref.type == subject_type and (ref.relation or "") == subject_relation
+                    for leading_type, rel in leading
+                    if leading_type == type_name
+                    for ref in ts.directly_related(type_name, rel)
+                )
+            )
+        return types
 
     def follows(key: TupleKey, type_name: str, rel: str) -> bool:
         """Whether the walk takes ``key`` towards ``type_name#rel``; raises FgaError."""
@@ -108,7 +129,7 @@ def _walk(
         if out_of_time():
             return
         subject = subjects.popleft()
-        for type_name in ts.types:
+        for type_name in types_for(subject):
             for key in reader.read_by_user(subject, type_name):
                 if follows(key, type_name, key.relation):
                     add_fact(key.object, key.relation)

@@ -31,6 +31,7 @@ from bastion.core.state_machines import (
     IssueTokens,
     LoadAuthenticator,
     LoadChallenge,
+    LoadFactors,
     LoadStoredToken,
     LoadUser,
     LoadVerificationRequest,
@@ -103,6 +104,7 @@ _ANSWERS: frozenset[type[Effect]] = frozenset(
         TakeChallenge,
         CountAttempt,
         LoadAuthenticator,
+        LoadFactors,
         EnrolAuthenticator,
     }
 )

@@ -62,6 +62,7 @@ from bastion.core.state_machines import (
     EmitWebhook,
     EnrolAuthenticator,
     Event,
+    FactorsLoaded,
     Fail,
     GenerateCode,
     Handoff,
@@ -69,6 +70,7 @@ from bastion.core.state_machines import (
     IssueTokens,
     LoadAuthenticator,
     LoadChallenge,
+    LoadFactors,
     LoadStoredToken,
     LoadUser,
     LoadVerificationRequest,
@@ -295,6 +297,10 @@ class _Run:
             case LoadAuthenticator(user_id=user_id):
                 found = yield Call("get", ("authenticator", user_id))
                 return AuthenticatorLoaded(authenticator=found)
+            case LoadFactors(user_id=user_id):  # the drivers keep no passkeys
+                found = yield Call("get", ("authenticator", user_id))
+                verified = bool(found and found.verified)
+                return FactorsLoaded(verified_authenticator=verified, passkey=False)
             case EnrolAuthenticator(user_id=user_id):
                 secret = totp.new_secret(flows.randomness)
                 codes = totp.new_recovery_codes(flows.randomness)
@@ -398,8 +404,12 @@ class _Run:
                 yield Call("put", ("sessions", user_id, nonces | {tokens.nonce}))
             case DeleteSession(user_id=user_id, nonce=nonce):
                 yield from self.end_sessions(user_id, only=nonce)
-            case DeleteUserSessions(user_id=user_id, keep_nonce=keep, end_links=links):
+            case DeleteUserSessions(
+                user_id=user_id, keep_nonce=keep, end_links=links, end_credentials=devices
+            ):
                 yield from self.end_sessions(user_id, keep=keep)
+                if devices:
+                    yield Call("take", ("authenticator", user_id))
                 user = yield Call("find_user", ("id", user_id))
                 if links and user is not None and user.email:
                     for identifier in EmailEvent:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from bastion.core.settings.retention import RetentionFlags
+from bastion.core.settings.social import SocialFlags
 from bastion.core.settings.vocabulary import (
     DATABASE_TYPES,
     JWT_TYPES,
@@ -28,7 +29,6 @@ _SL = Group.SIGNUP_LOGIN
 _M = Group.MFA
 _E = Group.EMAIL
 _SMS = Group.SMS
-_SO = Group.SOCIAL
 _A = Group.AUTHORIZATION
 _G = Group.GRAPHQL
 _P = Group.PAGES
@@ -36,7 +36,7 @@ _W = Group.WEBHOOKS
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Settings(RetentionFlags):
+class Settings(SocialFlags, RetentionFlags):
     """Every startup flag, by its kebab-case name with ``-`` turned into ``_``.
 
     Build one from flag values with :func:`settings_from_flags` (which also validates);
@@ -66,9 +66,10 @@ class Settings(RetentionFlags):
         10.0,
         _S,
         "Seconds an HTTP request may take; past it the answer is 503 unavailable with "
-        "Retry-After. Database statements and lock waits inherit it (statement_timeout and "
-        "lock_timeout on PostgreSQL, innodb_lock_wait_timeout and lock_wait_timeout on "
-        "MySQL/MariaDB, busy_timeout on SQLite).",
+        "Retry-After, and nothing was written (a transaction in flight is waited for; one "
+        "that committed is answered). Database statements and lock waits inherit it "
+        "(statement_timeout and lock_timeout on PostgreSQL, innodb_lock_wait_timeout and "
+        "lock_wait_timeout on MySQL/MariaDB, busy_timeout on SQLite).",
     )
     shutdown_timeout: float = flag_field(
         10.0,
@@ -104,6 +105,12 @@ class Settings(RetentionFlags):
     access_log: bool = flag_field(
         True, _S, "One line per HTTP request (logger bastion.access, at info level)."
     )
+    otel_traces_endpoint: str = flag_field(
+        "", _S, "OTLP/HTTP URL to send traces to (…:4318/v1/traces); empty: no tracing."
+    )
+    otel_traces_sample_ratio: float = flag_field(
+        1.0, _S, "Share of new traces kept, 0 to 1 (a caller's traceparent decides its own)."
+    )
     url: str = flag_field(
         "",
         _S,
@@ -133,7 +140,7 @@ class Settings(RetentionFlags):
         "",
         _D,
         "A read replica of the main database (a PostgreSQL or MySQL/MariaDB streaming "
-        "standby): the authorization engine reads its snapshot and changelog there; writes "
+        "standby): the authorization engine reads its tuples and changelog there; writes "
         "and reads that must see a write stay on the primary. Unreachable: read the primary.",
         shown_default=NONE_SHOWN,
     )
@@ -304,60 +311,6 @@ class Settings(RetentionFlags):
         "", _SMS, "SMS provider API base URL.", shown_default="the provider's public API"
     )
 
-    # -- social login
-    google_client_id: str = flag_field("", _SO, "Google OAuth client id.")
-    google_client_secret: str = flag_field("", _SO, "Google OAuth client secret.")
-    google_scopes: tuple[str, ...] = flag_field(
-        ("openid", "profile", "email"), _SO, "Google scopes."
-    )
-    github_client_id: str = flag_field("", _SO, "GitHub OAuth client id.")
-    github_client_secret: str = flag_field("", _SO, "GitHub OAuth client secret.")
-    github_scopes: tuple[str, ...] = flag_field(("read:user", "user:email"), _SO, "GitHub scopes.")
-    facebook_client_id: str = flag_field("", _SO, "Facebook OAuth client id.")
-    facebook_client_secret: str = flag_field("", _SO, "Facebook OAuth client secret.")
-    facebook_scopes: tuple[str, ...] = flag_field(
-        ("public_profile", "email"), _SO, "Facebook scopes."
-    )
-    microsoft_client_id: str = flag_field("", _SO, "Microsoft OAuth client id.")
-    microsoft_client_secret: str = flag_field("", _SO, "Microsoft OAuth client secret.")
-    microsoft_scopes: tuple[str, ...] = flag_field(
-        ("openid", "profile", "email"), _SO, "Microsoft scopes."
-    )
-    microsoft_tenant_id: str = flag_field("common", _SO, "Microsoft tenant.")
-    twitch_client_id: str = flag_field("", _SO, "Twitch OAuth client id.")
-    twitch_client_secret: str = flag_field("", _SO, "Twitch OAuth client secret.")
-    twitch_scopes: tuple[str, ...] = flag_field(
-        ("openid", "user:read:email"), _SO, "Twitch scopes."
-    )
-    linkedin_client_id: str = flag_field("", _SO, "LinkedIn OAuth client id.")
-    linkedin_client_secret: str = flag_field("", _SO, "LinkedIn OAuth client secret.")
-    linkedin_scopes: tuple[str, ...] = flag_field(
-        ("openid", "profile", "email"), _SO, "LinkedIn scopes (OpenID Connect)."
-    )
-    apple_client_id: str = flag_field("", _SO, "Apple client id.")
-    apple_client_secret: str = flag_field(
-        "", _SO, "Apple: <team id>:<key id>:<PEM private key>, or a signed client-secret JWT."
-    )
-    apple_scopes: tuple[str, ...] = flag_field(("email", "name"), _SO, "Apple scopes.")
-    discord_client_id: str = flag_field("", _SO, "Discord OAuth client id.")
-    discord_client_secret: str = flag_field("", _SO, "Discord OAuth client secret.")
-    discord_scopes: tuple[str, ...] = flag_field(("identify", "email"), _SO, "Discord scopes.")
-    twitter_client_id: str = flag_field("", _SO, "Twitter OAuth client id.")
-    twitter_client_secret: str = flag_field("", _SO, "Twitter OAuth client secret.")
-    twitter_scopes: tuple[str, ...] = flag_field(
-        ("tweet.read", "users.read", "users.email"), _SO, "Twitter (X) scopes."
-    )
-    roblox_client_id: str = flag_field("", _SO, "Roblox OAuth client id.")
-    roblox_client_secret: str = flag_field("", _SO, "Roblox OAuth client secret.")
-    roblox_scopes: tuple[str, ...] = flag_field(("openid", "profile"), _SO, "Roblox scopes.")
-    social_provider_urls: tuple[str, ...] = flag_field(
-        (),
-        _SO,
-        "Advanced: provider=URL pairs; that provider's endpoints and ID-token issuer move to "
-        "URL, same paths (a local test double, an egress proxy).",
-        shown_default=NONE_SHOWN,
-    )
-
     # -- roles and authorization
     roles: tuple[str, ...] = flag_field(("user",), _A, "Roles a user may hold.")
     default_roles: tuple[str, ...] = flag_field(("user",), _A, "Roles given at sign-up.")
@@ -375,6 +328,13 @@ class Settings(RetentionFlags):
         _A,
         "Serve OpenFGA's own HTTP API (/stores/...) on the HTTP port, for OpenFGA's SDKs "
         "and CLI; requests must carry Authorization: Bearer KEY. Off when empty.",
+    )
+    fga_cache_mib: int = flag_field(
+        512,
+        _A,
+        "MiB of tuple reads each server process keeps cached for the authorization "
+        "engine, every store together (least recently used out; the store is read on "
+        "demand, never loaded whole).",
     )
     fga_list_objects_max_results: int = flag_field(
         1000,

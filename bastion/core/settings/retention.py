@@ -12,7 +12,7 @@ from bastion.core.settings.vocabulary import Group, flag_field
 _R = Group.RETENTION
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class RetentionFlags:
     audit_log_retention_days: int = flag_field(
         0, _R, "Delete audit log rows older than this many days; 0: keep them forever."

@@ -299,6 +299,16 @@ def _check_url(s: Settings) -> None:
         raise ConfigError(f"--url must not have a query or fragment, got {s.url!r}")
 
 
+def _check_tracing(s: Settings) -> None:
+    ratio, endpoint = s.otel_traces_sample_ratio, s.otel_traces_endpoint
+    if not 0.0 <= ratio <= 1.0:
+        raise ConfigError(f"--otel-traces-sample-ratio must be between 0 and 1, got {ratio}")
+    if endpoint and not re.match(r"https?://[^/?#\s]", endpoint):
+        raise ConfigError(
+            f"--otel-traces-endpoint must be an http:// or https:// URL, got {endpoint!r}"
+        )
+
+
 def _check_choices(s: Settings) -> None:
     # database-type and jwt-type have rules of their own above.
     for flag in FLAGS:
@@ -427,6 +437,8 @@ def _check_list_bounds(s: Settings) -> None:
     ):
         if value < 0:
             raise ConfigError(f"{option} must be 0 (no bound) or more, got {value}")
+    if s.fga_cache_mib < 1:
+        raise ConfigError(f"--fga-cache-mib must be 1 or more, got {s.fga_cache_mib}")
     if s.fga_max_condition_cost < 0:
         raise ConfigError(
             f"--fga-max-condition-cost must be 0 (no limit) or more, got {s.fga_max_condition_cost}"
@@ -472,6 +484,7 @@ _RULES = (
     _check_ports,
     _check_trusted_proxies,
     _check_url,
+    _check_tracing,
     _check_hosts,
     _check_memory_store,
     _check_choices,

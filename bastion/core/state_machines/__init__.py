@@ -85,9 +85,11 @@ from bastion.core.state_machines.mfa_effects import (
     CountAttempt,
     DropChallenge,
     EnrolAuthenticator,
+    FactorsLoaded,
     GenerateCode,
     LoadAuthenticator,
     LoadChallenge,
+    LoadFactors,
     MfaOutcome,
     RecordMfaOutcome,
     RecordTotpStep,
@@ -204,6 +206,7 @@ __all__ = [
     "EmitWebhook",
     "EnrolAuthenticator",
     "Event",
+    "FactorsLoaded",
     "Fail",
     "ForgotPasswordRequested",
     "GenerateCode",
@@ -215,6 +218,7 @@ __all__ = [
     "LoadChallenge",
     "LoadCredential",
     "LoadCredentials",
+    "LoadFactors",
     "LoadStoredToken",
     "LoadUser",
     "LoadVerificationRequest",
@@ -327,6 +331,7 @@ AnyEffect = (
     | LoadChallenge
     | LoadCredential
     | LoadCredentials
+    | LoadFactors
     | LoadStoredToken
     | LoadUser
     | LoadVerificationRequest

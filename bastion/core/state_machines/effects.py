@@ -296,6 +296,10 @@ class DeleteUserSessions(Effect):
     #: Also drop every emailed link still pending for the account (magic links,
     #: verification and reset tokens): after a password reset none may sign in.
     end_links: bool = False
+    #: Also delete the user's passkeys and authenticator, in the marker's transaction:
+    #: an address the account held unverified was just proved, and whoever held the
+    #: account before may have left them (issue 36; ``core.auth.mfa.without_devices``).
+    end_credentials: bool = False
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)

@@ -44,9 +44,11 @@ __all__ = [
     "CountAttempt",
     "DropChallenge",
     "EnrolAuthenticator",
+    "FactorsLoaded",
     "GenerateCode",
     "LoadAuthenticator",
     "LoadChallenge",
+    "LoadFactors",
     "MfaOutcome",
     "RecordMfaOutcome",
     "RecordTotpStep",
@@ -108,6 +110,15 @@ class AttemptCounted(Event):
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class AuthenticatorLoaded(Event):
     authenticator: Authenticator | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class FactorsLoaded(Event):
+    """What the user has set up besides the ``User`` row: a verified authenticator, a
+    passkey."""
+
+    verified_authenticator: bool
+    passkey: bool
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -173,6 +184,14 @@ class LoadAuthenticator(Effect):
     """The user's authenticator with its secret decrypted, or ``None``."""
 
     replies: ClassVar[tuple[type[Event], ...]] = (AuthenticatorLoaded,)
+    user_id: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class LoadFactors(Effect):
+    """Has the user a verified authenticator, a passkey?"""
+
+    replies: ClassVar[tuple[type[Event], ...]] = (FactorsLoaded,)
     user_id: str
 
 

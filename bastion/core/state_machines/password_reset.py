@@ -42,7 +42,7 @@ from bastion.core.auth import otp
 from bastion.core.auth.claims import link_request
 from bastion.core.auth.emails import EmailEvent
 from bastion.core.auth.links import emailed_link, reset_password_redirect
-from bastion.core.auth.mfa import Challenge, Purpose
+from bastion.core.auth.mfa import Challenge, Purpose, without_devices
 from bastion.core.auth.passwords import password_problem
 from bastion.core.auth.policy import FlowEnv
 from bastion.core.auth.responses import ForgotPasswordResponse, MessageResponse
@@ -460,6 +460,12 @@ class PasswordResetMachine(Machine[State]):
         self._secret = None
         user, now = self._require(self.ctx.user), self._env.now()
         mfa = True if self.policy.enforce_mfa else user.is_multi_factor_auth_enabled
+        # Proving an address (or number) the account held unverified ends every other
+        # credential with the password (issue 36): passkeys and the authenticator too.
+        by_phone = self.ctx.challenge is not None
+        proves = not (user.phone_number_verified if by_phone else user.email_verified)
+        if proves:
+            user = without_devices(user)
         if self.ctx.challenge is not None:
             updated = dataclasses.replace(
                 user.with_signup_method(SignupMethod.MOBILE_BASIC_AUTH),
@@ -490,7 +496,7 @@ class PasswordResetMachine(Machine[State]):
                 actor_email=user.email,
                 resource_id=user.id,
             ),
-            DeleteUserSessions(user_id=user.id, end_links=True),
+            DeleteUserSessions(user_id=user.id, end_links=True, end_credentials=proves),
             Respond(result=MessageResponse(message=PASSWORD_UPDATED)),
         ], State.DONE
 

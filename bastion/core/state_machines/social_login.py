@@ -34,6 +34,7 @@ import dataclasses
 import enum
 
 from bastion.core.auth.claims import DEFAULT_SCOPE
+from bastion.core.auth.mfa import without_devices
 from bastion.core.auth.responses import AuthResponse
 from bastion.core.auth.roles import INVALID_ROLES, magic_link_roles
 from bastion.core.auth.user import User, identity_lock_key
@@ -198,11 +199,13 @@ class SocialLoginMachine(Machine[State]):
         if roles is None:
             return self._fail(InvalidArgument, INVALID_ROLES)
         linked = self._linked(user, provider, roles)
+        if not user.email_verified:  # the provider proved it: nothing left before stays
+            linked = without_devices(linked)
         effects: list[Effect] = []
         if linked != user:
             effects.append(UpdateUser(user=dataclasses.replace(linked, updated_at=self._env.now())))
         if not user.email_verified:
-            effects.append(DeleteUserSessions(user_id=user.id))
+            effects.append(DeleteUserSessions(user_id=user.id, end_credentials=True))
         self.ctx.user = linked
         return [*effects, self._issue(linked)], State.ISSUING_TOKENS
 

@@ -11,7 +11,10 @@ verify_email
   1a. Proving an address that was never verified clears a password set before, unless
      the link is a signup link followed from the browser that signed up (its signer
      cookie, event ``signer``: the account's user id): otherwise a stranger who signed up
-     with someone else's address would keep a password into the owner's account.
+     with someone else's address would keep a password into the owner's account. Every
+     other credential ends with it (issue 36): passkeys, the authenticator, every other
+     session (``DeleteUserSessions`` with ``end_credentials``, keeping the new session,
+     in rule 3's final commit).
   2. A revoked user gets FailedPrecondition "user access has been revoked".
   3. Tokens are issued with ``login_method`` ``magic_link_login`` for a magic link,
      ``basic_auth`` otherwise, and the session kept (the memory store); only then, in ONE
@@ -39,6 +42,7 @@ import hmac
 from bastion.core.auth.claims import DEFAULT_SCOPE, link_request
 from bastion.core.auth.emails import EmailEvent
 from bastion.core.auth.links import emailed_link
+from bastion.core.auth.mfa import without_devices
 from bastion.core.auth.responses import AuthResponse, MessageResponse
 from bastion.core.auth.roles import INVALID_ROLES, login_roles
 from bastion.core.auth.user import (
@@ -54,6 +58,7 @@ from bastion.core.state_machines.effects import (
     AuditAction,
     AuditRecord,
     CreateVerificationRequest,
+    DeleteUserSessions,
     DeleteVerificationRequest,
     EmitWebhook,
     Fail,
@@ -166,6 +171,8 @@ class VerificationContext:
     oauth_state: str | None = None
     #: a first verification: the user row changes (the email verified)
     completes_signup: bool = False
+    #: rule 1a: the link proved the address to a stranger: every other credential ends
+    ends_credentials: bool = False
     login_method: str = SignupMethod.BASIC_AUTH.value
     #: resend: which kind of pending link to replace
     identifier: EmailEvent | None = None
@@ -181,6 +188,7 @@ class VerificationMachine(Machine[State]):
         {
             AuditRecord,
             CreateVerificationRequest,
+            DeleteUserSessions,
             DeleteVerificationRequest,
             EmitWebhook,
             Fail,
@@ -236,8 +244,9 @@ class VerificationMachine(Machine[State]):
             if self._proves_a_strangers_password(request, user.id):
                 # The link proves the address, not that its owner chose the password set
                 # before: whoever signed up with it may be a stranger. The password goes
-                # (the owner sets one later by a reset).
-                user = dataclasses.replace(user, password_hash=None)
+                # (the owner sets one later by a reset), and every other credential.
+                user = dataclasses.replace(without_devices(user), password_hash=None)
+                self.ctx.ends_credentials = True
         self.ctx.user = user
         issue = issue_tokens(
             self._env.ids,
@@ -271,6 +280,13 @@ class VerificationMachine(Machine[State]):
             events.insert(0, WebhookEvent.SIGNUP)
         webhooks = [EmitWebhook(event=e, user=user, auth_recipe=method) for e in events]
         update: list[Effect] = [UpdateUser(user=user)] if self.ctx.completes_signup else []
+        ended: list[Effect] = []
+        if self.ctx.ends_credentials:  # rule 1a, committed with the rest
+            ended.append(
+                DeleteUserSessions(
+                    user_id=user.id, end_credentials=True, keep_nonce=event.tokens.nonce
+                )
+            )
         return [
             *keep_session(user, method, event.tokens),
             *update,
@@ -282,6 +298,7 @@ class VerificationMachine(Machine[State]):
                 actor_email=user.email,
                 resource_id=user.id,
             ),
+            *ended,
             Respond(result=AuthResponse.with_tokens(EMAIL_VERIFIED, user, event.tokens)),
         ], State.DONE
 

@@ -34,6 +34,7 @@ from typing import Any
 import httpx
 import trio
 
+from bastion.service import tracing
 from bastion.service.admin.targets import RefusedTarget, Target, UnresolvableTarget, resolve_target
 from bastion.service.outbox import Handler, PermanentFailure
 from bastion.storage import outbox, webhooks
@@ -199,7 +200,11 @@ class WebhookDelivery:
         )
         headers = self._sender.headers(body, hook["headers"], item.id)
         try:
-            answer = await self._sender.post(hook["endpoint"], body, headers)
+            with tracing.span("webhook POST", {"webhook.id": hook["id"]}, client=True) as span:
+                tracing.inject(headers)  # the receiver's spans join this delivery's trace
+                answer = await self._sender.post(hook["endpoint"], body, headers)
+                if span is not None:
+                    span.set_attribute("http.response.status_code", answer.http_status)
         except RefusedTarget as exc:
             await self._log(hook["id"], body, Answer(0, _error(f"refused target: {exc}")))
             raise PermanentFailure(f"refused target: {exc}") from None

@@ -12,6 +12,8 @@ only here; recovery codes are stored as digests. The compare-and-set guarantees
 
 from __future__ import annotations
 
+import sqlalchemy as sa
+
 from bastion.core.auth import totp
 from bastion.core.auth.totp import Authenticator
 from bastion.core.ports import Clock, IdSource, Randomness
@@ -20,15 +22,18 @@ from bastion.core.state_machines.mfa_effects import (
     AuthenticatorEnrolled,
     AuthenticatorLoaded,
     EnrolAuthenticator,
+    FactorsLoaded,
     LoadAuthenticator,
+    LoadFactors,
 )
 from bastion.service.secretbox import SecretBox, SecretBoxError
 from bastion.storage import authenticators as rows
+from bastion.storage import passkeys as passkey_rows
 from bastion.storage.sql.database import Database
 
 __all__ = ["AUTHENTICATOR_EFFECTS", "AuthenticatorStore"]
 
-AUTHENTICATOR_EFFECTS = (LoadAuthenticator, EnrolAuthenticator)
+AUTHENTICATOR_EFFECTS = (LoadAuthenticator, EnrolAuthenticator, LoadFactors)
 
 
 class AuthenticatorStore:
@@ -54,6 +59,8 @@ class AuthenticatorStore:
             return AuthenticatorLoaded(authenticator=await self.load(effect.user_id))
         if isinstance(effect, EnrolAuthenticator):
             return await self.enrol(effect.user_id, now)
+        if isinstance(effect, LoadFactors):
+            return await self.factors(effect.user_id)
         raise TypeError(f"not an authenticator effect: {type(effect).__name__}")
 
     async def load(self, user_id: str) -> Authenticator | None:
@@ -76,6 +83,18 @@ class AuthenticatorStore:
             last_used_step=stored.last_used_step,
             recovery_digests=stored.recovery_digests,
         )
+
+    async def factors(self, user_id: str) -> FactorsLoaded:
+        """Has the user a verified authenticator, a passkey? (one read)"""
+
+        def read(conn: sa.Connection) -> FactorsLoaded:
+            stored = rows.load(conn, user_id)
+            return FactorsLoaded(
+                verified_authenticator=stored is not None and stored.verified,
+                passkey=passkey_rows.has_any(conn, user_id),
+            )
+
+        return await self._db.read(read)
 
     async def enrol(self, user_id: str, now: int) -> AuthenticatorEnrolled:
         secret = totp.new_secret(self._randomness)

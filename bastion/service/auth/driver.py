@@ -93,7 +93,7 @@ from bastion.service.auth.mfa_selfservice import mark_fresh_factor
 from bastion.service.auth.sessions import REFRESH, REFRESH_GRACE_SECONDS
 from bastion.service.context import CallerContext, Cookie
 from bastion.service.mfa_challenges import CHALLENGE_EFFECTS
-from bastion.storage import StorageUnavailable
+from bastion.storage import StorageUnavailable, admin_users
 from bastion.storage import authenticators as authenticator_rows
 from bastion.storage import passkeys as passkey_rows
 from bastion.storage import users as user_rows
@@ -491,15 +491,19 @@ class FlowRun:
 
     async def _end_user_sessions(self, effect: DeleteUserSessions) -> None:
         """Every session ends; with ``end_links`` every emailed link still pending for the
-        account too (a link requested before a password reset must not sign in after it)."""
+        account too (a link requested before a password reset must not sign in after it);
+        with ``end_credentials`` its passkeys and authenticator, in the same transaction."""
         user_id, now = effect.user_id, self._now
         self._sql.append(lambda conn: user_rows.end_sessions_marker(conn, user_id, valid_after=now))
         if effect.end_links:
             self._sql.append(lambda conn: _drop_pending_links(conn, user_id))
+        if effect.end_credentials:
+            self._sql.append(lambda conn: _drop_credentials(conn, user_id))
         await self._flush()
         self.auth.sessions.forget_status(user_id)
+        keep = (self.sid or "", effect.keep_nonce) if effect.keep_nonce else None
         try:
-            await self.auth.sessions.end_memory_sessions(user_id)
+            await self.auth.sessions.end_memory_sessions(user_id, keep=keep)
         except StorageUnavailable as exc:
             # Committed: the marker refuses every older token (within the status cache's
             # second). An error now would report a change that happened as one that did
@@ -553,6 +557,12 @@ def _drop_pending_links(conn: sa.Connection, user_id: str) -> None:
     user = user_rows.get_by_id(conn, user_id)
     if user is not None and user.email:
         requests.delete_for_email(conn, user.email)
+
+
+def _drop_credentials(conn: sa.Connection, user_id: str) -> None:
+    """The user's passkeys and authenticator (``DeleteUserSessions.end_credentials``)."""
+    passkey_rows.delete_for_user(conn, user_id)
+    admin_users.delete_authenticators(conn, user_id)
 
 
 def _consume(conn: sa.Connection, request_id: str) -> None:

@@ -15,6 +15,7 @@ from bastion.core.fga.errors import FgaError
 from bastion.core.fga.expand import expand
 from bastion.core.fga.list_objects import ListResult
 from bastion.core.fga.list_users import UserFilter, list_users
+from bastion.core.fga.on_demand import RoundReader
 from bastion.core.fga.validation import check_model
 from bastion.service.context import CallerContext, Reply
 from bastion.service.fga.base import (
@@ -26,7 +27,7 @@ from bastion.service.fga.base import (
     new_model_id,
     request_context,
 )
-from bastion.service.fga.offload import Stop, off_loop
+from bastion.service.fga.offload import Stop
 from bastion.service.fga.requests import (
     ExpandRequest,
     ListUsersRequest,
@@ -162,10 +163,10 @@ class FgaAdministration(FgaBase):
             )
             user_filter = UserFilter.parse(user_type)
 
-            def run() -> ListResult:
-                return list_users(model.ts, engine.index, obj, relation, user_filter, options)
+            def run(reader: RoundReader) -> ListResult:
+                return list_users(model.ts, reader, obj, relation, user_filter, options)
 
-            found = run() if stop is None else await off_loop(run, stop, self.evaluation_threads)
+            found = await engine.evaluate(run, self._offload(stop))
             return Reply({"users": list(found.items)})
 
     async def expand(self, request: ExpandRequest, caller: CallerContext) -> Reply:
@@ -175,7 +176,9 @@ class FgaAdministration(FgaBase):
             if not relation or not obj:
                 raise InvalidArgument("relation and object are required")
             model = await self._model(engine)
-            tree = expand(model.ts, engine.index, obj, relation)["tree"]
+            tree = (await engine.evaluate(lambda reader: expand(model.ts, reader, obj, relation)))[
+                "tree"
+            ]
             return Reply({"tree": json.dumps(tree, separators=(",", ":"))})
 
     async def reset(self, request: EmptyRequest, caller: CallerContext) -> Reply:

@@ -1,5 +1,5 @@
 """What the authorization engine's operations share: the store and this process's
-index of it, the caller's identity and admin rights, metrics and the audit trail.
+cached view of it, the caller's identity and admin rights, metrics and the audit trail.
 
 Consistency: a tuple or model written through any server process is used by the next
 request on every process sharing the store; with a read replica, once the replica has
@@ -34,8 +34,8 @@ from bastion.core.fga.request import (
 from bastion.core.fga.server_context import fill_server_context
 from bastion.core.fga.tuples import TupleKey
 from bastion.service.context import CallerContext
-from bastion.service.fga.engine import ActiveModel, EngineState
-from bastion.service.fga.offload import EVALUATION_THREADS, Stop
+from bastion.service.fga.engine import ActiveModel, EngineCaches, EngineState, Offload
+from bastion.service.fga.offload import EVALUATION_THREADS, Stop, off_loop
 from bastion.service.fga.requests import MAX_CONTEXTUAL_TUPLES, parse_tuple
 from bastion.service.metrics import Metrics
 from bastion.storage.fga import (
@@ -174,6 +174,7 @@ class FgaBase:
         *,
         allow_user_contextual: bool = False,
         list_bounds: ListBounds = ListBounds(),
+        caches: EngineCaches | None = None,
         allow_user_context: bool = False,
         server_context: Mapping[str, str] | None = None,
         max_condition_cost: int = DEFAULT_MAX_CONDITION_COST,
@@ -188,16 +189,16 @@ class FgaBase:
         self.evaluation_threads = trio.CapacityLimiter(EVALUATION_THREADS)
         self.list_bounds = list_bounds
         self.store = store
-        self.engine = None if store is None else EngineState(store)
+        #: Every store's engine in this process shares them (``--fga-cache-mib``).
+        self.caches = EngineCaches.sized() if caches is None else caches
+        self.engine = None if store is None else EngineState(store, self.caches)
         self.metrics = metrics
         self._metric_children: dict[str, _CheckMetrics] = {}
         self._succeeded: dict[str, Counter] = {}
 
     async def warm_up(self) -> None:
-        """Load the store into this process at startup, so no request waits for it.
-
-        A failure only means the first request loads it instead.
-        """
+        """Read the store's head (revision, latest model) at startup, so no request waits
+        for it; no tuple is read. A failure only means the first request reads it."""
         if self.engine is None:
             return
         try:
@@ -231,6 +232,13 @@ class FgaBase:
         return RequestOptions(
             context=context, max_condition_cost=self.max_condition_cost, stop=stop, **more
         )
+
+    def _offload(self, stop: Stop | None) -> Offload | None:
+        """Where an evaluation's rounds run: off the loop, within the request's deadline,
+        for a request that sent a context (``stop``); else on the loop."""
+        if stop is None:
+            return None
+        return lambda step: off_loop(step, stop, self.evaluation_threads)
 
     def _enabled(self) -> tuple[FgaStore, EngineState]:
         if self.store is None or self.engine is None:

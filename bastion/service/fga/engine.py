@@ -1,12 +1,23 @@
-"""This process's view of the authorization store, kept exact at the cost of one cheap query.
+"""This process's view of the authorization store: read on demand, cached, kept exact.
 
-The evaluator never reads storage: it reads a :class:`~core.fga.tuples.MemoryTupleReader`
-holding every tuple, kept per server process. Consistency contract: before each request
-is answered, :meth:`EngineState.fresh` reads the store's revision (one indexed ``max``).
-When it moved, the changelog rows past the revision this process last saw are replayed
-into the index (or, after a reset or far behind, a snapshot is reloaded). So a tuple or a
-model written through any instance is used by the next request on every other instance
-that shares the store; there is no time-based staleness.
+The evaluator reads tuples through a reader; here each evaluation runs in rounds
+(:mod:`core.fga.on_demand`): a round answers from the request's answers and the process's
+:class:`~core.fga.on_demand.ReadCache` (bounded in bytes, ``--fga-cache-mib``, shared by
+every store of the process), and the reads it missed are fetched from the store together
+(:meth:`FgaStore.fetch`, one batch of indexed queries) before the next round. Nothing is
+loaded at start-up but the store's head (its revision and latest model), and memory does
+not grow with the store.
+
+Consistency contract: before each request is answered, :meth:`EngineState.fresh` reads
+the store's revision (one indexed ``max``). When it moved, the changelog rows past the
+revision this process last saw are replayed: a tuple written or deleted discards the
+cached reads it changes (:func:`~core.fga.on_demand.keys_touched`), a model is installed.
+After a reset, or far behind, the store's cached reads are dropped at once (a new
+*scope* names the store's entries; the old ones age out) and the head is read again. A
+fetch answers at least as of the request's arrival, and its answers are cached only if
+no change was replayed while it ran (one could have discarded a key the fetch read just
+before it). So a tuple or a model written through any instance is used by the next
+request on every other instance that shares the store; there is no time-based staleness.
 
 With Redis as the memory store the revision is read only when it may have moved: the
 store's *generation* there (:mod:`storage.fga_generation`, one Redis call, no worker
@@ -14,8 +25,8 @@ thread) is read first, and when it is the one this process last refreshed under,
 was written since that refresh began, so the SQL read is skipped. A generation Redis
 cannot give (unreachable, a write in progress) means the SQL read, as does ``consistent``.
 
-With a read replica (``--database-replica-url``) the revision, changelog and snapshot are
-read there (:mod:`storage.fga_replica`): a write through another process is then seen
+With a read replica (``--database-replica-url``) the revision, changelog, head and reads
+are read there (:mod:`storage.fga_replica`): a write through another process is then seen
 once the replica has replayed it (its replication lag is the staleness bound); this
 process's own writes, and any request asking for ``consistent`` (OpenFGA's
 ``HIGHER_CONSISTENCY``), are seen at once, read from the primary if the replica lags.
@@ -24,30 +35,42 @@ the replica has caught up.
 
 Requests arriving together share one refresh (single flight), but a request is only
 ever answered from a refresh that *started* after it arrived, so the guarantee above
-holds for it. Check results are cached per (model id, revision): a write makes older
-entries unreachable.
+holds for it. Check results are cached per (scope, model id, revision): a write makes
+older entries unreachable.
 """
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterator
+import itertools
+from collections.abc import Awaitable, Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import TypeVar
 
 import trio
 
 from bastion.core.fga.cache import CheckCache
 from bastion.core.fga.dsl_parser import parse_model
 from bastion.core.fga.graph import ReverseGraph
-from bastion.core.fga.tuples import MemoryTupleReader, TupleKey
+from bastion.core.fga.on_demand import ReadCache, ReadKey, RoundReader, Speculation, keys_touched
 from bastion.core.fga.typesystem import TypeSystem
-from bastion.storage.fga import Change, FgaStore, StoredModel
+from bastion.storage.fga import Change, FgaStore, Read, StoredModel
 from bastion.storage.fga_generation import GatedFgaStore
 from bastion.storage.fga_replica import ReplicatedFgaStore
 from bastion.storage.memory.redis_topology import CommandAhead
 
-__all__ = ["ActiveModel", "EngineState"]
+__all__ = ["DEFAULT_CACHE_MIB", "ActiveModel", "EngineCaches", "EngineState", "Offload"]
+
+T = TypeVar("T")
+
+#: ``--fga-cache-mib``'s default: the read cache of every store of a process, together.
+DEFAULT_CACHE_MIB = 512
+#: Check sub-problems kept across requests, every store together.
+CHECK_CACHE_ENTRIES = 100_000
+#: Runs one round of an evaluation (a worker thread's ``to_thread.run_sync``, say).
+Offload = Callable[[Callable[[], list[ReadKey]]], Awaitable[list[ReadKey]]]
+#: Names of a store's cached state in the shared caches, never reused in a process.
+_SCOPES = itertools.count(1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,20 +86,33 @@ class ActiveModel:
         return cls(stored.id, stored.dsl, ts, ReverseGraph.build(ts))
 
 
-def _build_index(tuples: list[TupleKey]) -> MemoryTupleReader:
-    return MemoryTupleReader(tuples)
+@dataclass(frozen=True, slots=True)
+class EngineCaches:
+    """What the engines of every store of this process share, bounded together."""
+
+    reads: ReadCache
+    checks: CheckCache
+
+    @classmethod
+    def sized(cls, mib: int = DEFAULT_CACHE_MIB) -> EngineCaches:
+        return cls(ReadCache(mib * 1024 * 1024), CheckCache(CHECK_CACHE_ENTRIES))
 
 
 class EngineState:
-    def __init__(self, store: FgaStore, *, cache_entries: int = 100_000) -> None:
+    def __init__(self, store: FgaStore, caches: EngineCaches | None = None) -> None:
         self.store = store
-        self.index = MemoryTupleReader()
+        self.caches = EngineCaches.sized() if caches is None else caches
+        self.cache = self.caches.checks
         self.model: ActiveModel | None = None
-        #: The store revision the index reflects; -1 before the first load.
+        #: The store revision the cached state reflects; -1 before the first refresh.
         self.revision = -1
-        self.cache = CheckCache(cache_entries)
-        self.snapshots_loaded = 0
+        #: This store's cached state in the shared caches (a new one drops it all).
+        self.scope = next(_SCOPES)
+        #: Counts the changes applied: a fetch that saw it move is not cached.
+        self._stamp = 0
+        self.restarts = 0
         self.changes_replayed = 0
+        self.fetches = 0
         self._arrivals = 0
         self._covered = 0
         self._refreshing: trio.Event | None = None
@@ -86,8 +122,35 @@ class EngineState:
         self._probe = False
 
     @property
-    def cache_scope(self) -> tuple[str, int]:
-        return ("" if self.model is None else self.model.id, self.revision)
+    def cache_scope(self) -> tuple[Hashable, str, int]:
+        return (self.scope, "" if self.model is None else self.model.id, self.revision)
+
+    async def evaluate(self, run: Callable[[RoundReader], T], offload: Offload | None = None) -> T:
+        """``run(reader)`` over the store as of (at least) the last :meth:`fresh`: in
+        rounds, the reads each round missed fetched together (see the module docstring).
+        ``run`` may be called several times; only the last call's result counts, so it
+        must not act on the world (count metrics, stream) but return what it found.
+
+        ``offload``: runs each round elsewhere (a worker thread, for a long evaluation);
+        the round then reads the shared cache without touching its use order
+        (:meth:`ReadCache.peek`), and the fetches stay here."""
+        reads_cache = self.caches.reads
+        known = reads_cache.get if offload is None else reads_cache.peek
+        speculation = Speculation(run, known, self.scope)
+        while reads := (speculation.step() if offload is None else await offload(speculation.step)):
+            await self._fetch(reads, speculation)
+        return speculation.result
+
+    async def _fetch(self, keys: Sequence[ReadKey], speculation: Speculation[T]) -> None:
+        stamp = self._stamp
+        fetched = await self.store.fetch([_store_read(key) for key in keys])
+        self.fetches += 1
+        keep = stamp == self._stamp
+        reads = self.caches.reads
+        for key, answer in zip(keys, fetched.answers, strict=True):
+            speculation.answer(key, answer)
+            if keep:
+                reads.put(key, answer)
 
     @contextmanager
     def generation_ahead(self) -> Iterator[CommandAhead | None]:
@@ -156,33 +219,42 @@ class EngineState:
             return
         changes = None if self.revision < 0 else await self.store.changes_since(self.revision)
         if changes is None:
-            await self._load_snapshot()
+            await self._restart()
             return
         for change in changes:
             self._apply(change)
         if changes:
             self.revision = changes[-1].revision
 
-    async def _load_snapshot(self) -> None:
-        snapshot = await self.store.snapshot()
-        self.index = await trio.to_thread.run_sync(_build_index, list(snapshot.tuples))
-        self.model = None if snapshot.model is None else ActiveModel.load(snapshot.model)
-        self.revision = snapshot.revision
-        # The index lives until the next snapshot: out of the cyclic collector's sight, a
-        # full collection does not walk it (445 ms a collection with 200,000 tuples, every
-        # request of the process paused meanwhile). Its objects are still freed by their
-        # reference counts when a later snapshot replaces it (tuples and strings, no cycles).
-        gc.freeze()
-        self.snapshots_loaded += 1
+    async def _restart(self) -> None:
+        """Start over from the store's head: no cached read of the old state is used."""
+        head = await self.store.head()
+        self._forget()
+        if head.model is None:
+            self.model = None
+        elif self.model is None or self.model.id != head.model.id:
+            self.model = ActiveModel.load(head.model)
+        self.revision = head.revision
+        self.restarts += 1
+
+    def _forget(self) -> None:
+        self.scope = next(_SCOPES)
+        self._stamp += 1
 
     def _apply(self, change: Change) -> None:
         self.changes_replayed += 1
-        if change.operation == "write" and change.key is not None:
-            self.index.write(change.key)
-        elif change.operation == "delete" and change.key is not None:
-            self.index.delete(change.key)
+        if change.operation in ("write", "delete") and change.key is not None:
+            discard = self.caches.reads.discard
+            for key in keys_touched(self.scope, change.key):
+                discard(key)
+            self._stamp += 1
         elif change.operation == "model" and change.model is not None:
             self.model = ActiveModel.load(change.model)
         elif change.operation == "reset":
-            self.index = MemoryTupleReader()
+            self._forget()
             self.model = None
+
+
+def _store_read(key: ReadKey) -> Read:
+    """A cache key without its scope: the store's question."""
+    return tuple(str(part) for part in key[1:])

@@ -9,9 +9,9 @@ process, and a :class:`Stop` asked by the evaluation every few thousand cost uni
 once the request's deadline (``--request-timeout``, a gRPC call's) has passed or the
 request was given up: an abandoned thread does not run on.
 
-The thread reads the process index while the loop may replay writes into it: each read
-is one C-level copy under the GIL, so it sees the index before or after a write, never
-half of one (as OpenFGA's reads see the store at different instants of one check).
+Such an evaluation's rounds (:meth:`~service.fga.engine.EngineState.evaluate`) run in
+the thread and its fetches on the loop; a round reads the process's read cache without
+touching it (one dict read under the GIL, while the loop may discard or add entries).
 Evaluations with a context never use the shared check cache. (The parameters the server
 fills, ``--fga-server-context``, are scalars: alone, they evaluate on the loop.)
 """

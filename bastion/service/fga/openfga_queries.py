@@ -22,9 +22,10 @@ from bastion.core.fga.errors import FgaError
 from bastion.core.fga.expand import expand
 from bastion.core.fga.list_objects import ObjectSearch, list_objects
 from bastion.core.fga.list_users import UserFilter, list_users
+from bastion.core.fga.on_demand import RoundReader
 from bastion.core.fga.request import RequestOptions
 from bastion.service.fga.engine import ActiveModel, EngineState
-from bastion.service.fga.offload import Stop, off_loop
+from bastion.service.fga.offload import Stop
 from bastion.service.fga.openfga_input import (
     OpenFgaError,
     as_openfga_error,
@@ -51,19 +52,28 @@ _OLD_MODELS = 32
 _GRPC_CODES = {400: 3, 404: 5, 409: 6, 422: 3, 429: 8, 500: 13, 503: 14, 504: 4}
 
 
-def _refused(body: Callable[[], T]) -> Callable[[], T]:
-    def run() -> T:
+def _refused(body: Callable[[RoundReader], T]) -> Callable[[RoundReader], T]:
+    def run(reader: RoundReader) -> T:
         try:
-            return body()
+            return body(reader)
         except InvalidArgument as exc:
             raise as_openfga_error(exc) from None
 
     return run
 
 
-def engine_call(body: Callable[[], T]) -> T:
-    """Run an engine evaluation; its refusals become OpenFGA's errors."""
-    return _refused(body)()
+def _searched(
+    reader: RoundReader, model: ActiveModel, target: tuple[str, str, str], options: RequestOptions
+) -> tuple[list[str], FgaError | None]:
+    """A StreamedListObjects search run whole: the objects it confirmed, and the error
+    that stopped it (none when it ended or its deadline passed)."""
+    search = ObjectSearch(model.ts, reader, *target, options, graph=model.graph)
+    found: list[str] = []
+    try:
+        found.extend(search)
+    except FgaError as exc:  # a depth error: the last message, after what was found
+        return found, exc
+    return found, None if search.timed_out else search.error
 
 
 class OpenFgaQueries:
@@ -102,7 +112,7 @@ class OpenFgaQueries:
             return self.fga.engine.store, self.fga.engine
         engine = self._engines.get(store_id)
         if engine is None:
-            engine = self._engines[store_id] = EngineState(stores.store(store_id))
+            engine = self._engines[store_id] = EngineState(stores.store(store_id), self.fga.caches)
         return engine.store, engine
 
     async def _model(
@@ -159,12 +169,17 @@ class OpenFgaQueries:
             stop=Stop.for_request() if context else None,
         )
 
-    async def _evaluate(self, body: Callable[[], T], stop: Callable[[], bool] | None) -> T:
-        """``body`` with its refusals as OpenFGA's errors: in a worker thread when its
-        request carries a context (see :mod:`service.fga.offload`)."""
-        if not isinstance(stop, Stop):
-            return engine_call(body)
-        return await off_loop(_refused(body), stop, self.fga.evaluation_threads)
+    async def _evaluate(
+        self,
+        engine: EngineState,
+        body: Callable[[RoundReader], T],
+        stop: Callable[[], bool] | None,
+    ) -> T:
+        """``body`` over the store read on demand, with its refusals as OpenFGA's errors;
+        its rounds in a worker thread when its request carries a context (see
+        :mod:`service.fga.offload`)."""
+        offload = self.fga._offload(stop) if isinstance(stop, Stop) else None
+        return await engine.evaluate(_refused(body), offload)
 
     # -- operations ----------------------------------------------------------------------
 
@@ -173,7 +188,8 @@ class OpenFgaQueries:
         key = tuple_key(body.get("tuple_key"))
         options = self._options(body, body.get("contextual_tuples"))
         allowed = await self._evaluate(
-            lambda: check(model.ts, engine.index, key.object, key.relation, key.user, options),
+            engine,
+            lambda reader: check(model.ts, reader, key.object, key.relation, key.user, options),
             options.stop,
         )
         return {"allowed": allowed, "resolution": ""}
@@ -206,13 +222,11 @@ class OpenFgaQueries:
         stop = next((o.stop for _, _, o in parsed if o.stop is not None), None)
         parsed = [(c, k, replace(o, stop=stop if o.stop else None)) for c, k, o in parsed]
 
-        def run() -> dict[str, Any]:
+        def run(reader: RoundReader) -> dict[str, Any]:
             result: dict[str, Any] = {}
             for correlation, key, options in parsed:
                 try:
-                    allowed = check(
-                        model.ts, engine.index, key.object, key.relation, key.user, options
-                    )
+                    allowed = check(model.ts, reader, key.object, key.relation, key.user, options)
                     result[correlation] = {"allowed": allowed}
                 except InvalidArgument as exc:
                     error = as_openfga_error(exc)
@@ -222,14 +236,16 @@ class OpenFgaQueries:
                     }
             return {"result": result}
 
-        return await self._evaluate(run, stop)
+        return await self._evaluate(engine, run, stop)
 
     async def expand(self, store_id: str, body: Mapping[str, Any]) -> dict[str, Any]:
         engine, model = await self._evaluation(store_id, body)
         key = tuple_key(body.get("tuple_key"), parts=())
         options = self._options(body, body.get("contextual_tuples"))
-        return engine_call(
-            lambda: expand(model.ts, engine.index, key.object, key.relation, options)
+        return await self._evaluate(
+            engine,
+            lambda reader: expand(model.ts, reader, key.object, key.relation, options),
+            options.stop,
         )
 
     async def list_objects(self, store_id: str, body: Mapping[str, Any]) -> dict[str, Any]:
@@ -239,7 +255,8 @@ class OpenFgaQueries:
             options, max_results=bounds.objects_max, deadline=bounds.objects_deadline()
         )
         found = await self._evaluate(
-            lambda: list_objects(model.ts, engine.index, *target, options, graph=model.graph),
+            engine,
+            lambda reader: list_objects(model.ts, reader, *target, options, graph=model.graph),
             options.stop,
         )
         return {"objects": list(found.items)}
@@ -247,15 +264,16 @@ class OpenFgaQueries:
     async def streamed_list_objects(
         self, store_id: str, body: Mapping[str, Any]
     ) -> AsyncIterator[dict[str, Any]]:
-        """StreamedListObjects' messages, each object as soon as Check confirms it; no
-        result bound, the deadline as ListObjects'. A refusal of the request is raised
-        here, before any message; an error met while streaming is the last message."""
+        """StreamedListObjects' messages: no result bound, the deadline as ListObjects'.
+        The search runs in rounds (its reads fetched from the store between them), then
+        its objects stream out. A refusal of the request is raised here, before any
+        message; an error met while searching is the last message."""
         engine, model, target, options = await self._list_request(store_id, body)
         options = replace(options, max_results=0, deadline=self.fga.list_bounds.objects_deadline())
-        search = engine_call(
-            lambda: ObjectSearch(model.ts, engine.index, *target, options, graph=model.graph)
+        found, error = await self._evaluate(
+            engine, lambda reader: _searched(reader, model, target, options), options.stop
         )
-        return _stream(search)
+        return _stream(found, error)
 
     async def _list_request(
         self, store_id: str, body: Mapping[str, Any]
@@ -289,29 +307,22 @@ class OpenFgaQueries:
             deadline=bounds.users_deadline(),
         )
         found = await self._evaluate(
-            lambda: list_users(
-                model.ts,
-                engine.index,
-                f"{obj['type']}:{obj['id']}",
-                relation,
-                user_filter,
-                options,
+            engine,
+            lambda reader: list_users(
+                model.ts, reader, f"{obj['type']}:{obj['id']}", relation, user_filter, options
             ),
             options.stop,
         )
         return {"users": [user_json(u) for u in found.items]}
 
 
-async def _stream(search: ObjectSearch) -> AsyncIterator[dict[str, Any]]:
-    """The search's objects as StreamedListObjects' messages; between two, the loop
-    serves others (and the message goes out)."""
-    try:
-        for obj in search:
-            yield {"result": {"object": obj}}
-            await trio.lowlevel.checkpoint()
-        if search.error is not None and not search.timed_out:
-            raise search.error
-    except FgaError as exc:
-        error = as_openfga_error(exc)
-        code = _GRPC_CODES.get(error.status, 2)
-        yield {"error": {"code": code, "message": error.message, "details": []}}
+async def _stream(found: list[str], error: FgaError | None) -> AsyncIterator[dict[str, Any]]:
+    """The search's objects as StreamedListObjects' messages, then its error if one
+    stopped it; between two, the loop serves others (and the message goes out)."""
+    for obj in found:
+        yield {"result": {"object": obj}}
+        await trio.lowlevel.checkpoint()
+    if error is not None:
+        failure = as_openfga_error(error)
+        code = _GRPC_CODES.get(failure.status, 2)
+        yield {"error": {"code": code, "message": failure.message, "details": []}}

@@ -2,9 +2,9 @@
 ``required_relations`` gate, and (inherited) the ``_fga_*`` admin operations.
 
 Each method is a service operation (request mapping + caller -> Reply) that REST, GraphQL
-and gRPC call alike. Evaluation is :mod:`core.fga` over this process's in-memory index
-(:class:`~service.fga.engine.EngineState`), brought up to the store's revision before
-every request.
+and gRPC call alike. Evaluation is :mod:`core.fga` over the store read on demand through
+this process's cache (:class:`~service.fga.engine.EngineState`), brought up to the
+store's revision before every request.
 """
 
 from __future__ import annotations
@@ -17,8 +17,10 @@ from bastion.core.errors import InvalidArgument, PermissionDenied
 from bastion.core.fga.check import Checker, validate_check_object, validate_check_user
 from bastion.core.fga.errors import FgaError
 from bastion.core.fga.list_objects import list_objects
+from bastion.core.fga.on_demand import RoundReader
 from bastion.core.fga.request import RequestContext
 from bastion.core.fga.tuples import TupleKey
+from bastion.service import tracing
 from bastion.service.context import CallerContext, Reply
 from bastion.service.fga.administration import FgaAdministration
 from bastion.service.fga.base import (
@@ -31,7 +33,7 @@ from bastion.service.fga.base import (
     request_context,
 )
 from bastion.service.fga.engine import ActiveModel, EngineState
-from bastion.service.fga.offload import Stop, off_loop
+from bastion.service.fga.offload import Stop
 from bastion.service.fga.requests import (
     MAX_CHECKS,
     CheckPermissionsRequest,
@@ -77,63 +79,75 @@ class FgaService(FgaAdministration):
         self,
         engine: EngineState,
         model: ActiveModel,
-        operation: str,
+        reader: RoundReader,
         user: str,
         contextual: Sequence[TupleKey] = (),
         context: Mapping[str, Any] | None = None,
         stop: Stop | None = None,
     ) -> Checker:
-        """One request's evaluator for ``user`` over the process index and cache
+        """One round's evaluator for ``user`` over ``reader`` and the process's check cache
         (``stop``: the request's, for an evaluation off the loop).
 
         Checks that share it share its memo: a batch for one subject evaluates each common
-        sub-problem (a group membership, a folder near the root) once. Raises FgaError
-        (counted) for a malformed user or a bad contextual tuple (2027).
+        sub-problem (a group membership, a folder near the root) once. Raises FgaError for
+        a malformed user or a bad contextual tuple (2027).
         """
         options = self._options(context or {}, stop, contextual_tuples=tuple(contextual))
-        try:
-            validate_check_user(model.ts, user)
-            request = RequestContext(model.ts, engine.index, options)
-        except FgaError:
-            self._check_metrics(operation).error.inc()
-            raise
-        return Checker(request, engine.cache.scoped(engine.cache_scope, options))
+        validate_check_user(model.ts, user)
+        request = RequestContext(model.ts, reader, options)
+        return Checker(request, engine.cache.scoped(engine.cache_scope, options, reader.misses))
 
-    def _check(
+    async def _checks(
         self,
+        engine: EngineState,
         model: ActiveModel,
         operation: str,
-        obj: str,
-        relation: str,
-        checker: Checker,
         user: str,
-    ) -> bool:
-        """One check on ``checker``; raises FgaError (counted) on failure."""
+        wanted: Sequence[_ParsedCheck],
+        contexts: Sequence[Mapping[str, Any]],
+        shared_context: Mapping[str, Any],
+        stop: Stop | None = None,
+    ) -> list[bool | FgaError]:
+        """Each check's answer or its evaluation error (``contexts``: each check's, with the
+        server's parameters; ``shared_context``: the checks without their own), the latency
+        of each observed (its evaluation in the last round, and its share of the time spent
+        fetching) and the errors counted; the caller counts the answers. Raises FgaError
+        (counted) for a malformed user. With ``stop``, the rounds run off the loop."""
         metrics = self._check_metrics(operation)
-        allowed = self._evaluate(model, metrics, obj, relation, checker, user)
-        (metrics.allowed if allowed else metrics.denied).inc()
-        return allowed
+        durations: list[float] = []
 
-    @staticmethod
-    def _evaluate(
-        model: ActiveModel,
-        metrics: _CheckMetrics,
-        obj: str,
-        relation: str,
-        checker: Checker,
-        user: str,
-    ) -> bool:
-        """One check, its latency observed; raises FgaError (counted as an error) on
-        failure. The caller counts the answer."""
+        def run(reader: RoundReader) -> list[bool | FgaError]:
+            durations.clear()
+            found: list[bool | FgaError] = []
+            shared = self._checker(engine, model, reader, user, (), shared_context, stop)
+            for (relation, obj, contextual, sent), context in zip(wanted, contexts, strict=True):
+                started = time.perf_counter()
+                try:
+                    checker = (
+                        self._checker(engine, model, reader, user, contextual, context, stop)
+                        if contextual or sent
+                        else shared
+                    )
+                    validate_check_object(model.ts, obj, relation)
+                    with tracing.span("fga check", {"fga.relation": relation, "fga.object": obj}):
+                        found.append(checker.check(obj, relation, user))
+                except FgaError as exc:
+                    found.append(exc)
+                durations.append(time.perf_counter() - started)
+            return found
+
         started = time.perf_counter()
         try:
-            validate_check_object(model.ts, obj, relation)
-            return checker.check(obj, relation, user)
-        except FgaError:
+            answers = await engine.evaluate(run, self._offload(stop))
+        except FgaError:  # the user itself is malformed
             metrics.error.inc()
             raise
-        finally:
-            metrics.latency.observe(time.perf_counter() - started)
+        waited = max(0.0, time.perf_counter() - started - sum(durations)) / len(wanted)
+        for answer, duration in zip(answers, durations, strict=True):
+            metrics.latency.observe(duration + waited)
+            if isinstance(answer, FgaError):
+                metrics.error.inc()
+        return answers
 
     def _check_metrics(self, operation: str) -> _CheckMetrics:
         found = self._metric_children.get(operation)
@@ -178,76 +192,32 @@ class FgaService(FgaAdministration):
                 self._context(model, caller, check[3]) if check[3] else server for check in parsed
             ]
             stop = Stop.for_request() if any(check[3] for check in parsed) else None
-            shared = self._checker(engine, model, "check_permissions", user, (), server, stop)
-
-            def run() -> list[dict[str, Any]]:
-                return self._batch(engine, model, user, shared, parsed, contexts, stop)
-
-            results = run() if stop is None else await off_loop(run, stop, self.evaluation_threads)
-            return Reply({"results": results})
-
-    def _batch(
-        self,
-        engine: EngineState,
-        model: ActiveModel,
-        user: str,
-        shared: Checker,
-        parsed: list[_ParsedCheck],
-        contexts: list[dict[str, Any]],
-        stop: Stop | None,
-    ) -> list[dict[str, Any]]:
-        """A check_permissions batch's results, each check with its own context."""
-        metrics = self._check_metrics("check_permissions")
-        results: list[dict[str, Any]] = []
-        allowed = denied = 0
-        try:
-            for check, context in zip(parsed, contexts, strict=True):
-                result = self._one_check(engine, model, metrics, user, shared, check, context, stop)
-                results.append(result)
-                if "error" in result:
-                    continue
-                if result["allowed"]:
+            operation = "check_permissions"
+            answers = await self._checks(
+                engine, model, operation, user, parsed, contexts, server, stop
+            )
+            metrics = self._check_metrics(operation)
+            results: list[dict[str, Any]] = []
+            allowed = denied = 0
+            for (relation, obj, _, _), answer in zip(parsed, answers, strict=True):
+                result: dict[str, Any] = {"relation": relation, "object": obj, "allowed": False}
+                # An evaluation error (a missing condition parameter, an unknown relation)
+                # is not a permission decision: it is reported on its own check and the
+                # batch still answers.
+                if isinstance(answer, FgaError):
+                    result["error"] = {"code": "invalid_argument", "message": str(answer)}
+                elif answer:
+                    result["allowed"] = True
                     allowed += 1
                 else:
                     denied += 1
-        finally:
+                results.append(result)
             # Counted once per batch: a labelled counter's inc() is not cheap.
             if allowed:
                 metrics.allowed.inc(allowed)
             if denied:
                 metrics.denied.inc(denied)
-        return results
-
-    def _one_check(
-        self,
-        engine: EngineState,
-        model: ActiveModel,
-        metrics: _CheckMetrics,
-        user: str,
-        shared: Checker,
-        check: _ParsedCheck,
-        context: dict[str, Any],
-        stop: Stop | None,
-    ) -> dict[str, Any]:
-        """One entry of a batch: ``allowed``, plus ``error`` when it could not be evaluated
-        (counted as an error; the caller counts the answers). ``context``: the check's,
-        with the server's parameters.
-
-        An evaluation error (a missing condition parameter, an unknown relation) is not a
-        permission decision: it is reported on its own check and the batch still answers.
-        """
-        relation, obj, contextual, sent = check
-        result: dict[str, Any] = {"relation": relation, "object": obj, "allowed": False}
-        try:
-            checker = (
-                self._checker(engine, model, "check_permissions", user, contextual, context, stop)
-                if contextual or sent
-                else shared
-            )
-            result["allowed"] = self._evaluate(model, metrics, obj, relation, checker, user)
-        except FgaError as exc:
-            result["error"] = {"code": "invalid_argument", "message": str(exc)}
-        return result
+            return Reply({"results": results})
 
     @staticmethod
     def _parse_check(raw: Any) -> _ParsedCheck:
@@ -299,7 +269,7 @@ class FgaService(FgaAdministration):
             # One deadline for the whole answer (Authorizer's cap stays its own).
             deadline = self.list_bounds.objects_deadline()
 
-            def run() -> dict[str, Any]:
+            def run(reader: RoundReader) -> dict[str, Any]:
                 permissions: list[dict[str, str]] = []
                 objects: dict[str, None] = {}
                 truncated = False
@@ -312,7 +282,7 @@ class FgaService(FgaAdministration):
                         deadline=deadline,
                     )
                     found = list_objects(
-                        model.ts, engine.index, type_name, rel, user, options, graph=model.graph
+                        model.ts, reader, type_name, rel, user, options, graph=model.graph
                     )
                     for obj in found.items:
                         permissions.append({"object": obj, "relation": rel})
@@ -326,9 +296,7 @@ class FgaService(FgaAdministration):
                     "truncated": truncated,
                 }
 
-            return Reply(
-                run() if stop is None else await off_loop(run, stop, self.evaluation_threads)
-            )
+            return Reply(await engine.evaluate(run, self._offload(stop)))
 
     async def require_relations(self, user: str, relations: Sequence[Mapping[str, Any]]) -> None:
         """``required_relations`` of session / validate_*: every one must hold (AND).
@@ -351,12 +319,24 @@ class FgaService(FgaAdministration):
             raise PermissionDenied("unauthorized")
         user = normalise_user(user)
         operation = "required_relations"
+        metrics = self._check_metrics(operation)
         try:
-            checker = self._checker(engine, model, operation, user)
-            for relation, obj in wanted:
-                if not self._check(model, operation, obj, relation, checker, user):
-                    raise PermissionDenied("unauthorized")
+            answers = await self._checks(
+                engine,
+                model,
+                operation,
+                user,
+                [(r, o, [], {}) for r, o in wanted],
+                [{}] * len(wanted),
+                {},
+            )
         except FgaError:
             raise PermissionDenied("unauthorized") from None
+        # Every answer counted, as each check of a batch; any denial or error refuses.
+        for answer in answers:
+            if isinstance(answer, bool):
+                (metrics.allowed if answer else metrics.denied).inc()
+        if not all(answer is True for answer in answers):
+            raise PermissionDenied("unauthorized")
 
     # -- admin operations ------------------------------------------------------------------

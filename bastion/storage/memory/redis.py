@@ -15,7 +15,7 @@ trip on the trio client.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import trio
 
@@ -96,6 +96,11 @@ class RedisMemoryStore:
         """The connection pool, for what keeps its own keys here (the authorization
         engine's generations: :mod:`storage.fga_generation`)."""
         return self._client
+
+    def wrap_client(self, wrap: Callable[[RedisClient], RedisClient]) -> None:
+        """Put ``wrap(client)`` in the client's place, before anything else took it (the
+        tracer's spans around each round trip)."""
+        self._client = wrap(self._client)
 
     async def get(self, key: str) -> bytes | None:
         value: bytes | None = await self._client.execute("GET", key)

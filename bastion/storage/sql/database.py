@@ -35,6 +35,10 @@ made under :func:`reserved_connections` (the authorization checks' route class, 
 requests also read sessions or the admin budget from a SQL memory store); everything
 else shares the rest of the pool.
 
+Under a request's deadline (:mod:`bastion.storage.deadline`) every call but a read in
+autocommit holds the deadline while it runs and reports whether it wrote and committed
+(a data-changing statement marks its transaction), so that a 503 never hides a write.
+
 ``notify_on_commit(conn, topic)`` inside ``fn`` asks that the callbacks registered with
 ``Database.on_commit(topic, callback)`` run (in trio, in this process) once the transaction
 has committed; a rolled-back transaction notifies nobody. The outbox uses it to wake its
@@ -62,6 +66,7 @@ from sqlalchemy import event, exc
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from bastion.storage.config import StorageConfig, dialect_of, sqlalchemy_url
+from bastion.storage.deadline import current_ledger
 from bastion.storage.errors import StorageUnavailable
 
 __all__ = [
@@ -76,6 +81,18 @@ T = TypeVar("T")
 
 #: ``Connection.info`` key: the topics to notify once the current transaction commits.
 _NOTIFY = "bastion.notify_on_commit"
+
+
+#: The topic every transaction that ran a data-changing statement notifies: read back by
+#: :meth:`Database._call` for the request's :class:`~bastion.storage.deadline.Ledger`.
+_WROTE = "bastion.wrote"
+_WRITE_VERBS = ("INSERT", "UPDATE", "DELETE", "REPLACE", "MERGE", "UPSERT")
+
+
+def _mark_writes(conn: sa.Connection, _cursor: Any, statement: str, *_: Any) -> None:
+    """``before_cursor_execute``: a data-changing statement marks its transaction."""
+    if statement.lstrip()[:7].upper().startswith(_WRITE_VERBS):
+        notify_on_commit(conn, _WROTE)
 
 
 def notify_on_commit(conn: sa.Connection, topic: str) -> None:
@@ -149,8 +166,11 @@ class Database:
         #: found the database unreachable; read by the metrics listener.
         self._stats = {"connections_opened": 0, "unavailable": 0, "replayed": 0}
         sync_engine = engine if engine is not None else getattr(async_engine, "sync_engine", None)
+        #: The engine every statement runs on (a listener of its events sees them all).
+        self.sync_engine: sa.Engine | None = sync_engine
         if sync_engine is not None:
             sa.event.listen(sync_engine, "connect", self._count_connect)
+            sa.event.listen(sync_engine, "before_cursor_execute", _mark_writes)
 
     def _count_connect(self, *_: object) -> None:
         self._stats["connections_opened"] += 1
@@ -183,17 +203,19 @@ class Database:
             begin = "BEGIN IMMEDIATE" if write else "BEGIN"
         return await self._call(fn, begin=begin, mysql_lock=None, reserved=reserved)
 
-    async def read(self, fn: Callable[[sa.Connection], T]) -> T:
+    async def read(self, fn: Callable[[sa.Connection], T], *, reserved: bool = False) -> T:
         """``fn(connection)`` for a read that needs no transaction: ONE statement (or several
-        that need no common snapshot), nothing written.
+        that need no common snapshot), nothing written; ``reserved`` as for :meth:`run`.
 
         On PostgreSQL it runs in autocommit, which saves the BEGIN and COMMIT round trips
         of :meth:`run` (two of the three on a one-query read; setting autocommit is
         client-side with both drivers); elsewhere it is :meth:`run`.
         """
         if self._dialect != "postgresql":
-            return await self.run(fn)
-        return await self._call(fn, begin=None, mysql_lock=None, autocommit=True)
+            return await self.run(fn, reserved=reserved)
+        return await self._call(
+            fn, begin=None, mysql_lock=None, autocommit=True, tracked=False, reserved=reserved
+        )
 
     async def write_one(self, fn: Callable[[sa.Connection], T]) -> T:
         """``fn(connection)`` for a write that is ONE statement, atomic by itself (a single
@@ -236,7 +258,9 @@ class Database:
         """Raise :class:`StorageUnavailable` unless the database answers within the timeout."""
         try:
             with trio.fail_after(self._timeout):
-                await self._call(_select_one, begin=None, mysql_lock=None, abandon=True)
+                await self._call(
+                    _select_one, begin=None, mysql_lock=None, abandon=True, tracked=False
+                )
         except trio.TooSlowError:
             raise StorageUnavailable(f"the {self._dialect} database did not answer") from None
         except exc.DBAPIError as e:
@@ -268,56 +292,86 @@ class Database:
         autocommit: bool = False,
         replay: bool = True,
         reserved: bool = False,
+        tracked: bool = True,
     ) -> T:
         """``replay``: a connection lost before anything was committed (a pooled connection
         the database or a failover closed) is replaced and ``fn`` runs once more; the
         database rolled the lost transaction back, so nothing is written twice. A connection
-        lost while committing is never replayed: whether it committed is unknown."""
+        lost while committing is never replayed: whether it committed is unknown.
+        ``tracked``: the call may write, so the request's deadline waits for it and learns
+        whether it wrote (:mod:`bastion.storage.deadline`)."""
         # Every call but a reserved one holds a token of the shared part of the pool.
         shared = None if reserved or _RESERVED.get() else self._shared
         async with shared if shared is not None else nullcontext():
+            ledger = current_ledger() if tracked else None
+            if ledger is None:
+                return await self._settled(fn, begin, mysql_lock, abandon, autocommit, replay)
+            ledger.begin()
+            wrote: list[bool] = []
             try:
-                attempt = 0
-                while True:
-                    attempt += 1
-                    try:
-                        result, topics = await self._call_once(
-                            fn, begin, mysql_lock, abandon, autocommit
-                        )
-                        break
-                    except _LostBeforeCommit as lost:
-                        if not replay:
-                            raise lost.error from None
-                        replay = False
-                        self._stats["replayed"] += 1
-                    except exc.DBAPIError as e:
-                        # The database chose this transaction as a deadlock's victim and rolled
-                        # it back: running it again (after a random pause, so that the same
-                        # contenders do not meet again) is what it asks for.
-                        if attempt >= _DEADLOCK_ATTEMPTS or not _deadlocked(e):
-                            raise
-                        await trio.sleep(random.uniform(0, _DEADLOCK_PAUSE * attempt))  # noqa: S311
-            except StorageUnavailable:
+                return await self._settled(
+                    fn, begin, mysql_lock, abandon, autocommit, replay, wrote
+                )
+            finally:
+                ledger.end(wrote=bool(wrote))
+
+    async def _settled(
+        self,
+        fn: Callable[[sa.Connection], T],
+        begin: str | None,
+        mysql_lock: tuple[tuple[str, ...], float] | None,
+        abandon: bool,
+        autocommit: bool,
+        replay: bool,
+        wrote: list[bool] | None = None,
+    ) -> T:
+        """The transaction, run to its end: replayed once if its connection was lost
+        before the commit, again after a deadlock; the commit's topics notified (and a
+        write reported in ``wrote``)."""
+        try:
+            attempt = 0
+            while True:
+                attempt += 1
+                try:
+                    result, topics = await self._call_once(
+                        fn, begin, mysql_lock, abandon, autocommit
+                    )
+                    break
+                except _LostBeforeCommit as lost:
+                    if not replay:
+                        raise lost.error from None
+                    replay = False
+                    self._stats["replayed"] += 1
+                except exc.DBAPIError as e:
+                    # The database chose this transaction as a deadlock's victim and rolled
+                    # it back: running it again (after a random pause, so that the same
+                    # contenders do not meet again) is what it asks for.
+                    if attempt >= _DEADLOCK_ATTEMPTS or not _deadlocked(e):
+                        raise
+                    await trio.sleep(random.uniform(0, _DEADLOCK_PAUSE * attempt))  # noqa: S311
+        except StorageUnavailable:
+            self._stats["unavailable"] += 1
+            raise
+        except exc.DBAPIError as e:
+            if e.connection_invalidated:
                 self._stats["unavailable"] += 1
-                raise
-            except exc.DBAPIError as e:
-                if e.connection_invalidated:
-                    self._stats["unavailable"] += 1
-                    raise StorageUnavailable(
-                        f"lost the connection to the {self._dialect} database"
-                    ) from e
-                if _timed_out(e) or _deadlocked(e):
-                    self._stats["unavailable"] += 1
-                    raise StorageUnavailable(
-                        f"the {self._dialect} database did not answer within {self._timeout:g}s"
-                        if _timed_out(e)
-                        else f"the {self._dialect} database is busy (deadlocks)"
-                    ) from e
-                raise
-            for topic in topics:
-                for callback in self._on_commit.get(topic, ()):
-                    callback()
-            return result
+                raise StorageUnavailable(
+                    f"lost the connection to the {self._dialect} database"
+                ) from e
+            if _timed_out(e) or _deadlocked(e):
+                self._stats["unavailable"] += 1
+                raise StorageUnavailable(
+                    f"the {self._dialect} database did not answer within {self._timeout:g}s"
+                    if _timed_out(e)
+                    else f"the {self._dialect} database is busy (deadlocks)"
+                ) from e
+            raise
+        if wrote is not None and _WROTE in topics:
+            wrote.append(True)
+        for topic in topics:
+            for callback in self._on_commit.get(topic, ()):
+                callback()
+        return result
 
     async def _call_once(
         self,

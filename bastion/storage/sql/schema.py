@@ -348,6 +348,16 @@ fga_tuples = sa.Table(
     sa.Column("created_at", sa.BigInteger, nullable=False),
     sa.Index("ix_service_fga_tuples_object_relation", "object", "relation"),
     sa.Index("ix_service_fga_tuples_user_object_type", "user", "object_type"),
+    #: The userset tuples alone (partial where the database can): the engine's
+    #: read_usersets (storage/fga_reads.py) carries the same predicate.
+    sa.Index(
+        "ix_service_fga_tuples_usersets",
+        "store_id",
+        "object",
+        "relation",
+        postgresql_where=sa.text("\"user\" LIKE '%#%'"),
+        sqlite_where=sa.text("\"user\" LIKE '%#%'"),
+    ),
     sa.UniqueConstraint("store_id", "key_hash", name="uq_service_fga_tuples_store_key"),
     **_MYSQL,
 )

@@ -12,6 +12,7 @@ from starlette.responses import Response
 
 from bastion.core import errors
 from bastion.core.settings import Settings
+from bastion.service import tracing
 from bastion.service.context import CallerContext, Reply
 from bastion.service.runtime import Runtime
 from bastion.transports.graphql.limits import QueryLimits, check_body_size
@@ -62,7 +63,10 @@ def graphql_route(runtime: Runtime) -> Route:
     surface = GraphQLSurface(root_operations(runtime), graphql_limits(settings))
 
     async def graphql(body: dict[str, Any], caller: CallerContext) -> Reply:
-        return await surface.execute(body, caller)
+        name = body.get("operationName")
+        facts = {"graphql.operation.name": name} if isinstance(name, str) and name else None
+        with tracing.span("graphql", facts):
+            return await surface.execute(body, caller)
 
     async def refusal(request: Request) -> Response | None:
         return await _refusal(request, settings)

@@ -21,6 +21,7 @@ from google.protobuf.message import Message
 
 from bastion.core import errors, input_rules
 from bastion.core.networks import client_ip
+from bastion.service import tracing
 from bastion.service.context import CallerContext, Cookie, Protocol, Reply
 from bastion.service.requests import WireOperation, bind
 from bastion.service.runtime import Runtime
@@ -348,19 +349,25 @@ def _set_cookie_header(cookie: Cookie) -> str:
 
 
 def _handler(
-    runtime: Runtime, token: trio.lowlevel.TrioToken, rpc: _Rpc
+    runtime: Runtime, token: trio.lowlevel.TrioToken, rpc: _Rpc, method: str
 ) -> Callable[[Message, grpc.ServicerContext], Message]:
+    """``method`` is the RPC's full name (``authorizer.v1.AuthorizerService/Login``)."""
     operation = rpc.operation(runtime)
+    facts = {"rpc.system": "grpc", "rpc.method": method}
 
     def handle(request: Message, context: grpc.ServicerContext) -> Message:
         caller = _caller(runtime, context)
         body = json_format.MessageToDict(request, preserving_proto_field_name=True)
         if (why := input_rules.refusal(body, "request")) is not None:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, why)
+        trace = _trace_headers(context) if tracing.enabled() else {}
 
         async def call() -> Reply:
-            await runtime.rate_limiter.check(caller.client_ip, surface="grpc")
-            return await operation(body, caller)
+            with tracing.request_span(
+                method, trace.get("traceparent"), trace.get("tracestate"), facts
+            ):
+                await runtime.rate_limiter.check(caller.client_ip, surface="grpc")
+                return await operation(body, caller)
 
         try:
             reply = run_for_call(token, context, call)
@@ -386,10 +393,26 @@ def _handler(
     return handle
 
 
+def _trace_headers(context: grpc.ServicerContext) -> dict[str, str]:
+    """The caller's W3C trace context from its metadata."""
+    return {
+        key: str(value)
+        for key, value in context.invocation_metadata()
+        if key in ("traceparent", "tracestate")
+    }
+
+
 def _servicer(
-    base: type, rpcs: dict[str, _Rpc], runtime: Runtime, token: trio.lowlevel.TrioToken
+    base: type,
+    service: str,
+    rpcs: dict[str, _Rpc],
+    runtime: Runtime,
+    token: trio.lowlevel.TrioToken,
 ) -> object:
-    methods = {name: staticmethod(_handler(runtime, token, rpc)) for name, rpc in rpcs.items()}
+    methods = {
+        name: staticmethod(_handler(runtime, token, rpc, f"{service}/{name}"))
+        for name, rpc in rpcs.items()
+    }
     return type(f"Bastion{base.__name__}", (base,), methods)()
 
 
@@ -402,6 +425,7 @@ def registrations(
         authorizer_pb2_grpc.add_AuthorizerServiceServicer_to_server(
             _servicer(
                 authorizer_pb2_grpc.AuthorizerServiceServicer,
+                "authorizer.v1.AuthorizerService",
                 _RPCS["AuthorizerService"],
                 runtime,
                 token,
@@ -414,6 +438,7 @@ def registrations(
         admin_pb2_grpc.add_AuthorizerAdminServiceServicer_to_server(
             _servicer(
                 admin_pb2_grpc.AuthorizerAdminServiceServicer,
+                "authorizer.v1.AuthorizerAdminService",
                 _RPCS["AuthorizerAdminService"],
                 runtime,
                 token,

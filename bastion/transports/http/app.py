@@ -15,7 +15,6 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import trio
 from starlette.exceptions import HTTPException
 from starlette.formparsers import MultiPartException
 from starlette.requests import ClientDisconnect, Request
@@ -25,9 +24,11 @@ from starlette.types import Receive, Scope, Send
 from bastion.core import errors, input_rules, log_context
 from bastion.core.networks import client_ip
 from bastion.core.out_of_scope import OUT_OF_SCOPE_MESSAGE, is_out_of_scope
+from bastion.service import tracing
 from bastion.service.context import CallerContext, Protocol, Reply
 from bastion.service.runtime import Runtime
 from bastion.storage import StorageUnavailable
+from bastion.storage.deadline import request_deadline
 from bastion.transports.http import edge
 from bastion.transports.http.body import BodyReceiver
 from bastion.transports.http.cookies import with_cookies
@@ -135,18 +136,23 @@ class HttpApp:
         )
         scope[_EDGE] = state
         logged_as = log_context.request_id.set(state.request_id)
+        method = scope["method"]
+        traced = tracing.request_span(method, headers.get("traceparent"), headers.get("tracestate"))
         try:
-            body = BodyReceiver(receive, MAX_BODY_BYTES, _declared_length(scope, headers))
-            request = Request(scope, body)
-            match = self.dispatcher.match(scope["method"], scope["path"])
-            try:
-                response = await self._answer(request, match, body, state)
-            except Exception as exc:  # every failure gets an answer in the API's envelope
-                response = _failure(exc, scope["path"])
-            endpoint = match.endpoint if match is not None else None
-            origin = headers.get("origin")
-            await self._edge_out(request, response, body, state, endpoint, started, origin)
-            await response(scope, body, send)
+            with traced as span:
+                body = BodyReceiver(receive, MAX_BODY_BYTES, _declared_length(scope, headers))
+                request = Request(scope, body)
+                match = self.dispatcher.match(method, scope["path"])
+                try:
+                    response = await self._answer(request, match, body, state)
+                except Exception as exc:  # every failure gets an answer in the API's envelope
+                    response = _failure(exc, scope["path"])
+                endpoint = match.endpoint if match is not None else None
+                origin = headers.get("origin")
+                await self._edge_out(request, response, body, state, endpoint, started, origin)
+                if span is not None and span.is_recording():
+                    _describe(span, method, endpoint, scope["path"], response.status_code)
+                await response(scope, body, send)
         finally:
             log_context.request_id.reset(logged_as)
 
@@ -185,10 +191,11 @@ class HttpApp:
                 body.limit = route.body_limit
         if endpoint.instant:
             return _instant(endpoint.handler(request))
-        with trio.move_on_after(self.request_timeout):
+        with request_deadline(self.request_timeout):
             return await endpoint.handler(request)
-        # --request-timeout: what the endpoint awaited is cancelled (a PostgreSQL query on
-        # the server too), its connection returns to the pool.
+        # --request-timeout: what the endpoint awaited is cancelled, its connection back in
+        # the pool; a transaction in flight was waited for and wrote nothing (one that
+        # committed lifts the deadline: storage/deadline.py), so the 503 hides no write.
         raise errors.Unavailable(f"the request did not finish within {self.request_timeout:g}s")
 
     async def _edge_out(
@@ -258,6 +265,23 @@ class _Sample:
         self.latency.observe(seconds)
 
 
+def _describe(span: Any, method: str, endpoint: Endpoint | None, path: str, status: int) -> None:
+    """Name a request's span by its route (``POST /v1/login``), as OpenTelemetry's HTTP
+    conventions do, once the route and the status are known."""
+    route = endpoint.rule if endpoint is not None else None
+    span.update_name(f"{method} {route}" if route else method)
+    span.set_attributes(
+        {
+            "http.request.method": method,
+            "http.route": route or "",
+            "url.path": path,
+            "http.response.status_code": status,
+        }
+    )
+    if status >= 500:
+        tracing.mark_failed(span, str(status))
+
+
 def _instant(answering: Awaitable[Response]) -> Response:
     """The answer of an endpoint declared never to wait (:attr:`View.instant`), without
     the deadline's cancel scope (which costs more than the rest of the edge). Nothing
@@ -308,7 +332,9 @@ def _wanted(*names: str) -> dict[bytes, str]:
 
 
 #: The request headers the edge itself reads, and those of the caller's context.
-_EDGE_HEADERS = _wanted("x-request-id", "content-length", "transfer-encoding", "origin")
+_EDGE_HEADERS = _wanted(
+    "x-request-id", "content-length", "transfer-encoding", "origin", "traceparent", "tracestate"
+)
 _CALLER_HEADERS = _wanted(
     "authorization",
     "user-agent",

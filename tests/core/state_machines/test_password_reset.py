@@ -164,11 +164,32 @@ def test_reset_sets_the_password_then_ends_every_session() -> None:
                 actor_email=EMAIL,
                 resource_id="user-1",
             ),
-            DeleteUserSessions(user_id="user-1", end_links=True),
+            # the address was unverified: the reset proves it, every credential ends
+            DeleteUserSessions(user_id="user-1", end_links=True, end_credentials=True),
             Respond(result=MessageResponse(message="Password updated successfully.")),
         ],
     ]
     assert not machine.holds_secret
+
+
+def test_a_reset_of_a_verified_address_keeps_the_devices() -> None:
+    """Issue 36: only proving an address the account held unverified ends the passkeys and
+    the authenticator (and drops them from the enrolled methods)."""
+    for verified, ends in ((NOW - 100, False), (None, True)):
+        account = user(email_verified_at=verified, enrolled_mfa_methods=("totp", "email_otp"))
+        done = last(
+            PasswordResetMachine(env(enforce_mfa=False)),
+            RESET,
+            LOADED,
+            UserLoaded(user=account),
+            PasswordHashed(password_hash="$argon2id$new"),
+        )
+        update, ended = done[0], done[3]
+        assert isinstance(update, UpdateUser)
+        assert isinstance(ended, DeleteUserSessions)
+        assert ended.end_credentials is ends
+        kept = ("email_otp",) if ends else ("totp", "email_otp")
+        assert update.user.enrolled_mfa_methods == kept
 
 
 def test_reset_adds_basic_auth_to_a_passwordless_account() -> None:

@@ -117,13 +117,14 @@ def test_a_known_account_gains_the_provider_and_keeps_its_password() -> None:
 
 def test_an_account_whose_address_we_never_verified_loses_the_unproven_password() -> None:
     machine = SocialLoginMachine(env())
-    update, end_sessions, issue = last(
-        machine, request(), UserLoaded(user=user(email_verified_at=None))
-    )
+    left = user(email_verified_at=None, enrolled_mfa_methods=("webauthn", "email_otp"))
+    update, end_sessions, issue = last(machine, request(), UserLoaded(user=left))
     assert isinstance(update, UpdateUser)
     assert update.user.password_hash is None
     assert update.user.email_verified_at == NOW
-    assert end_sessions == DeleteUserSessions(user_id="user-1")
+    # and every other credential (issue 36): passkeys, the authenticator, sessions
+    assert update.user.enrolled_mfa_methods == ("email_otp",)
+    assert end_sessions == DeleteUserSessions(user_id="user-1", end_credentials=True)
     assert isinstance(issue, IssueTokens)
 
 

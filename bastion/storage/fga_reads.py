@@ -1,0 +1,179 @@
+"""The engine's reads of a store on demand: its head (revision, latest model) and batches
+of tuple reads, each the question of one :class:`~core.fga.tuples.TupleReader` method.
+
+A batch is what one round of an evaluation missed (:mod:`core.fga.on_demand`); its reads
+are grouped by method and each group is one indexed query, shaped as OpenFGA's
+datastore asks:
+
+- ``read_exact(object, relation, user)``: by the tuple's key hash, the store's unique
+  index (``uq_service_fga_tuples_store_key``);
+- ``read(object, relation)``: by ``(object, relation)``
+  (``ix_service_fga_tuples_object_relation``);
+- ``read_usersets(object, relation)``: the tuples whose user is a userset, from an index
+  of those alone (``ix_service_fga_tuples_usersets``, partial where the database has
+  partial indexes, migration 0013): a group's millions of direct members are not walked;
+- ``read_by_user(user, object_type)``: by ``(user, object_type)``, the reverse walks of
+  ListObjects (``ix_service_fga_tuples_user_object_type``).
+
+The store's revision is read first, in the same call: the answers are at least that
+recent (a replica's answers are then checked against the process's floor, see
+:mod:`storage.fga_replica`). Each answer lists its tuples in the order they were
+written, as the in-memory reader does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
+
+from bastion.core.fga.tuples import MemoryTupleReader, TupleKey
+from bastion.storage.sql.schema import fga_tuples
+
+__all__ = [
+    "USERSETS",
+    "Fetched",
+    "Head",
+    "Read",
+    "fetch_memory",
+    "fetch_sql",
+    "key_from_row",
+    "key_hash",
+]
+
+#: ``(method, *arguments)`` of a :class:`~core.fga.tuples.TupleReader` method.
+Read = tuple[str, ...]
+#: Values per ``IN`` list; per PostgreSQL array.
+_CHUNK = 500
+_ARRAY = 5000
+#: A userset user (``type:id#relation``): the partial index's predicate, word for word
+#: (a literal, not a parameter: the planner must see that it implies the index's).
+USERSETS = fga_tuples.c.user.like(sa.literal_column("'%#%'"))
+
+
+@dataclass(frozen=True, slots=True)
+class Head:
+    revision: int
+    model: Any  # StoredModel (storage.fga imports this module)
+
+
+@dataclass(frozen=True, slots=True)
+class Fetched:
+    """Answers in the order of the reads, as of at least ``revision``."""
+
+    revision: int
+    answers: Sequence[tuple[TupleKey, ...]]
+
+
+_COLUMNS = (
+    fga_tuples.c.id,
+    fga_tuples.c.key_hash,
+    fga_tuples.c.object,
+    fga_tuples.c.relation,
+    fga_tuples.c.user,
+    fga_tuples.c.object_type,
+    fga_tuples.c.condition_name,
+    fga_tuples.c.condition_context,
+)
+
+
+def key_hash(key: TupleKey) -> str:
+    """The tuple's identity in its store (``object#relation@user``, hashed)."""
+    return hashlib.sha256(str(key).encode()).hexdigest()
+
+
+def key_from_row(row: Any) -> TupleKey:
+    context = json.loads(row.condition_context) if row.condition_context else None
+    # Interned: a user, a relation name or an object recurs across many tuples and
+    # cached answers (a third less memory for a million tuples).
+    return TupleKey(
+        sys.intern(row.object),
+        sys.intern(row.relation),
+        sys.intern(row.user),
+        row.condition_name or "",
+        context,
+    )
+
+
+def _chunks(items: list[Any], size: int) -> Iterable[list[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _among(conn: sa.Connection, column: sa.ColumnElement[str], values: list[str]) -> Any:
+    """``column`` is one of ``values``: on PostgreSQL ``= ANY(array)``, one parameter (the
+    statement's text, hence its plan, the same whatever the count); elsewhere ``IN``."""
+    if conn.dialect.name == "postgresql":
+        return column == sa.any_(sa.literal(values, postgresql.ARRAY(sa.String())))
+    return column.in_(values)
+
+
+def fetch_sql(
+    conn: sa.Connection,
+    store_id: str,
+    reads: Sequence[Read],
+    revision: int,
+) -> Fetched:
+    """``reads`` answered from SQL on ``conn``; ``revision`` read just before.
+
+    Each method's reads are asked by their first argument among many, the second one
+    fixed (the relation or object type: a round asks few), so each part is one index
+    range per value of the composite index; the parts go out as one statement
+    (``UNION ALL``, each row tagged with its part): one round trip for the batch.
+    """
+    t = fga_tuples.c
+    size = _ARRAY if conn.dialect.name == "postgresql" else _CHUNK
+    found: dict[Read, list[Any]] = {read: [] for read in reads}
+    #: (method, second argument) of each part, by the part's number.
+    parts: list[tuple[str, str]] = []
+    selects: list[sa.Select[Any]] = []
+
+    def part(method: str, second: str, where: sa.ColumnElement[bool]) -> None:
+        tag = sa.literal(len(parts), sa.Integer()).label("part")
+        selects.append(sa.select(*_COLUMNS, tag).where(t.store_id == store_id, where))
+        parts.append((method, second))
+
+    exact = {key_hash(TupleKey(r[1], r[2], r[3])): r for r in reads if r[0] == "read_exact"}
+    for chunk in _chunks(list(exact), size):
+        part("read_exact", "", _among(conn, t.key_hash, chunk))
+    groups: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for read in reads:
+        if read[0] != "read_exact":
+            groups[(read[0], read[2])].append(read[1])
+    for (method, second), firsts in groups.items():
+        by_user = method == "read_by_user"
+        first_column, second_column = (t.user, t.object_type) if by_user else (t.object, t.relation)
+        for chunk in _chunks(firsts, size):
+            where = sa.and_(_among(conn, first_column, chunk), second_column == second)
+            part(method, second, sa.and_(where, USERSETS) if method == "read_usersets" else where)
+    if selects:
+        statement = selects[0] if len(selects) == 1 else sa.union_all(*selects)
+        for row in conn.execute(statement):
+            method, second = parts[row.part]
+            if method == "read_exact":
+                found[exact[row.key_hash]].append(row)
+            else:
+                first = row.user if method == "read_by_user" else row.object
+                found[(method, first, second)].append(row)
+    return Fetched(
+        revision,
+        [
+            tuple(key_from_row(row) for row in sorted(found[read], key=lambda r: r.id))
+            for read in reads
+        ],
+    )
+
+
+def fetch_memory(index: MemoryTupleReader, reads: Sequence[Read], revision: int) -> Fetched:
+    """``reads`` answered by an in-memory index (``--fga-store memory``)."""
+    answers = []
+    for method, *args in reads:
+        answers.append(tuple(getattr(index, method)(*args)))
+    return Fetched(revision, answers)

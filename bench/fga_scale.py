@@ -1,0 +1,328 @@
+"""The engine at scale (issue 37): a generated organisation in PostgreSQL, read on demand.
+
+The organisation is ``bench/fga.py``'s (users, nested groups, a folder tree, documents in
+folders; a probe user who sees about 10,000 documents), ``--documents`` x 3.3 tuples.
+Measured, and printed as a Markdown section for ``bench/RESULTS.md``:
+
+1. ``bastion fga import`` of it (a CSV file) into a fresh PostgreSQL database: tuples/s,
+   and the bytes per tuple PostgreSQL keeps (table and indexes, changelog apart);
+2. in this process, the engine as a server runs it (``EngineState`` over the SQL store,
+   cache ``--cache-mib``): start to the first answered check; check latency (engine time,
+   reads from PostgreSQL included) p50/p99 for a hot working set (users and documents
+   drawn Zipf-like: rank ``n ** U`` for U uniform) after a warm-up pass, and for uniform
+   cold draws; list_objects for the probe user, cold and warm;
+3. a real server (``--workers 2``, PostgreSQL + Redis, default cache): start to the first
+   answered check, each worker's resident memory after checks spread over the whole store
+   (``--spread`` uniform checks through REST), and REST ``check_permissions`` throughput
+   (1 check per request) on the hot set with wrk, when wrk is installed;
+4. a projection to 100M tuples: PostgreSQL bytes, and the per-process memory (bounded by
+   the cache flag, not the store).
+
+Run: ``.venv/bin/python bench/fga_scale.py [--documents 300000] [--draws 5000]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import random
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+import sqlalchemy as sa
+import trio
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bastion.core.fga import RequestOptions, check, list_objects  # noqa: E402
+from bastion.fga_files import CSV_COLUMNS  # noqa: E402
+from bastion.service.fga.engine import EngineCaches, EngineState  # noqa: E402
+from bastion.storage import StorageConfig, open_storage  # noqa: E402
+from bastion.storage.fga import SqlFgaStore  # noqa: E402
+from bench.fga import Organisation, generate, rss_mib  # noqa: E402
+from bench.fga_import import prepare, timed  # noqa: E402
+from tests.dbfixtures import fresh_postgres_url, fresh_redis_url  # noqa: E402
+from tests.server.harness import ADMIN_SECRET, base_flags, start_server  # noqa: E402
+
+WRK_HOT = """
+math.randomseed(%(seed)d)
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Origin"] = "%(origin)s"
+wrk.headers["x-service-admin-secret"] = "%(secret)s"
+request = function()
+  local user = math.floor(%(users)d ^ math.random()) - 1
+  local doc = math.floor(%(docs)d ^ math.random()) - 1
+  local body = string.format(
+    '{"user":"u%%d","checks":[{"relation":"viewer","object":"document:d%%d"}]}', user, doc)
+  return wrk.format(nil, nil, nil, body)
+end
+"""
+
+
+def hot(rng: random.Random, n: int) -> int:
+    """A Zipf-like rank in [0, n): ``n ** U - 1``, U uniform (log-uniform)."""
+    return int(n ** rng.random()) - 1
+
+
+def write_csv(path: Path, org: Organisation) -> None:
+    with path.open("w", newline="") as out:
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(CSV_COLUMNS[:6])
+        for key in org.tuples:
+            user_object, _, user_relation = key.user.partition("#")
+            user_type, _, user_id = user_object.partition(":")
+            object_type, _, object_id = key.object.partition(":")
+            writer.writerow(
+                [user_type, user_id, user_relation, key.relation, object_type, object_id]
+            )
+
+
+def stored_bytes(url: str) -> tuple[float, float]:
+    """(bytes of the tuples table with its indexes, of the changelog) per tuple."""
+    engine = sa.create_engine(url.replace("postgresql://", "postgresql+psycopg://", 1))
+    with engine.connect() as conn:
+        conn.exec_driver_sql("ANALYZE service_fga_tuples")
+        count, tuples, log = conn.exec_driver_sql(
+            "SELECT count(*), pg_total_relation_size('service_fga_tuples'), "
+            "pg_total_relation_size('service_fga_changelog') FROM service_fga_tuples"
+        ).one()
+    engine.dispose()
+    return tuples / count, log / count
+
+
+def percentiles(samples: list[float]) -> str:
+    ordered = sorted(samples)
+    p50, p99 = statistics.median(ordered), ordered[int(len(ordered) * 0.99)]
+    return f"p50 {p50:.2f} ms, p99 {p99:.2f} ms"
+
+
+async def inprocess(url: str, org: Organisation, draws: int, mib: int, seed: int) -> list[str]:
+    config = StorageConfig(database_type="postgres", database_url=url, timeout=600)
+    rows = []
+    async with open_storage(config) as storage:
+        engine = EngineState(SqlFgaStore(storage.db), EngineCaches.sized(mib))
+        started = time.perf_counter()
+        await engine.fresh()
+        model = engine.model
+        assert model is not None
+        ts = model.ts
+        await engine.evaluate(lambda r: check(ts, r, "document:d0", "viewer", "user:u0"))
+        first = time.perf_counter() - started
+        rows.append(f"| in-process start to first answered check | {first * 1000:.0f} ms |")
+        rng = random.Random(seed)
+
+        async def measure(draw: Callable[[], tuple[str, str]]) -> tuple[list[float], int]:
+            samples, allowed = [], 0
+            for _ in range(draws):
+                user, doc = draw()
+                start = time.perf_counter()
+                await engine.fresh()
+                allowed += await engine.evaluate(
+                    lambda r, u=user, d=doc: check(ts, r, d, "viewer", u)
+                )
+                samples.append((time.perf_counter() - start) * 1000)
+            return samples, allowed
+
+        def hot_pair() -> tuple[str, str]:
+            return f"user:u{hot(rng, org.users)}", f"document:d{hot(rng, org.documents)}"
+
+        def cold_pair() -> tuple[str, str]:
+            return f"user:u{rng.randrange(org.users)}", f"document:d{rng.randrange(org.documents)}"
+
+        cold, allowed = await measure(cold_pair)
+        rows.append(
+            f"| check, uniform cold draws ({draws}, {allowed / draws:.0%} allowed) | "
+            f"{percentiles(cold)} |"
+        )
+        await measure(hot_pair)  # warm-up
+        reads = engine.caches.reads
+        hits, misses = reads.hits, reads.misses
+        warm, _ = await measure(hot_pair)
+        ratio = (reads.hits - hits) / max(1, reads.hits - hits + reads.misses - misses)
+        rows.append(
+            f"| check, hot set (Zipf-like, {draws} after as many to warm up) | "
+            f"{percentiles(warm)}, read-cache hit ratio {ratio:.0%} |"
+        )
+        options = RequestOptions(max_results=0)
+        for label in ("cold", "warm"):
+            if label == "cold":
+                engine = EngineState(SqlFgaStore(storage.db), EngineCaches.sized(mib))
+                await engine.fresh()
+            start = time.perf_counter()
+            found = await engine.evaluate(
+                lambda r: list_objects(
+                    ts, r, "document", "viewer", org.probe_user, options, graph=model.graph
+                )
+            )
+            rows.append(
+                f"| list_objects, user seeing {len(found.items):,} documents, {label} | "
+                f"{time.perf_counter() - start:.2f} s |"
+            )
+        stats = engine.caches.reads.statistics()
+        rows.append(
+            f"| read cache after the runs (this process) | {stats.bytes / 2**20:.0f} MiB "
+            f"estimated of {stats.max_bytes / 2**20:.0f}, {stats.entries:,} answers; "
+            f"process RSS {rss_mib():.0f} MiB (the generated organisation included) |"
+        )
+    return rows
+
+
+def workers_of(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(stat[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def through_server(url: str, org: Organisation, spread: int, seconds: int, seed: int) -> list[str]:
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        flags = [
+            *[f for f in base_flags("postgres", url) if not f.startswith("--log-level")],
+            f"--memory-store-url={fresh_redis_url()}",
+            "--workers=2",
+            "--log-level=error",
+        ]
+        started = time.perf_counter()
+        server = start_server(flags, Path(tmp), wait=False)
+        headers = {"origin": server.url, "x-service-admin-secret": ADMIN_SECRET}
+        body = {"user": "u0", "checks": [{"relation": "viewer", "object": "document:d0"}]}
+        try:
+            with httpx.Client(base_url=server.url, headers=headers, timeout=60) as client:
+                while True:
+                    try:
+                        if client.post("/v1/check_permissions", json=body).status_code == 200:
+                            break
+                    except httpx.TransportError:
+                        pass
+                    time.sleep(0.05)
+                first = time.perf_counter() - started
+                rows.append(
+                    f"| server (--workers 2) start to first answered check | {first:.1f} s |"
+                )
+                pids = workers_of(server.process.pid) or [server.process.pid]
+                before = [rss_mib(p) for p in pids]
+                rng = random.Random(seed)
+                begun = time.perf_counter()
+                for _ in range(spread // 100):
+                    user = f"u{rng.randrange(org.users)}"
+                    checks = [
+                        {
+                            "relation": "viewer",
+                            "object": f"document:d{rng.randrange(org.documents)}",
+                        }
+                        for _ in range(100)
+                    ]
+                    reply = client.post(
+                        "/v1/check_permissions", json={"user": user, "checks": checks}
+                    )
+                    assert reply.status_code == 200, reply.text
+                took = time.perf_counter() - begun
+                after = [rss_mib(p) for p in pids]
+                rows.append(
+                    f"| server RSS per worker, at start / after {spread:,} uniform checks over "
+                    f"the store ({spread / took:,.0f} checks/s, batches of 100) | "
+                    + ", ".join(
+                        f"{b:.0f} / {a:.0f} MiB" for b, a in zip(before, after, strict=True)
+                    )
+                    + " |"
+                )
+            if shutil.which("wrk") and seconds:
+                script = Path(tmp) / "hot.lua"
+                script.write_text(
+                    WRK_HOT
+                    % {
+                        "seed": seed,
+                        "origin": server.url,
+                        "secret": ADMIN_SECRET,
+                        "users": org.users,
+                        "docs": org.documents,
+                    }
+                )
+                out = subprocess.run(
+                    ["wrk", "-t2", "-c16", f"-d{seconds}s", "-s", str(script),
+                     server.url + "/v1/check_permissions"],
+                    capture_output=True, text=True, check=True,
+                ).stdout  # fmt: skip
+                rps = re.search(r"Requests/sec:\s+([\d.]+)", out)
+                rows.append(
+                    f"| REST check_permissions, 1 check/request, hot set, 16 connections | "
+                    f"{float(rps.group(1)) if rps else 0:,.0f} req/s |"
+                )
+        finally:
+            server.terminate()
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--documents", type=int, default=300_000)
+    parser.add_argument("--draws", type=int, default=5000)
+    parser.add_argument("--cache-mib", type=int, default=512)
+    parser.add_argument("--spread", type=int, default=50_000)
+    parser.add_argument("--seconds", type=int, default=10)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--imported",
+        default="",
+        help="URL of a database a previous run imported (same --documents and --seed): "
+        "measure it again without importing",
+    )
+    args = parser.parse_args()
+    started = time.monotonic()
+    org = generate(args.documents, args.seed)
+    count = len(org.tuples)
+    rows = []
+    url = args.imported
+    if not url:
+        url = fresh_postgres_url("scale")
+        trio.run(prepare, url)
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "org.csv"
+            write_csv(path, org)
+            flags = ["--database-type=postgres", f"--database-url={url}"]
+            took = timed(0, "import", *flags, str(path))
+        rows.append(f"| `bastion fga import` | {took:.0f} s, {count / took:,.0f} tuples/s |")
+    per_tuple, per_change = stored_bytes(url)
+    rows.append(
+        f"| PostgreSQL per tuple | {per_tuple:.0f} B (table and indexes), "
+        f"{per_change:.0f} B changelog |"
+    )
+    rows += trio.run(inprocess, url, org, args.draws, args.cache_mib, args.seed)
+    rows += through_server(url, org, args.spread, args.seconds, args.seed)
+    hundred = 100_000_000
+    rows.append(
+        f"| projection, 100M tuples | PostgreSQL {per_tuple * hundred / 2**30:,.0f} GiB "
+        f"+ {per_change * hundred / 2**30:,.0f} GiB changelog; each process: its cache bound "
+        f"(--fga-cache-mib) plus the server's own, not a function of the store |"
+    )
+    print(f"## The engine at scale (bench/fga_scale.py, {time.strftime('%Y-%m-%d')})\n")
+    print(
+        f"{count:,} tuples ({org.users:,} users, {org.documents:,} documents), PostgreSQL "
+        f"and Redis on this machine ({os.cpu_count()} cores, shared), "
+        f"load average at the end {os.getloadavg()[0]:.1f}; run took "
+        f"{time.monotonic() - started:.0f} s.\n"
+    )
+    print("| measure | value |\n|---|---|")
+    print("\n".join(rows))
+
+
+if __name__ == "__main__":
+    main()

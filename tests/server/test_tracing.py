@@ -262,7 +262,13 @@ def test_a_graphql_check_and_a_grpc_login(
     evaluated = one(spans, "fga check")
     document_id = f"document:{who}"
     assert evaluated.parent_id == check.span_id
-    assert evaluated.attributes == {"fga.relation": "can_view", "fga.object": document_id}
+    assert evaluated.attributes == {
+        "fga.checks": 1,
+        "fga.relation": "can_view",
+        "fga.object": document_id,
+    }
+    # the engine's reads, fetched between its rounds, are below the check
+    assert any(s.name == "SELECT" for s in below(spans, evaluated)), [s.name for s in spans]
 
     header, trace_id, caller_span = traceparent()
     with grpc.insecure_channel(f"127.0.0.1:{server.grpc_port}") as channel:

@@ -53,5 +53,5 @@ def prune_batch(conn: sa.Connection, target: Prunable, before: float, limit: int
     keys = conn.execute(sa.select(key).where(column < before).limit(limit)).scalars().all()
     if not keys:
         return 0
-    conn.execute(sa.delete(target.table).where(key.in_(keys)))
-    return len(keys)
+    deleted = conn.execute(sa.delete(target.table).where(key.in_(keys))).rowcount
+    return len(keys) if deleted is None or deleted < 0 else deleted

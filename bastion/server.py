@@ -11,7 +11,6 @@ import gc
 import logging
 import signal
 import socket
-import ssl
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -42,7 +41,7 @@ from bastion.transports.http.server import (
     HttpServer,
     ServerLimits,
     open_listeners,
-    server_tls_context,
+    tls_context,
 )
 from bastion.web import build_http_app
 from bastion.workers import worker_slot
@@ -132,13 +131,6 @@ async def _http_listener(
         listeners = [trio.SocketListener(trio.socket.from_stdlib_socket(inherited))]
     server = HttpServer(app, limits, tls=tls_context(settings) if tls else None, share=share)
     return partial(server.serve, listeners)
-
-
-def tls_context(settings: Settings) -> ssl.SSLContext | None:
-    """HTTPS on the public listeners when ``--tls-cert-file`` is given."""
-    if not settings.tls_cert_file:
-        return None
-    return server_tls_context(settings.tls_cert_file, settings.tls_key_file)
 
 
 def public_metrics_url(settings: Settings) -> str:

@@ -41,7 +41,7 @@ from bastion.transports.http.server import (
     HttpServer,
     ServerLimits,
     open_listeners,
-    server_tls_context,
+    tls_context,
 )
 
 __all__ = ["WORKER_ENV", "WorkerSlot", "run_workers", "worker_slot"]
@@ -296,13 +296,10 @@ async def _run(settings: Settings, argv: list[str], run_dir: Path, http: socket.
                grpc_port: int) -> None:  # fmt: skip
     await _migrate(settings)
     supervisor = _Supervisor(settings, argv, run_dir, http, grpc_port)
-    tls = (
-        server_tls_context(settings.tls_cert_file, settings.tls_key_file)
-        if settings.tls_cert_file
-        else None
-    )
     # The one /metrics, served as a single process serves it (HTTPS when TLS is on).
-    metrics = HttpServer(metrics_app(run_dir, settings.workers), ServerLimits(), tls=tls)
+    metrics = HttpServer(
+        metrics_app(run_dir, settings.workers), ServerLimits(), tls=tls_context(settings)
+    )
     metrics_listeners = await open_listeners(settings.metrics_host, settings.metrics_port)
     stop = trio.Event()
     async with trio.open_nursery() as nursery:

@@ -236,7 +236,6 @@ class HttpApp:
                     "status": response.status_code,
                     "duration_ms": round(elapsed * 1000, 2),
                     "client_ip": state.client_ip,
-                    "request_id": state.request_id,
                 },
             )
 

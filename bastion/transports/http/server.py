@@ -34,6 +34,7 @@ from urllib.parse import unquote_to_bytes
 import h11
 import trio
 
+from bastion.core.settings import Settings
 from bastion.transports.http.balance import WorkerShare
 from bastion.transports.http.connection import (
     REASONS,
@@ -266,11 +267,14 @@ def _address(sockname: Any) -> tuple[str, int] | None:
     return None
 
 
-def server_tls_context(cert_file: str, key_file: str) -> ssl.SSLContext:
-    """HTTPS for a listener (``--tls-cert-file``): TLS 1.2 or later, HTTP/1.1."""
+def tls_context(settings: Settings) -> ssl.SSLContext | None:
+    """HTTPS on the public listeners when ``--tls-cert-file`` is given: TLS 1.2 or later,
+    HTTP/1.1."""
+    if not settings.tls_cert_file:
+        return None
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
-    context.load_cert_chain(cert_file, key_file)
+    context.load_cert_chain(settings.tls_cert_file, settings.tls_key_file)
     context.set_alpn_protocols(["http/1.1"])
     return context
 

@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 
 import yaml
 
-from bastion.conformance.openfga.server_tests import ON_DEMAND_CACHE_BYTES
+from bastion.conformance.openfga.server_tests import ON_DEMAND_CACHE_BYTES, ON_DEMAND_OBJECT_LIMIT
 from bastion.core.fga import (
     MemoryTupleReader,
     RequestOptions,
@@ -99,7 +99,9 @@ def _answers(world: World, *, on_demand: bool = False) -> tuple[dict[str, Any], 
     cache = ReadCache(ON_DEMAND_CACHE_BYTES) if on_demand else None
 
     def evaluate(run: Callable[[TupleReader], T]) -> T:
-        return run(store) if cache is None else evaluate_from(run, store, cache)
+        if cache is None:
+            return run(store)
+        return evaluate_from(run, store, cache, None, ON_DEMAND_OBJECT_LIMIT)
 
     cases: list[dict[str, Any]] = []
     plain: list[dict[str, Any]] = []

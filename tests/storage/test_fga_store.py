@@ -128,6 +128,28 @@ async def test_every_change_takes_the_next_revision(open_store: Opener) -> None:
         ]
 
 
+async def test_objects_read_whole_up_to_their_limit(open_store: Opener) -> None:
+    async with open_store() as store:
+        await store.write_model(MODEL)
+        big = [key(f"user:{n}", obj="doc:big") for n in range(6)]
+        small = [key("user:a", obj="doc:small"), key("user:b", "owner", obj="doc:small")]
+        await store.write_tuples([*big, *small])
+        fetched = await store.fetch(
+            [
+                ("read_object", "doc:small", "3"),
+                ("read_object", "doc:big", "3"),
+                ("read_object", "doc:none", "3"),
+                ("read", "doc:big", "viewer"),
+            ]
+        )
+        whole, overflowing, empty, by_relation = fetched.answers
+        assert list(whole) == small  # every tuple of the object, in the order written
+        assert len(overflowing) == 4
+        assert set(overflowing) <= set(big)
+        assert empty == ()
+        assert list(by_relation) == big
+
+
 async def test_a_batch_is_all_or_nothing(open_store: Opener) -> None:
     async with open_store() as store:
         await store.write_tuples([key("user:a")])

@@ -97,7 +97,7 @@ class _StageRunner:
         """``run`` over the store: directly, or on demand (in rounds, through the cache)."""
         if self.cache is None:
             return run(self.store)
-        return evaluate_from(run, self.store, self.cache, self.scope)
+        return evaluate_from(run, self.store, self.cache, self.scope, ON_DEMAND_OBJECT_LIMIT)
 
     def options(self, assertion: Mapping[str, Any]) -> RequestOptions:
         own = [_tuple(t) for t in assertion.get("contextualTuples") or []]
@@ -227,6 +227,9 @@ def _run_test(
 
 #: The on-demand path's cache in the runner: small, so that answers are evicted too.
 ON_DEMAND_CACHE_BYTES = 64 * 1024
+#: Objects read whole up to this many tuples: small, so that both ways of reading an
+#: object (whole, and past the limit by relation and user) run.
+ON_DEMAND_OBJECT_LIMIT = 2
 
 
 def run_server_tests(data: Mapping[str, Any], report: Report, *, on_demand: bool = False) -> None:

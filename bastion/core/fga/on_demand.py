@@ -28,17 +28,28 @@ cached state, then the reader method and its arguments) in least-recently-used o
 bounded by an estimate of their bytes, and shared by every store of the process; the
 driver discards the keys a change touches (:func:`keys_touched`) when it replays the
 store's changelog, and replaces the scope when it cannot.
+
+Whole objects (``object_limit``): a check asks several reads of one object (the exact
+tuple for its user, then the usersets, of each relation it walks), and the exact read
+differs for every user. With a limit, a read by object is answered from the object's
+whole tuple set, read once (``("read_object", object, limit)``: at most ``limit + 1``
+tuples) and cached as one entry: a document, a folder or a group read for one user
+answers every later user's check, and a cold check asks one read per object. An object
+with more tuples than the limit (a group of a million members) is read as before, one
+question at a time; its overflowing answer stays cached to say so.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import Generic, TypeVar, cast
+from typing import Generic, Protocol, TypeVar, cast
 
 from bastion.core.fga.tuples import TupleKey, TupleReader, split_object
 
 __all__ = [
+    "OBJECT_LIMIT",
+    "ObjectReader",
     "ReadCache",
     "ReadKey",
     "RoundReader",
@@ -51,10 +62,15 @@ __all__ = [
 T = TypeVar("T")
 
 #: ``(scope, method, *arguments)``: ``("read", object, relation)``, ``("read_exact", object,
-#: relation, user)``, ``("read_usersets", object, relation)`` or ``("read_by_user", user,
-#: object_type)`` after a scope the driver chooses (its store's cached state).
+#: relation, user)``, ``("read_usersets", object, relation)``, ``("read_by_user", user,
+#: object_type)`` or ``("read_object", object, limit)`` (the limit as text) after a scope the
+#: driver chooses (its store's cached state).
 ReadKey = tuple[Hashable, ...]
 Answer = tuple[TupleKey, ...]
+
+#: Tuples of one object read whole (a server's ``object_limit``): a document's or a
+#: group's handful, with room for a large team; past it, reads by relation and user.
+OBJECT_LIMIT = 100
 
 #: Estimated bytes of one cache entry besides its tuples and key text: the dict slot, the
 #: key and answer tuples, the entry's own tuple (measured with tracemalloc, rounded up).
@@ -159,8 +175,11 @@ class ReadCache:
         )
 
 
-def keys_touched(scope: Hashable, key: TupleKey) -> tuple[ReadKey, ...]:
-    """Every read whose answer a write or a delete of ``key`` changes."""
+def keys_touched(
+    scope: Hashable, key: TupleKey, object_limit: int | None = None
+) -> tuple[ReadKey, ...]:
+    """Every read whose answer a write or a delete of ``key`` changes (``object_limit``:
+    the whole-object reads' limit, if they are used)."""
     object_type = split_object(key.object)[0]
     touched: tuple[ReadKey, ...] = (
         (scope, "read", key.object, key.relation),
@@ -169,43 +188,85 @@ def keys_touched(scope: Hashable, key: TupleKey) -> tuple[ReadKey, ...]:
     )
     if "#" in key.user:
         touched += ((scope, "read_usersets", key.object, key.relation),)
+    if object_limit is not None:
+        touched += ((scope, "read_object", key.object, str(object_limit)),)
     return touched
+
+
+class ObjectReader(TupleReader, Protocol):
+    """A store that can read an object's tuples whole (see the module docstring)."""
+
+    def read_object(self, obj: str, limit: int) -> Sequence[TupleKey]:
+        """Every tuple of ``obj`` if it has at most ``limit``; else ``limit + 1``."""
+        ...
 
 
 def answer_from(reader: TupleReader, key: ReadKey) -> Answer:
     """``key`` (scope first) asked of a synchronous reader."""
     method = cast(str, key[1])
     args = cast(tuple[str, ...], key[2:])
+    if method == "read_object":
+        return tuple(cast(ObjectReader, reader).read_object(args[0], int(args[1])))
     ask: Callable[..., Sequence[TupleKey]] = getattr(reader, method)
     return tuple(ask(*args))
+
+
+def _from_object(whole: Answer, key: ReadKey) -> Answer:
+    """A read of one object (``read``, ``read_exact``, ``read_usersets``) answered from
+    all its tuples, in their order."""
+    relation = key[3]
+    if key[1] == "read":
+        return tuple(t for t in whole if t.relation == relation)
+    if key[1] == "read_exact":
+        user = key[4]
+        return tuple(t for t in whole if t.relation == relation and t.user == user)
+    return tuple(t for t in whole if t.relation == relation and "#" in t.user)
 
 
 class RoundReader:
     """One round's reader: the request's answers, then ``known`` (the shared cache); a
     read neither has is answered with nothing and noted in :attr:`missed`."""
 
-    __slots__ = ("_answers", "_known", "_scope", "missed")
+    __slots__ = ("_answers", "_known", "_limit", "_limit_text", "_scope", "missed")
 
     def __init__(
         self,
         scope: Hashable,
         answers: dict[ReadKey, Answer],
         known: Callable[[ReadKey], Answer | None],
+        object_limit: int | None = None,
     ) -> None:
         self._scope = scope
         self._answers = answers
         self._known = known
+        self._limit = object_limit
+        self._limit_text = str(object_limit)
         #: The reads this round could not answer, in the order it asked them.
         self.missed: dict[ReadKey, None] = {}
 
     def _get(self, key: ReadKey) -> Answer:
+        found = self._answers.get(key)
+        if found is not None:
+            return found
+        if self._limit is not None and key[1] != "read_by_user":
+            whole = self._lookup((self._scope, "read_object", key[2], self._limit_text))
+            if whole is None:
+                return ()
+            if len(whole) <= self._limit:
+                found = self._answers[key] = _from_object(whole, key)
+                return found
+        return () if (found := self._lookup(key)) is None else found
+
+    def _lookup(self, key: ReadKey) -> Answer | None:
+        """``key``'s answer from the request's answers or the shared cache; ``None``,
+        noted as missed, if neither has it."""
         answers = self._answers
         found = answers.get(key)
         if found is None:
             found = self._known(key)
             if found is None:
                 self.missed[key] = None
-                return ()
+                return None
             # Kept for the request: a later round answers it the same way whatever the
             # shared cache does meanwhile.
             answers[key] = found
@@ -242,10 +303,12 @@ class Speculation(Generic[T]):
         run: Callable[[RoundReader], T],
         known: Callable[[ReadKey], Answer | None],
         scope: Hashable = None,
+        object_limit: int | None = None,
     ) -> None:
         self._run = run
         self._known = known
         self._scope = scope
+        self._object_limit = object_limit
         self._answers: dict[ReadKey, Answer] = {}
         self._result: object = _NOT_YET
         self._error: Exception | None = None
@@ -258,7 +321,7 @@ class Speculation(Generic[T]):
         if self._result is not _NOT_YET:
             return []
         self.rounds += 1
-        reader = RoundReader(self._scope, self._answers, self._known)
+        reader = RoundReader(self._scope, self._answers, self._known, self._object_limit)
         try:
             result = self._run(reader)
         except Exception as exc:
@@ -289,12 +352,14 @@ def evaluate_from(
     store: TupleReader,
     cache: ReadCache | None = None,
     scope: Hashable = None,
+    object_limit: int | None = None,
 ) -> T:
     """``run`` driven in rounds against a synchronous ``store`` (each round's reads asked
     of it together), through ``cache`` if given: the on-demand path without the I/O, for
-    the engine's suites and tools."""
+    the engine's suites and tools. ``object_limit``: read objects whole (``store`` must
+    then be an :class:`ObjectReader`)."""
     known = (lambda key: None) if cache is None else cache.get
-    speculation = Speculation(run, known, scope)
+    speculation = Speculation(run, known, scope, object_limit)
     while reads := speculation.step():
         for key in reads:
             answer = answer_from(store, key)

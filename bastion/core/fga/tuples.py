@@ -151,6 +151,18 @@ class MemoryTupleReader:
     def read_by_user(self, user: str, object_type: str) -> Sequence[TupleKey]:
         return list(self._reverse.get((user, object_type), {}).values())
 
+    def read_object(self, obj: str, limit: int) -> Sequence[TupleKey]:
+        """Every tuple of ``obj`` if it has at most ``limit``; else ``limit + 1`` of them
+        (the caller learns that it has more): :mod:`core.fga.on_demand`'s whole-object
+        read."""
+        found: list[TupleKey] = []
+        for users, _ in self._forward.get(obj, {}).values():
+            for key in users.values():
+                found.append(key)
+                if len(found) > limit:
+                    return found
+        return found
+
 
 class CombinedReader:
     """Contextual tuples first, then the store: one request's view, nothing persisted."""

@@ -52,7 +52,14 @@ import trio
 from bastion.core.fga.cache import CheckCache
 from bastion.core.fga.dsl_parser import parse_model
 from bastion.core.fga.graph import ReverseGraph
-from bastion.core.fga.on_demand import ReadCache, ReadKey, RoundReader, Speculation, keys_touched
+from bastion.core.fga.on_demand import (
+    OBJECT_LIMIT,
+    ReadCache,
+    ReadKey,
+    RoundReader,
+    Speculation,
+    keys_touched,
+)
 from bastion.core.fga.typesystem import TypeSystem
 from bastion.storage.fga import Change, FgaStore, Read, StoredModel
 from bastion.storage.fga_generation import GatedFgaStore
@@ -136,7 +143,7 @@ class EngineState:
         (:meth:`ReadCache.peek`), and the fetches stay here."""
         reads_cache = self.caches.reads
         known = reads_cache.get if offload is None else reads_cache.peek
-        speculation = Speculation(run, known, self.scope)
+        speculation = Speculation(run, known, self.scope, OBJECT_LIMIT)
         while reads := (speculation.step() if offload is None else await offload(speculation.step)):
             await self._fetch(reads, speculation)
         return speculation.result
@@ -245,7 +252,7 @@ class EngineState:
         self.changes_replayed += 1
         if change.operation in ("write", "delete") and change.key is not None:
             discard = self.caches.reads.discard
-            for key in keys_touched(self.scope, change.key):
+            for key in keys_touched(self.scope, change.key, OBJECT_LIMIT):
                 discard(key)
             self._stamp += 1
         elif change.operation == "model" and change.model is not None:

@@ -87,6 +87,7 @@ def test_discarding_the_keys_a_change_touches_leaves_every_answer_exact() -> Non
         ("s", "read_by_user", "user:a", "doc"),
         ("s", "read_by_user", "user:b", "doc"),
         ("s", "read_by_user", "group:g#member", "doc"),
+        ("s", "read_object", "doc:1", "2"),
     ]
     changes = [
         ("write", key("doc:1#viewer@user:b")),
@@ -98,7 +99,7 @@ def test_discarding_the_keys_a_change_touches_leaves_every_answer_exact() -> Non
         for read in reads:
             cache.put(read, answer_from(store, read))
         store.write(changed) if operation == "write" else store.delete(changed)
-        for touched in keys_touched("s", changed):
+        for touched in keys_touched("s", changed, 2):
             cache.discard(touched)
         for read in reads:
             cached = cache.get(read)
@@ -172,3 +173,68 @@ type doc
     assert evaluate_from(run, store, reads, "s") is False
     assert evaluate_from(run, store, reads, "s") is False  # from the check cache, still right
     assert checks.statistics().hits >= 1
+
+
+def test_an_object_read_whole_answers_every_user_of_it() -> None:
+    ts, store = world(
+        NESTED,
+        "doc:1#parent@folder:a",
+        "doc:1#viewer@user:anne",
+        "folder:a#viewer@group:g#member",
+        "group:g#member@user:bob",
+    )
+    cache = ReadCache(1 << 20)
+    for user, allowed in (("user:anne", True), ("user:bob", True), ("user:carl", False)):
+        got = evaluate_from(
+            lambda r, u=user: check(ts, r, "doc:1", "viewer", u), store, cache, "s", 10
+        )
+        assert got is allowed, user
+    # One entry per object, whoever asked: no read by user, relation or userset.
+    kinds = {entry[1] for entry in cache._entries}
+    assert kinds == {"read_object"}
+    assert len(cache) == 3  # doc:1, folder:a, group:g
+
+
+def test_an_object_past_the_limit_is_read_by_relation_and_user() -> None:
+    members = [f"group:g#member@user:u{n}" for n in range(5)]
+    ts, store = world(NESTED, "doc:1#viewer@group:g#member", *members)
+    cache = ReadCache(1 << 20)
+
+    def allowed(user: str) -> bool:
+        return evaluate_from(lambda r: check(ts, r, "doc:1", "viewer", user), store, cache, "s", 3)
+
+    assert allowed("user:u4")
+    assert not allowed("user:nobody")
+    group = ("s", "read_object", "group:g", "3")
+    assert len(cache.get(group) or ()) == 4  # the overflow, kept to say so
+    assert cache.get(("s", "read_exact", "group:g", "member", "user:u4")) is not None
+
+
+def test_rounds_over_whole_objects_answer_as_the_store() -> None:
+    ts, store = world(
+        NESTED,
+        "doc:1#parent@folder:b",
+        "doc:2#parent@folder:a",
+        "doc:2#viewer@user:bob",
+        "folder:b#parent@folder:a",
+        "folder:a#viewer@group:g#member",
+        "group:g#member@user:anne",
+        "group:g#member@group:h#member",
+        "group:h#member@user:carl",
+    )
+    for limit in (0, 1, 2, 100):
+        cache = ReadCache(1 << 20)
+        for user in ("user:anne", "user:bob", "user:carl", "user:dan"):
+            found = evaluate_from(
+                lambda r, u=user: list_objects(ts, r, "doc", "viewer", u).items,
+                store,
+                cache,
+                "s",
+                limit,
+            )
+            assert found == list_objects(ts, store, "doc", "viewer", user).items, (limit, user)
+            for doc in ("doc:1", "doc:2"):
+                got = evaluate_from(
+                    lambda r, u=user, d=doc: check(ts, r, d, "viewer", u), store, cache, "s", limit
+                )
+                assert got == check(ts, store, doc, "viewer", user), (limit, user, doc)

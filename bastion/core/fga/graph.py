@@ -32,6 +32,8 @@ class ReverseGraph:
     computed: dict[tuple[str, str], set[str]] = field(default_factory=dict)
     ttu: dict[tuple[str, str], set[tuple[str, str, str]]] = field(default_factory=dict)
     usersets: dict[tuple[str, str], set[tuple[str, str]]] = field(default_factory=dict)
+    #: Relations with an intersection or an exclusion: the walk over-approximates them.
+    narrowed: set[tuple[str, str]] = field(default_factory=set)
     _leading: dict[tuple[str, str], frozenset[tuple[str, str]]] = field(default_factory=dict)
 
     @classmethod
@@ -40,6 +42,8 @@ class ReverseGraph:
         for typedef in ts.model.type_definitions:
             for name, relation in typedef.relations.items():
                 targets, ttus = _followed(relation.rewrite)
+                if _narrows(relation.rewrite):
+                    graph.narrowed.add((typedef.name, name))
                 for target in targets:
                     graph.computed.setdefault((typedef.name, target), set()).add(name)
                 for ref in relation.directly_related:
@@ -53,6 +57,11 @@ class ReverseGraph:
                             (typedef.name, name, tupleset)
                         )
         return graph
+
+    def exact(self, object_type: str, relation: str) -> bool:
+        """Whether no relation leading to ``object_type#relation`` has an intersection or
+        an exclusion: the walk towards it then reaches exactly the objects Check allows."""
+        return not self.narrowed & self.leading_to(object_type, relation)
 
     def leading_to(self, object_type: str, relation: str) -> frozenset[tuple[str, str]]:
         """Every ``(type, relation)`` from which these edges reach the target (itself too)."""
@@ -78,6 +87,16 @@ class ReverseGraph:
                         pending.append(source)
             found = self._leading[target] = frozenset(reached)
         return found
+
+
+def _narrows(rewrite: Rewrite) -> bool:
+    match rewrite:
+        case Intersection() | Difference():
+            return True
+        case Union(children):
+            return any(_narrows(child) for child in children)
+        case _:
+            return False
 
 
 def _followed(rewrite: Rewrite) -> tuple[list[str], list[tuple[str, str]]]:

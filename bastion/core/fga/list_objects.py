@@ -6,6 +6,14 @@ is confirmed with Check in one shared request, so the answer agrees with Check e
 Walk and checks are interleaved (:class:`ObjectSearch`): each object is confirmed as soon
 as the walk reaches it, so a stream (OpenFGA's StreamedListObjects) sends it at once.
 
+As OpenFGA does, a candidate needs no Check when the walk is exact for it: every relation
+that can lead to the listed one is a union of direct, computed and tuple-to-userset parts
+(no intersection or exclusion, which the walk over-approximates), the model has no
+conditions, the user is an object (not a userset or a wildcard), and the walk reached the
+candidate in fewer tuple hops than Check's depth limit, less a margin (a path Check would
+find before its limit). Then the walk's path is the proof Check would find, and a
+search that reads thousands of documents does not read each one again to confirm it.
+
 Bounds, as OpenFGA's: at most ``max_results`` objects (``truncated`` says more exist;
 0 for no bound), and a ``deadline`` after which the answer is what was confirmed by then,
 with no error (``timed_out``, and ``truncated``, say so).
@@ -29,7 +37,10 @@ from bastion.core.fga.request import RequestContext, RequestOptions
 from bastion.core.fga.tuples import TupleKey, TupleReader, split_object, split_user
 from bastion.core.fga.typesystem import TypeSystem
 
-__all__ = ["ListResult", "ObjectSearch", "list_objects"]
+__all__ = ["EXACT_MARGIN", "ListResult", "ObjectSearch", "list_objects"]
+
+#: Check's depth limit less this many hops bounds the paths the walk's exactness relies on.
+EXACT_MARGIN = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,17 +71,18 @@ def _walk(
     relation: str,
     user: str,
     out_of_time: Callable[[], bool],
-) -> Iterator[str]:
+) -> Iterator[tuple[str, int]]:
     """Objects of ``object_type`` that may have ``relation`` for ``user`` (a superset),
-    each once, as the walk reaches them; it stops early once ``out_of_time()``."""
+    each once, as the walk reaches them, with the tuple hops of the path that reached
+    them; it stops early once ``out_of_time()``."""
     ts, reader = request.ts, request.reader
     facts: set[tuple[str, str]] = set()
-    subjects: deque[str] = deque([user])
+    subjects: deque[tuple[str, int]] = deque([(user, 0)])
     seen_subjects = {user}
     user_type, user_id, user_relation = split_user(user)
     if not user_relation and user_id != "*":
-        subjects.append(f"{user_type}:*")
-    found: list[str] = []
+        subjects.append((f"{user_type}:*", 0))
+    found: list[tuple[str, int]] = []
     leading = graph.leading_to(object_type, relation)
     #: By a subject's (type, relation): the types whose tuples the walk may follow from
     #: it, those with a relation leading to the target that admits it directly; the
@@ -100,39 +112,41 @@ def _walk(
             return False
         return request.condition_holds(key)
 
-    def add_fact(obj: str, rel: str) -> None:
-        pending = [(obj, rel)]
+    def add_fact(obj: str, rel: str, hops: int) -> None:
+        pending = [(obj, rel, hops)]
         while pending:
-            fact = pending.pop()
+            fact_obj, fact_rel, hops = pending.pop()
+            fact = (fact_obj, fact_rel)
             if fact in facts:
                 continue
             facts.add(fact)
-            fact_obj, fact_rel = fact
             fact_type = split_object(fact_obj)[0]
             if fact_type == object_type and fact_rel == relation:
-                found.append(fact_obj)
+                found.append((fact_obj, hops))
             subject = f"{fact_obj}#{fact_rel}"
             if subject not in seen_subjects:
                 seen_subjects.add(subject)
-                subjects.append(subject)
-            pending.extend((fact_obj, r) for r in graph.computed.get((fact_type, fact_rel), ()))
+                subjects.append((subject, hops))
+            pending.extend(
+                (fact_obj, r, hops) for r in graph.computed.get((fact_type, fact_rel), ())
+            )
             for parent_type, parent_rel, tupleset in graph.ttu.get((fact_type, fact_rel), ()):
                 for key in reader.read_by_user(fact_obj, parent_type):
                     if key.relation == tupleset and follows(key, parent_type, parent_rel):
-                        pending.append((key.object, parent_rel))
+                        pending.append((key.object, parent_rel, hops + 1))
 
     if user_relation:
-        add_fact(f"{user_type}:{user_id}", user_relation)
+        add_fact(f"{user_type}:{user_id}", user_relation, 0)
         yield from found
         found.clear()
     while subjects:
         if out_of_time():
             return
-        subject = subjects.popleft()
+        subject, hops = subjects.popleft()
         for type_name in types_for(subject):
             for key in reader.read_by_user(subject, type_name):
                 if follows(key, type_name, key.relation):
-                    add_fact(key.object, key.relation)
+                    add_fact(key.object, key.relation, hops + 1)
                     yield from found
                     found.clear()
 
@@ -160,6 +174,21 @@ class ObjectSearch:
         self.timed_out = False
         self.error: FgaError | None = None
 
+    def _exact_hops(self) -> int:
+        """The tuple hops within which a candidate of the walk needs no Check (see the
+        module docstring); -1 where every candidate needs one."""
+        request = self._request
+        object_type, relation, user = self._target
+        _, user_id, user_relation = split_user(user)
+        if (
+            user_relation
+            or user_id == "*"
+            or request.ts.model.conditions
+            or not self._graph.exact(object_type, relation)
+        ):
+            return -1
+        return request.max_depth - EXACT_MARGIN
+
     def _out_of_time(self) -> bool:
         if self._request.out_of_time():
             self.timed_out = True
@@ -169,7 +198,13 @@ class ObjectSearch:
         object_type, relation, user = self._target
         checker = Checker(self._request)
         walk = _walk(self._request, self._graph, object_type, relation, user, self._out_of_time)
-        for candidate in walk:
+        exact_within = self._exact_hops()
+        for candidate, hops in walk:
+            if hops <= exact_within:
+                yield candidate
+                if self._out_of_time():
+                    return
+                continue
             try:
                 ok = checker.check(candidate, relation, user)
             except FgaError as exc:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pytest
 
 from bastion.core.fga.errors import ErrorCode, FgaError
@@ -9,6 +11,7 @@ from bastion.core.fga.expand import expand
 from bastion.core.fga.list_objects import list_objects
 from bastion.core.fga.list_users import UserFilter, list_users
 from bastion.core.fga.request import RequestOptions
+from bastion.core.fga.tuples import TupleKey, TupleReader
 from tests.core.fga.support import key, world
 
 MODEL = """type user
@@ -198,3 +201,86 @@ def test_list_users_exclusion_of_an_exclusion_lists_the_doubly_subtracted() -> N
         "user:*",
         "user:bob",
     )
+
+
+class _Counting:
+    """A reader that counts the reads by object (Check's) and by user (the walk's)."""
+
+    def __init__(self, store: TupleReader) -> None:
+        self.store = store
+        self.by_object = 0
+
+    def read(self, obj: str, relation: str) -> Sequence[TupleKey]:
+        self.by_object += 1
+        return self.store.read(obj, relation)
+
+    def read_exact(self, obj: str, relation: str, user: str) -> Sequence[TupleKey]:
+        self.by_object += 1
+        return self.store.read_exact(obj, relation, user)
+
+    def read_usersets(self, obj: str, relation: str) -> Sequence[TupleKey]:
+        self.by_object += 1
+        return self.store.read_usersets(obj, relation)
+
+    def read_by_user(self, user: str, object_type: str) -> Sequence[TupleKey]:
+        return self.store.read_by_user(user, object_type)
+
+
+UNION = """type user
+type group
+  relations
+    define member: [user, group#member]
+type folder
+  relations
+    define parent: [folder]
+    define viewer: [user, group#member] or viewer from parent
+type doc
+  relations
+    define parent: [folder]
+    define owner: [user]
+    define viewer: [user, group#member] or owner or viewer from parent
+"""
+CHAIN = [f"folder:f{n + 1}#parent@folder:f{n}" for n in range(30)]
+
+
+def test_a_union_walk_within_the_depth_limit_is_its_own_proof() -> None:
+    ts, store = world(
+        UNION,
+        "group:g#member@user:anne",
+        "group:h#member@group:g#member",
+        "folder:f0#viewer@group:h#member",
+        *CHAIN,
+        "doc:near#parent@folder:f2",
+        "doc:own#owner@user:anne",
+        "doc:other#owner@user:bob",
+    )
+    counting = _Counting(store)
+    found = list_objects(ts, counting, "doc", "viewer", "user:anne").items
+    assert found == ("doc:near", "doc:own")
+    assert counting.by_object == 0  # no candidate read again to confirm it
+    # A userset as the user, or a model with an exclusion: every candidate is checked.
+    checked = _Counting(store)
+    assert list_objects(ts, checked, "doc", "viewer", "group:g#member").items == ("doc:near",)
+    assert checked.by_object > 0
+
+
+def test_past_the_depth_limit_less_its_margin_candidates_are_checked() -> None:
+    ts, store = world(
+        UNION,
+        "folder:f0#viewer@user:anne",
+        *CHAIN,
+        "doc:deep#parent@folder:f30",
+        "doc:shallow#parent@folder:f1",
+    )
+    with pytest.raises(FgaError) as raised:
+        list_objects(ts, store, "doc", "viewer", "user:anne")
+    assert raised.value.fga_code == ErrorCode.RESOLUTION_TOO_COMPLEX
+    deep = list_objects(ts, store, "doc", "viewer", "user:anne", RequestOptions(max_depth=40))
+    assert deep.items == ("doc:deep", "doc:shallow")
+
+
+def test_an_exclusion_on_the_way_keeps_every_candidate_checked() -> None:
+    ts, store = world(MODEL, "doc:4#blocked@user:anne", "doc:4#viewer@user:anne")
+    counting = _Counting(store)
+    assert list_objects(ts, counting, "doc", "can_view", "user:anne").items == ()
+    assert counting.by_object > 0

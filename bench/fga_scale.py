@@ -8,13 +8,18 @@ Measured, and printed as a Markdown section for ``bench/RESULTS.md``:
    and the bytes per tuple PostgreSQL keeps (table and indexes, changelog apart);
 2. in this process, the engine as a server runs it (``EngineState`` over the SQL store,
    cache ``--cache-mib``): start to the first answered check; check latency (engine time,
-   reads from PostgreSQL included) p50/p99 for a hot working set (users and documents
-   drawn Zipf-like: rank ``n ** U`` for U uniform) after a warm-up pass, and for uniform
-   cold draws; list_objects for the probe user, cold and warm;
+   reads from PostgreSQL included) p50/p99 for uniform cold draws, for a hot working set
+   (the 10,000 most active documents and 5,000 most active users, whatever the store's
+   size, drawn Zipf-like: rank ``n ** U`` for U uniform, spread over the ids; the set is
+   read once first, as a server that has run a while has) and for the same Zipf-like
+   draws over the whole store (a heavy tail: most draws meet a document for the first
+   time); list_objects for the probe user, cold and warm;
 3. a real server (``--workers 2``, PostgreSQL + Redis, default cache): start to the first
    answered check, each worker's resident memory after checks spread over the whole store
    (``--spread`` uniform checks through REST), and REST ``check_permissions`` throughput
-   (1 check per request) on the hot set with wrk, when wrk is installed;
+   (1 check per request) on the hot set with wrk, when wrk is installed, after the
+   working set was read through six connections (each worker its own cache) and a wrk
+   warm-up run;
 4. a projection to 100M tuples: PostgreSQL bytes, and the per-process memory (bounded by
    the cache flag, not the store).
 

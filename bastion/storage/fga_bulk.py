@@ -15,11 +15,15 @@ stored with another condition, or repeated with another, fails the import
 
 How each database is loaded:
 
-- PostgreSQL: ``COPY`` through the driver into a temporary table (no lock held: the
-  stream is read, validated and sent meanwhile), then, holding the writers' lock, one
-  ``INSERT ... SELECT ... ON CONFLICT DO NOTHING`` whose returned rows are the
-  changelog's. Only when fewer rows went in than were sent is the stream's table joined
-  to the store to tell skipped repeats from conflicts.
+- PostgreSQL: ``COPY`` (text, a batch a write) through the driver into a temporary table
+  (no lock held: the stream is read, validated and sent meanwhile; each line draws its
+  tuple id there, in the stream's order), then, holding the writers' lock, the tuples
+  inserted in key order (the unique key's index filled from left to right) and the
+  changelog from the stream's table. First without ``ON CONFLICT`` (a fifth less time),
+  in a savepoint; if a key is stored already or repeated, that is undone and one
+  ``INSERT ... SELECT ... ON CONFLICT DO NOTHING`` runs instead, whose returned rows are
+  the changelog's, and the stream's table is joined to the store to tell skipped
+  repeats from conflicts. bench/RESULTS.md ("Import: levers measured") has the figures.
 - SQLite and MySQL/MariaDB: holding the lock from the start (SQLite has one writer
   anyway), batches of multi-row inserts through the store's own write
   (:func:`storage.fga._write`), repeats dropped per batch.

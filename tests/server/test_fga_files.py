@@ -179,3 +179,12 @@ def test_what_is_written_reads_back(file_format: str) -> None:
             )
             for k in written
         ]
+
+
+def test_a_csv_row_the_api_would_refuse_keeps_its_fields() -> None:
+    """An empty or over-long relation is not read into a tuple: the import's validation
+    parses the fields as the API does and names the problem with the API's words."""
+    text = HEADER.rstrip(",") + "\nuser,anne,,,doc,d1\nuser,anne,,{},doc,d1\n".format("r" * 51)
+    found = rows(text, "csv")
+    assert [r.key for r in found] == [None, None]
+    assert [r.fields and r.fields["relation"] for r in found] == ["", "r" * 51]

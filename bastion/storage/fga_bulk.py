@@ -22,7 +22,8 @@ How each database is loaded:
   changelog from the stream's table. First without ``ON CONFLICT`` (a fifth less time),
   in a savepoint; if a key is stored already or repeated, that is undone and one
   ``INSERT ... SELECT ... ON CONFLICT DO NOTHING`` runs instead, whose returned rows are
-  the changelog's, and the stream's table is joined to the store to tell skipped
+  the changelog's (at worst the insert's time twice: the first stops at the first such
+  key in key order), and the stream's table is joined to the store to tell skipped
   repeats from conflicts. bench/RESULTS.md ("Import: levers measured") has the figures.
 - SQLite and MySQL/MariaDB: holding the lock from the start (SQLite has one writer
   anyway), batches of multi-row inserts through the store's own write

@@ -247,8 +247,10 @@ def _validated(
     batch: list[tuple[int, TupleKey]] = []
     for row in rows:
         problem = row.problem
-        key = None
-        if not problem:
+        key = row.key
+        if key is not None:
+            problem = validator.problem(key) or ""
+        elif not problem:
             try:
                 key = tuple_key(row.fields)
             except OpenFgaError as exc:

@@ -50,11 +50,13 @@ from bastion.core.fga.tuples import TupleKey, TupleReader, split_object
 __all__ = [
     "OBJECT_LIMIT",
     "ObjectReader",
+    "ObjectTuples",
     "ReadCache",
     "ReadKey",
     "RoundReader",
     "Speculation",
     "answer_from",
+    "as_answer",
     "evaluate_from",
     "keys_touched",
 ]
@@ -78,10 +80,19 @@ _ENTRY_BYTES = 240
 #: Estimated bytes of one tuple of an answer besides its text: the TupleKey (slots), its
 #: share of the answer tuple, and the strings' headers (not shared for the estimate).
 _TUPLE_BYTES = 260
+#: An object read whole also keeps its index (:class:`ObjectTuples`): the instance's
+#: dict and the index's, each relation's two tuples and dict, and a tuple's share (its
+#: slot in them and its own one-tuple), estimated the same way.
+_INDEX_BYTES = 400
+_RELATION_BYTES = 400
+_INDEXED_TUPLE_BYTES = 160
 
 
 def _entry_size(key: ReadKey, answer: Answer) -> int:
     size = _ENTRY_BYTES + sum(len(part) for part in key if isinstance(part, str))
+    if isinstance(answer, ObjectTuples):
+        size += _INDEX_BYTES + len(answer.by_relation) * _RELATION_BYTES
+        size += len(answer) * _INDEXED_TUPLE_BYTES
     for found in answer:
         size += _TUPLE_BYTES + len(found.object) + len(found.relation) + len(found.user)
         if found.context:
@@ -206,28 +217,63 @@ def answer_from(reader: TupleReader, key: ReadKey) -> Answer:
     method = cast(str, key[1])
     args = cast(tuple[str, ...], key[2:])
     if method == "read_object":
-        return tuple(cast(ObjectReader, reader).read_object(args[0], int(args[1])))
+        return ObjectTuples(cast(ObjectReader, reader).read_object(args[0], int(args[1])))
     ask: Callable[..., Sequence[TupleKey]] = getattr(reader, method)
     return tuple(ask(*args))
 
 
-def _from_object(whole: Answer, key: ReadKey) -> Answer:
-    """A read of one object (``read``, ``read_exact``, ``read_usersets``) answered from
-    all its tuples, in their order."""
-    relation = key[3]
-    if key[1] == "read":
-        return tuple(t for t in whole if t.relation == relation)
-    if key[1] == "read_exact":
-        user = key[4]
-        return tuple(t for t in whole if t.relation == relation and t.user == user)
-    return tuple(t for t in whole if t.relation == relation and "#" in t.user)
+#: One relation of an object read whole: its tuples, its userset tuples, by user.
+_Relation = tuple[Answer, Answer, dict[str, Answer]]
+
+
+class ObjectTuples(tuple[TupleKey, ...]):
+    """An object's tuples read whole (in their order), indexed by relation once, when
+    made: every later read of the object, by any request, is a lookup."""
+
+    by_relation: dict[str, _Relation]
+
+    def __new__(cls, tuples: Sequence[TupleKey]) -> ObjectTuples:
+        made = super().__new__(cls, tuples)
+        lists: dict[str, tuple[list[TupleKey], list[TupleKey], dict[str, Answer]]] = {}
+        for found in made:
+            entry = lists.get(found.relation)
+            if entry is None:
+                entry = lists[found.relation] = ([], [], {})
+            entry[0].append(found)
+            if "#" in found.user:
+                entry[1].append(found)
+            entry[2][found.user] = (found,)
+        made.by_relation = {
+            relation: (tuple(every), tuple(usersets), by_user)
+            for relation, (every, usersets, by_user) in lists.items()
+        }
+        return made
+
+    def read(self, relation: str) -> Answer:
+        found = self.by_relation.get(relation)
+        return () if found is None else found[0]
+
+    def read_exact(self, relation: str, user: str) -> Answer:
+        found = self.by_relation.get(relation)
+        return () if found is None else found[2].get(user, ())
+
+    def read_usersets(self, relation: str) -> Answer:
+        found = self.by_relation.get(relation)
+        return () if found is None else found[1]
+
+
+def as_answer(key: ReadKey, tuples: Sequence[TupleKey]) -> Answer:
+    """A fetched answer as kept: an object read whole is an :class:`ObjectTuples`."""
+    if key[1] == "read_object":
+        return tuples if isinstance(tuples, ObjectTuples) else ObjectTuples(tuples)
+    return tuple(tuples)
 
 
 class RoundReader:
     """One round's reader: the request's answers, then ``known`` (the shared cache); a
     read neither has is answered with nothing and noted in :attr:`missed`."""
 
-    __slots__ = ("_answers", "_known", "_limit", "_limit_text", "_scope", "missed")
+    __slots__ = ("_answers", "_known", "_limit", "_limit_text", "_scope", "_wholes", "missed")
 
     def __init__(
         self,
@@ -241,21 +287,29 @@ class RoundReader:
         self._known = known
         self._limit = object_limit
         self._limit_text = str(object_limit)
+        #: Objects read whole, met this round (``False``: over the limit).
+        self._wholes: dict[str, ObjectTuples | bool] = {}
         #: The reads this round could not answer, in the order it asked them.
         self.missed: dict[ReadKey, None] = {}
 
     def _get(self, key: ReadKey) -> Answer:
-        found = self._answers.get(key)
-        if found is not None:
-            return found
-        if self._limit is not None and key[1] != "read_by_user":
-            whole = self._lookup((self._scope, "read_object", key[2], self._limit_text))
-            if whole is None:
-                return ()
-            if len(whole) <= self._limit:
-                found = self._answers[key] = _from_object(whole, key)
-                return found
         return () if (found := self._lookup(key)) is None else found
+
+    def _whole(self, obj: str) -> ObjectTuples | bool | None:
+        """``obj``'s tuples read whole; ``None`` if not known yet (noted as missed);
+        ``False`` if whole reads are off or it has more than the limit."""
+        wholes = self._wholes
+        found = wholes.get(obj)
+        if found is None:
+            if self._limit is None:
+                return False
+            answer = self._lookup((self._scope, "read_object", obj, self._limit_text))
+            if answer is None:
+                return None
+            found = wholes[obj] = (
+                cast(ObjectTuples, answer) if len(answer) <= self._limit else False
+            )
+        return found
 
     def _lookup(self, key: ReadKey) -> Answer | None:
         """``key``'s answer from the request's answers or the shared cache; ``None``,
@@ -277,13 +331,24 @@ class RoundReader:
         return len(self.missed)
 
     def read(self, obj: str, relation: str) -> Sequence[TupleKey]:
-        return self._get((self._scope, "read", obj, relation))
+        whole = self._whole(obj)
+        if isinstance(whole, ObjectTuples):
+            return whole.read(relation)
+        return () if whole is None else self._get((self._scope, "read", obj, relation))
 
     def read_exact(self, obj: str, relation: str, user: str) -> Sequence[TupleKey]:
+        whole = self._whole(obj)
+        if isinstance(whole, ObjectTuples):
+            return whole.read_exact(relation, user)
+        if whole is None:
+            return ()
         return self._get((self._scope, "read_exact", obj, relation, user))
 
     def read_usersets(self, obj: str, relation: str) -> Sequence[TupleKey]:
-        return self._get((self._scope, "read_usersets", obj, relation))
+        whole = self._whole(obj)
+        if isinstance(whole, ObjectTuples):
+            return whole.read_usersets(relation)
+        return () if whole is None else self._get((self._scope, "read_usersets", obj, relation))
 
     def read_by_user(self, user: str, object_type: str) -> Sequence[TupleKey]:
         return self._get((self._scope, "read_by_user", user, object_type))
@@ -335,7 +400,7 @@ class Speculation(Generic[T]):
         return []
 
     def answer(self, key: ReadKey, tuples: Sequence[TupleKey]) -> None:
-        self._answers[key] = tuple(tuples)
+        self._answers[key] = as_answer(key, tuples)
 
     @property
     def result(self) -> T:
@@ -362,7 +427,7 @@ def evaluate_from(
     speculation = Speculation(run, known, scope, object_limit)
     while reads := speculation.step():
         for key in reads:
-            answer = answer_from(store, key)
+            answer = as_answer(key, answer_from(store, key))
             speculation.answer(key, answer)
             if cache is not None:
                 cache.put(key, answer)

@@ -58,6 +58,7 @@ from bastion.core.fga.on_demand import (
     ReadKey,
     RoundReader,
     Speculation,
+    as_answer,
     keys_touched,
 )
 from bastion.core.fga.typesystem import TypeSystem
@@ -154,7 +155,8 @@ class EngineState:
         self.fetches += 1
         keep = stamp == self._stamp
         reads = self.caches.reads
-        for key, answer in zip(keys, fetched.answers, strict=True):
+        for key, fetched_answer in zip(keys, fetched.answers, strict=True):
+            answer = as_answer(key, fetched_answer)
             speculation.answer(key, answer)
             if keep:
                 reads.put(key, answer)

@@ -11,9 +11,9 @@ import pytest
 import sqlalchemy as sa
 import trio
 
-from bastion.core.fga.on_demand import ReadKey
+from bastion.core.fga.on_demand import OBJECT_LIMIT, ReadKey
 from bastion.core.fga.tuples import TupleKey, TupleReader
-from bastion.service.fga.engine import EngineState
+from bastion.service.fga.engine import EngineCaches, EngineState
 from bastion.storage.fga import (
     MAX_REPLAY,
     FgaStore,
@@ -281,3 +281,35 @@ async def test_engine_state_far_behind_starts_its_cache_over(open_store: Opener)
         assert follower.restarts == 2
         assert follower.changes_replayed == 0
         assert len(await viewers(follower)) == MAX_REPLAY + 1
+
+
+async def test_a_store_that_fits_is_preloaded_and_answers_without_a_fetch(
+    open_store: Opener,
+) -> None:
+    async with open_store() as writer, open_store() as reader_store:
+        await writer.write_model(MODEL)
+        many = [key(f"user:{n}", obj="doc:2") for n in range(OBJECT_LIMIT + 5)]
+        await writer.write_tuples([key("user:a"), key("user:b"), *many])
+        engine = EngineState(reader_store)
+        await engine.fresh()
+        assert await engine.preload() == 2  # doc:1 and doc:2 (past the limit: kept as such)
+        assert await viewers(engine) == ["user:a", "user:b"]
+        assert engine.fetches == 0
+        # doc:2 has more tuples than an object read whole holds: read by relation.
+        users = await engine.evaluate(lambda r: [k.user for k in r.read("doc:2", "viewer")])
+        assert len(users) == OBJECT_LIMIT + 5
+        assert engine.fetches == 1
+        # Exact afterwards like any cached read: a write through another handle.
+        await writer.write_tuples([key("user:c")])
+        await engine.fresh()
+        assert await viewers(engine) == ["user:a", "user:b", "user:c"]
+
+
+async def test_a_store_too_large_for_half_the_cache_stays_on_demand(open_store: Opener) -> None:
+    async with open_store() as writer, open_store() as reader_store:
+        await writer.write_model(MODEL)
+        await writer.write_tuples([key(f"user:{n}") for n in range(20)])
+        engine = EngineState(reader_store, EngineCaches.sized(0))
+        await engine.fresh()
+        assert await engine.preload() == 0
+        assert len(engine.caches.reads) == 0

@@ -10,9 +10,11 @@ As OpenFGA does, a candidate needs no Check when the walk is exact for it: every
 that can lead to the listed one is a union of direct, computed and tuple-to-userset parts
 (no intersection or exclusion, which the walk over-approximates), the model has no
 conditions, the user is an object (not a userset or a wildcard), and the walk reached the
-candidate in fewer tuple hops than Check's depth limit, less a margin (a path Check would
-find before its limit). Then the walk's path is the proof Check would find, and a
-search that reads thousands of documents does not read each one again to confirm it.
+candidate in fewer steps (tuples and computed relations) than Check's depth limit, less a
+margin (a path Check would find before its limit, or before a chain of computed relations
+runs out of stack: OpenFGA's depth error either way). Then the walk's path is the proof
+Check would find, and a search that reads thousands of documents does not read each one
+again to confirm it.
 
 Bounds, as OpenFGA's: at most ``max_results`` objects (``truncated`` says more exist;
 0 for no bound), and a ``deadline`` after which the answer is what was confirmed by then,
@@ -73,8 +75,8 @@ def _walk(
     out_of_time: Callable[[], bool],
 ) -> Iterator[tuple[str, int]]:
     """Objects of ``object_type`` that may have ``relation`` for ``user`` (a superset),
-    each once, as the walk reaches them, with the tuple hops of the path that reached
-    them; it stops early once ``out_of_time()``."""
+    each once, as the walk reaches them, with the steps of the path that reached them
+    (tuples and computed relations alike); it stops early once ``out_of_time()``."""
     ts, reader = request.ts, request.reader
     facts: set[tuple[str, str]] = set()
     subjects: deque[tuple[str, int]] = deque([(user, 0)])
@@ -128,7 +130,7 @@ def _walk(
                 seen_subjects.add(subject)
                 subjects.append((subject, hops))
             pending.extend(
-                (fact_obj, r, hops) for r in graph.computed.get((fact_type, fact_rel), ())
+                (fact_obj, r, hops + 1) for r in graph.computed.get((fact_type, fact_rel), ())
             )
             for parent_type, parent_rel, tupleset in graph.ttu.get((fact_type, fact_rel), ()):
                 for key in reader.read_by_user(fact_obj, parent_type):

@@ -198,11 +198,13 @@ class FgaBase:
 
     async def warm_up(self) -> None:
         """Read the store's head (revision, latest model) at startup, so no request waits
-        for it; no tuple is read. A failure only means the first request reads it."""
+        for it, then the store itself into the read cache if it fits in half of it
+        (:meth:`EngineState.preload`). A failure only means requests read on demand."""
         if self.engine is None:
             return
         try:
             await self.engine.fresh()
+            await self.engine.preload()
         except Exception:
             log.warning("authorization store not loaded at startup", exc_info=True)
 

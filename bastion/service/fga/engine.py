@@ -54,6 +54,7 @@ from bastion.core.fga.dsl_parser import parse_model
 from bastion.core.fga.graph import ReverseGraph
 from bastion.core.fga.on_demand import (
     OBJECT_LIMIT,
+    ObjectTuples,
     ReadCache,
     ReadKey,
     RoundReader,
@@ -61,8 +62,9 @@ from bastion.core.fga.on_demand import (
     as_answer,
     keys_touched,
 )
+from bastion.core.fga.tuples import TupleKey
 from bastion.core.fga.typesystem import TypeSystem
-from bastion.storage.fga import Change, FgaStore, Read, StoredModel
+from bastion.storage.fga import Change, FgaStore, Read, StoredModel, TupleFilter
 from bastion.storage.fga_generation import GatedFgaStore
 from bastion.storage.fga_replica import ReplicatedFgaStore
 from bastion.storage.memory.redis_topology import CommandAhead
@@ -75,6 +77,11 @@ T = TypeVar("T")
 DEFAULT_CACHE_MIB = 512
 #: Check sub-problems kept across requests, every store together.
 CHECK_CACHE_ENTRIES = 100_000
+#: A store is preloaded when its revision times this fits in half the read cache (an
+#: object read whole is ~2 KiB held for 3 tuples, estimated ~3.2 KiB: this is per tuple).
+PRELOAD_BYTES = 1_100
+#: Tuples per page of a preload.
+PRELOAD_PAGE = 5_000
 #: Runs one round of an evaluation (a worker thread's ``to_thread.run_sync``, say).
 Offload = Callable[[Callable[[], list[ReadKey]]], Awaitable[list[ReadKey]]]
 #: Names of a store's cached state in the shared caches, never reused in a process.
@@ -148,6 +155,39 @@ class EngineState:
         while reads := (speculation.step() if offload is None else await offload(speculation.step)):
             await self._fetch(reads, speculation)
         return speculation.result
+
+    async def preload(self) -> int:
+        """Read the store into the read cache, every object whole, if it fits in half the
+        cache: a process that has just started then answers as warm. Called once after
+        the first :meth:`fresh`. Returns the objects cached: 0 when the store is too
+        large (it stays on demand) or a change was replayed meanwhile (the pages were
+        read at different moments: then nothing is kept, as a fetch that saw a change).
+        """
+        reads = self.caches.reads
+        budget = reads.max_bytes // 2
+        if self.model is None or self.revision * PRELOAD_BYTES > budget:
+            return 0
+        scope, stamp = self.scope, self._stamp
+        by_object: dict[str, list[TupleKey]] = {}
+        token, count = "", 0
+        while True:
+            page = await self.store.read_tuples(TupleFilter(), PRELOAD_PAGE, token)
+            for found in page.tuples:
+                by_object.setdefault(found.object, []).append(found)
+            count += len(page.tuples)
+            token = page.continuation_token
+            if not token or count * PRELOAD_BYTES > budget:
+                break
+        if token or scope != self.scope or stamp != self._stamp:
+            return 0
+        limit = str(OBJECT_LIMIT)
+        put = 0
+        for obj, tuples in by_object.items():
+            read: ReadKey = (scope, "read_object", obj, limit)
+            if reads.peek(read) is None:  # a request's fetch may be newer
+                reads.put(read, ObjectTuples(tuples[: OBJECT_LIMIT + 1]))
+                put += 1
+        return put
 
     async def _fetch(self, keys: Sequence[ReadKey], speculation: Speculation[T]) -> None:
         stamp = self._stamp

@@ -58,7 +58,13 @@ async def off_loop(work: Callable[[], T], stop: Stop, limiter: trio.CapacityLimi
     work stops at its next question to ``stop``. One ``stop`` may serve several calls
     (the rounds of one evaluation)."""
     try:
-        return await trio.to_thread.run_sync(work, abandon_on_cancel=True, limiter=limiter)
+        done = await trio.to_thread.run_sync(work, abandon_on_cancel=True, limiter=limiter)
     except BaseException:
         stop.given_up = True
         raise
+    if stop():
+        # The deadline passed while it ran: what it returns may be cut short (a condition
+        # stopped), not an answer. The loop may not have cancelled the request yet (a
+        # busy loop runs its timers late); it does at its deadline, which has come.
+        await trio.sleep_forever()
+    return done

@@ -36,7 +36,6 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from hashlib import sha256
 from typing import Any
 
 import sqlalchemy as sa
@@ -310,8 +309,8 @@ def copy_text(batch: Batch) -> str:
     """``batch`` as lines of COPY's text format, in the stream table's columns."""
     text = "".join(
         [
-            f"{line}\t{sha256(f'{key.object}#{key.relation}@{key.user}'.encode()).hexdigest()}"
-            f"\t{key.object.partition(':')[0]}\t{key.object}\t{key.relation}\t{key.user}"
+            f"{line}\t{key_hash(key)}"
+            f"\t{split_object(key.object)[0]}\t{key.object}\t{key.relation}\t{key.user}"
             f"\t{key.condition or _NULL}\t{_NULL if key.context is None else _context_json(key)}\n"
             for line, key in batch
         ]

@@ -95,15 +95,21 @@ def key_hash(key: TupleKey) -> str:
 
 
 def key_from_row(row: Any) -> TupleKey:
-    context = json.loads(row.condition_context) if row.condition_context else None
-    # Interned: a user, a relation name or an object recurs across many tuples and
-    # cached answers (a third less memory for a million tuples).
+    return _key(row.object, row.relation, row.user, row.condition_name, row.condition_context)
+
+
+def _key(
+    obj: str, relation: str, user: str, condition: str | None, context: str | None
+) -> TupleKey:
+    """A stored tuple's columns as its key. Interned: a user, a relation name or an object
+    recurs across many tuples and cached answers (a third less memory for a million)."""
+    intern = sys.intern
     return TupleKey(
-        sys.intern(row.object),
-        sys.intern(row.relation),
-        sys.intern(row.user),
-        row.condition_name or "",
-        context,
+        intern(obj),
+        intern(relation),
+        intern(user),
+        condition or "",
+        json.loads(context) if context else None,
     )
 
 
@@ -184,15 +190,8 @@ def _answer(rows: list[Any]) -> tuple[TupleKey, ...]:
     """A read's rows (``_COLUMNS`` and the part) as tuples, in the order written."""
     if len(rows) > 1:
         rows.sort(key=itemgetter(_ID))
-    intern = sys.intern
     return tuple(
-        TupleKey(
-            intern(row[_OBJECT]),
-            intern(row[_RELATION]),
-            intern(row[_USER]),
-            row[_CONDITION] or "",
-            json.loads(row[_CONTEXT]) if row[_CONTEXT] else None,
-        )
+        _key(row[_OBJECT], row[_RELATION], row[_USER], row[_CONDITION], row[_CONTEXT])
         for row in rows
     )
 

@@ -41,7 +41,7 @@ from bastion.core.fga.typesystem import TypeSystem
 
 __all__ = ["EXACT_MARGIN", "ListResult", "ObjectSearch", "list_objects"]
 
-#: Check's depth limit less this many hops bounds the paths the walk's exactness relies on.
+#: Check's depth limit less this many steps bounds the paths the walk's exactness relies on.
 EXACT_MARGIN = 3
 
 
@@ -177,7 +177,7 @@ class ObjectSearch:
         self.error: FgaError | None = None
 
     def _exact_hops(self) -> int:
-        """The tuple hops within which a candidate of the walk needs no Check (see the
+        """The steps of the walk's path within which a candidate needs no Check (see the
         module docstring); -1 where every candidate needs one."""
         request = self._request
         object_type, relation, user = self._target

@@ -59,6 +59,7 @@ __all__ = [
     "as_answer",
     "evaluate_from",
     "keys_touched",
+    "whole_object",
 ]
 
 T = TypeVar("T")
@@ -200,8 +201,13 @@ def keys_touched(
     if "#" in key.user:
         touched += ((scope, "read_usersets", key.object, key.relation),)
     if object_limit is not None:
-        touched += ((scope, "read_object", key.object, str(object_limit)),)
+        touched += (whole_object(scope, key.object, object_limit),)
     return touched
+
+
+def whole_object(scope: Hashable, obj: str, limit: int) -> ReadKey:
+    """The read of ``obj``'s tuples whole (see the module docstring)."""
+    return (scope, "read_object", obj, str(limit))
 
 
 class ObjectReader(TupleReader, Protocol):
@@ -273,7 +279,7 @@ class RoundReader:
     """One round's reader: the request's answers, then ``known`` (the shared cache); a
     read neither has is answered with nothing and noted in :attr:`missed`."""
 
-    __slots__ = ("_answers", "_known", "_limit", "_limit_text", "_scope", "_wholes", "missed")
+    __slots__ = ("_answers", "_known", "_limit", "_scope", "_wholes", "missed")
 
     def __init__(
         self,
@@ -286,7 +292,6 @@ class RoundReader:
         self._answers = answers
         self._known = known
         self._limit = object_limit
-        self._limit_text = str(object_limit)
         #: Objects read whole, met this round (``False``: over the limit).
         self._wholes: dict[str, ObjectTuples | bool] = {}
         #: The reads this round could not answer, in the order it asked them.
@@ -303,7 +308,7 @@ class RoundReader:
         if found is None:
             if self._limit is None:
                 return False
-            answer = self._lookup((self._scope, "read_object", obj, self._limit_text))
+            answer = self._lookup(whole_object(self._scope, obj, self._limit))
             if answer is None:
                 return None
             found = wholes[obj] = (

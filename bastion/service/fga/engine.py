@@ -61,6 +61,7 @@ from bastion.core.fga.on_demand import (
     Speculation,
     as_answer,
     keys_touched,
+    whole_object,
 )
 from bastion.core.fga.tuples import TupleKey
 from bastion.core.fga.typesystem import TypeSystem
@@ -180,10 +181,9 @@ class EngineState:
                 break
         if token or scope != self.scope or stamp != self._stamp:
             return 0
-        limit = str(OBJECT_LIMIT)
         put = 0
         for obj, tuples in by_object.items():
-            read: ReadKey = (scope, "read_object", obj, limit)
+            read = whole_object(scope, obj, OBJECT_LIMIT)
             if reads.peek(read) is None:  # a request's fetch may be newer
                 reads.put(read, ObjectTuples(tuples[: OBJECT_LIMIT + 1]))
                 put += 1

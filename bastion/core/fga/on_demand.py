@@ -43,7 +43,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import Generic, Protocol, TypeVar, cast
+from typing import Any, Generic, Protocol, TypeVar, cast
 
 from bastion.core.fga.tuples import TupleKey, TupleReader, split_object
 
@@ -66,8 +66,9 @@ T = TypeVar("T")
 
 #: ``(scope, method, *arguments)``: ``("read", object, relation)``, ``("read_exact", object,
 #: relation, user)``, ``("read_usersets", object, relation)``, ``("read_by_user", user,
-#: object_type)`` or ``("read_object", object, limit)`` (the limit as text) after a scope the
-#: driver chooses (its store's cached state).
+#: object_type)`` or ``("read_object", object, limit)`` (the limit an int; a store's
+#: :data:`~storage.fga.Read` has it as text) after a scope the driver chooses (its store's
+#: cached state).
 ReadKey = tuple[Hashable, ...]
 Answer = tuple[TupleKey, ...]
 
@@ -112,18 +113,22 @@ class CacheStatistics:
 
 
 class ReadCache:
-    """Read answers, least recently used first out, at most ``max_bytes`` (estimated).
+    """Read answers, least recently used first out (nearly), at most ``max_bytes``
+    (estimated).
 
-    Entries are a dict in use order (a hit takes its entry out and puts it back), as in
-    :class:`~core.fga.cache.CheckCache`; past the bound the oldest go, down to fifteen
-    sixteenths of it in one walk. An answer larger than an eighth of the bound is not
-    kept (one group of millions of members would push out everything else).
+    Entries are a dict in insertion order with a *used* mark (the clock algorithm): a hit
+    only sets the mark, and the eviction walks from the oldest, moves a marked entry to
+    the end with its mark cleared and takes the others, down to fifteen sixteenths of the
+    bound in one walk. A hit is then one lookup, not a removal and an insertion. An
+    answer larger than an eighth of the bound is not kept (one group of millions of
+    members would push out everything else).
     """
 
     def __init__(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes
         self.bytes = 0
-        self._entries: dict[ReadKey, tuple[Answer, int]] = {}
+        #: ``[answer, estimated bytes, used since the last walk]`` by key.
+        self._entries: dict[ReadKey, list[Any]] = {}
         self.hits = 0
         self.misses = 0
         self.evictions = 0
@@ -132,27 +137,26 @@ class ReadCache:
         return len(self._entries)
 
     def get(self, key: ReadKey) -> Answer | None:
-        entries = self._entries
-        found = entries.pop(key, None)
+        found = self._entries.get(key)
         if found is None:
             self.misses += 1
             return None
-        entries[key] = found
+        found[2] = True
         self.hits += 1
-        return found[0]
+        return cast(Answer, found[0])
 
     def peek(self, key: ReadKey) -> Answer | None:
-        """:meth:`get` without touching the use order or the counts: one read of the
-        dict, safe from a worker thread while the owning thread uses the cache."""
+        """:meth:`get` without marking the entry used or counting: one read of the dict,
+        safe from a worker thread while the owning thread uses the cache."""
         found = self._entries.get(key)
-        return None if found is None else found[0]
+        return None if found is None else cast(Answer, found[0])
 
     def put(self, key: ReadKey, answer: Answer) -> None:
         size = _entry_size(key, answer)
         self.discard(key)
         if size > self.max_bytes // 8:
             return
-        self._entries[key] = (answer, size)
+        self._entries[key] = [answer, size, False]
         self.bytes += size
         if self.bytes > self.max_bytes:
             self._evict()
@@ -164,17 +168,28 @@ class ReadCache:
 
     def _evict(self) -> None:
         target = self.max_bytes - self.max_bytes // 16
-        victims: list[ReadKey] = []
-        freed = 0
-        for key, (_, size) in self._entries.items():
-            if self.bytes - freed <= target:
+        entries = self._entries
+        while self.bytes > target:
+            victims: list[ReadKey] = []
+            spared: list[ReadKey] = []
+            freed = 0
+            for key, entry in entries.items():
+                if self.bytes - freed <= target:
+                    break
+                if entry[2]:
+                    entry[2] = False
+                    spared.append(key)
+                else:
+                    victims.append(key)
+                    freed += entry[1]
+            if not victims and not spared:
                 break
-            victims.append(key)
-            freed += size
-        for key in victims:
-            del self._entries[key]
-        self.bytes -= freed
-        self.evictions += len(victims)
+            for key in victims:
+                del entries[key]
+            for key in spared:  # a second chance, at the end of the walk's order
+                entries[key] = entries.pop(key)
+            self.bytes -= freed
+            self.evictions += len(victims)
 
     def statistics(self) -> CacheStatistics:
         return CacheStatistics(
@@ -207,7 +222,7 @@ def keys_touched(
 
 def whole_object(scope: Hashable, obj: str, limit: int) -> ReadKey:
     """The read of ``obj``'s tuples whole (see the module docstring)."""
-    return (scope, "read_object", obj, str(limit))
+    return (scope, "read_object", obj, limit)
 
 
 class ObjectReader(TupleReader, Protocol):
@@ -221,9 +236,10 @@ class ObjectReader(TupleReader, Protocol):
 def answer_from(reader: TupleReader, key: ReadKey) -> Answer:
     """``key`` (scope first) asked of a synchronous reader."""
     method = cast(str, key[1])
-    args = cast(tuple[str, ...], key[2:])
+    args = key[2:]
     if method == "read_object":
-        return ObjectTuples(cast(ObjectReader, reader).read_object(args[0], int(args[1])))
+        obj, limit = cast(tuple[str, int], args)
+        return ObjectTuples(cast(ObjectReader, reader).read_object(obj, limit))
     ask: Callable[..., Sequence[TupleKey]] = getattr(reader, method)
     return tuple(ask(*args))
 
@@ -234,7 +250,8 @@ _Relation = tuple[Answer, Answer, dict[str, Answer]]
 
 class ObjectTuples(tuple[TupleKey, ...]):
     """An object's tuples read whole (in their order), indexed by relation once, when
-    made: every later read of the object, by any request, is a lookup."""
+    made: every later read of the object, by any request, is a lookup
+    (:class:`RoundReader`'s reads by object)."""
 
     by_relation: dict[str, _Relation]
 
@@ -255,18 +272,6 @@ class ObjectTuples(tuple[TupleKey, ...]):
         }
         return made
 
-    def read(self, relation: str) -> Answer:
-        found = self.by_relation.get(relation)
-        return () if found is None else found[0]
-
-    def read_exact(self, relation: str, user: str) -> Answer:
-        found = self.by_relation.get(relation)
-        return () if found is None else found[2].get(user, ())
-
-    def read_usersets(self, relation: str) -> Answer:
-        found = self.by_relation.get(relation)
-        return () if found is None else found[1]
-
 
 def as_answer(key: ReadKey, tuples: Sequence[TupleKey]) -> Answer:
     """A fetched answer as kept: an object read whole is an :class:`ObjectTuples`."""
@@ -275,11 +280,20 @@ def as_answer(key: ReadKey, tuples: Sequence[TupleKey]) -> Answer:
     return tuple(tuples)
 
 
+#: An object read whole as a round knows it: its tuples, or ``False`` when whole reads
+#: are off or it has more tuples than the limit.
+_Whole = ObjectTuples | bool
+
+
 class RoundReader:
     """One round's reader: the request's answers, then ``known`` (the shared cache); a
-    read neither has is answered with nothing and noted in :attr:`missed`."""
+    read neither has is answered with nothing and noted in :attr:`missed`.
 
-    __slots__ = ("_answers", "_known", "_limit", "_scope", "_wholes", "missed")
+    ``objects`` (the request's objects read whole, shared by its rounds) is the first
+    place a read by object looks: a warm read is one lookup there, then one in the
+    object's index."""
+
+    __slots__ = ("_answers", "_known", "_limit", "_objects", "_scope", "missed")
 
     def __init__(
         self,
@@ -287,33 +301,32 @@ class RoundReader:
         answers: dict[ReadKey, Answer],
         known: Callable[[ReadKey], Answer | None],
         object_limit: int | None = None,
+        objects: dict[str, _Whole] | None = None,
     ) -> None:
         self._scope = scope
         self._answers = answers
         self._known = known
         self._limit = object_limit
-        #: Objects read whole, met this round (``False``: over the limit).
-        self._wholes: dict[str, ObjectTuples | bool] = {}
+        self._objects: dict[str, _Whole] = {} if objects is None else objects
         #: The reads this round could not answer, in the order it asked them.
         self.missed: dict[ReadKey, None] = {}
 
     def _get(self, key: ReadKey) -> Answer:
         return () if (found := self._lookup(key)) is None else found
 
-    def _whole(self, obj: str) -> ObjectTuples | bool | None:
-        """``obj``'s tuples read whole; ``None`` if not known yet (noted as missed);
-        ``False`` if whole reads are off or it has more than the limit."""
-        wholes = self._wholes
-        found = wholes.get(obj)
-        if found is None:
-            if self._limit is None:
-                return False
-            answer = self._lookup(whole_object(self._scope, obj, self._limit))
-            if answer is None:
-                return None
-            found = wholes[obj] = (
-                cast(ObjectTuples, answer) if len(answer) <= self._limit else False
-            )
+    def _whole(self, obj: str) -> _Whole | None:
+        """``obj``'s tuples read whole, not met by the request yet: from the shared cache
+        (then kept for the request), else ``None``, noted as missed."""
+        if self._limit is None:
+            return False
+        key = whole_object(self._scope, obj, self._limit)
+        answer = self._known(key)
+        if answer is None:
+            self.missed[key] = None
+            return None
+        # Kept for the request: a later round answers it the same way whatever the
+        # shared cache does meanwhile.
+        found = self._objects[obj] = _as_whole(answer, self._limit)
         return found
 
     def _lookup(self, key: ReadKey) -> Answer | None:
@@ -326,9 +339,7 @@ class RoundReader:
             if found is None:
                 self.missed[key] = None
                 return None
-            # Kept for the request: a later round answers it the same way whatever the
-            # shared cache does meanwhile.
-            answers[key] = found
+            answers[key] = found  # kept for the request, as an object read whole
         return found
 
     def misses(self) -> int:
@@ -336,27 +347,44 @@ class RoundReader:
         return len(self.missed)
 
     def read(self, obj: str, relation: str) -> Sequence[TupleKey]:
-        whole = self._whole(obj)
-        if isinstance(whole, ObjectTuples):
-            return whole.read(relation)
-        return () if whole is None else self._get((self._scope, "read", obj, relation))
+        whole = self._objects.get(obj)
+        if whole is None:
+            whole = self._whole(obj)
+            if whole is None:
+                return ()
+        if whole is False:
+            return self._get((self._scope, "read", obj, relation))
+        found = cast(ObjectTuples, whole).by_relation.get(relation)
+        return () if found is None else found[0]
 
     def read_exact(self, obj: str, relation: str, user: str) -> Sequence[TupleKey]:
-        whole = self._whole(obj)
-        if isinstance(whole, ObjectTuples):
-            return whole.read_exact(relation, user)
+        whole = self._objects.get(obj)
         if whole is None:
-            return ()
-        return self._get((self._scope, "read_exact", obj, relation, user))
+            whole = self._whole(obj)
+            if whole is None:
+                return ()
+        if whole is False:
+            return self._get((self._scope, "read_exact", obj, relation, user))
+        found = cast(ObjectTuples, whole).by_relation.get(relation)
+        return () if found is None else found[2].get(user, ())
 
     def read_usersets(self, obj: str, relation: str) -> Sequence[TupleKey]:
-        whole = self._whole(obj)
-        if isinstance(whole, ObjectTuples):
-            return whole.read_usersets(relation)
-        return () if whole is None else self._get((self._scope, "read_usersets", obj, relation))
+        whole = self._objects.get(obj)
+        if whole is None:
+            whole = self._whole(obj)
+            if whole is None:
+                return ()
+        if whole is False:
+            return self._get((self._scope, "read_usersets", obj, relation))
+        found = cast(ObjectTuples, whole).by_relation.get(relation)
+        return () if found is None else found[1]
 
     def read_by_user(self, user: str, object_type: str) -> Sequence[TupleKey]:
         return self._get((self._scope, "read_by_user", user, object_type))
+
+
+def _as_whole(answer: Answer, limit: int) -> _Whole:
+    return cast(ObjectTuples, answer) if len(answer) <= limit else False
 
 
 _NOT_YET = object()
@@ -380,6 +408,8 @@ class Speculation(Generic[T]):
         self._scope = scope
         self._object_limit = object_limit
         self._answers: dict[ReadKey, Answer] = {}
+        #: Objects read whole, as the request's rounds have met them.
+        self._objects: dict[str, _Whole] = {}
         self._result: object = _NOT_YET
         self._error: Exception | None = None
         #: Rounds run so far.
@@ -391,7 +421,9 @@ class Speculation(Generic[T]):
         if self._result is not _NOT_YET:
             return []
         self.rounds += 1
-        reader = RoundReader(self._scope, self._answers, self._known, self._object_limit)
+        reader = RoundReader(
+            self._scope, self._answers, self._known, self._object_limit, self._objects
+        )
         try:
             result = self._run(reader)
         except Exception as exc:
@@ -405,7 +437,11 @@ class Speculation(Generic[T]):
         return []
 
     def answer(self, key: ReadKey, tuples: Sequence[TupleKey]) -> None:
-        self._answers[key] = as_answer(key, tuples)
+        answer = as_answer(key, tuples)
+        if key[1] == "read_object":
+            self._objects[cast(str, key[2])] = _as_whole(answer, cast(int, key[3]))
+        else:
+            self._answers[key] = answer
 
     @property
     def result(self) -> T:

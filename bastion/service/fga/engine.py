@@ -42,7 +42,7 @@ older entries unreachable.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Awaitable, Callable, Hashable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TypeVar
@@ -138,8 +138,11 @@ class EngineState:
         self._probe = False
 
     @property
-    def cache_scope(self) -> tuple[Hashable, str, int]:
-        return (self.scope, "" if self.model is None else self.model.id, self.revision)
+    def cache_scope(self) -> str:
+        """The check cache's scope: this store's cached state, model and revision, as one
+        string (its hash is computed once, not at every lookup as a tuple's would be)."""
+        model = "" if self.model is None else self.model.id
+        return f"{self.scope}:{model}:{self.revision}"
 
     async def evaluate(self, run: Callable[[RoundReader], T], offload: Offload | None = None) -> T:
         """``run(reader)`` over the store as of (at least) the last :meth:`fresh`: in

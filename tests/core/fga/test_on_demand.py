@@ -16,6 +16,7 @@ from bastion.core.fga.on_demand import (
     answer_from,
     evaluate_from,
     keys_touched,
+    whole_object,
 )
 from bastion.core.fga.request import RequestContext, RequestOptions
 from bastion.core.fga.tuples import MemoryTupleReader, TupleKey
@@ -87,7 +88,7 @@ def test_discarding_the_keys_a_change_touches_leaves_every_answer_exact() -> Non
         ("s", "read_by_user", "user:a", "doc"),
         ("s", "read_by_user", "user:b", "doc"),
         ("s", "read_by_user", "group:g#member", "doc"),
-        ("s", "read_object", "doc:1", "2"),
+        whole_object("s", "doc:1", 2),
     ]
     changes = [
         ("write", key("doc:1#viewer@user:b")),
@@ -205,7 +206,7 @@ def test_an_object_past_the_limit_is_read_by_relation_and_user() -> None:
 
     assert allowed("user:u4")
     assert not allowed("user:nobody")
-    group = ("s", "read_object", "group:g", "3")
+    group = whole_object("s", "group:g", 3)
     assert len(cache.get(group) or ()) == 4  # the overflow, kept to say so
     assert cache.get(("s", "read_exact", "group:g", "member", "user:u4")) is not None
 

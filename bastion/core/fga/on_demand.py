@@ -24,8 +24,8 @@ and why a sub-problem's outcome is kept beyond the request (the check cache) onl
 where no read was missing so far (:meth:`RoundReader.misses`).
 
 :class:`ReadCache` keeps answers by their :data:`ReadKey` (a scope naming the store's
-cached state, then the reader method and its arguments) in least-recently-used order,
-bounded by an estimate of their bytes, and shared by every store of the process; the
+cached state, then the reader method and its arguments), the least recently used out
+first (by the clock algorithm), bounded by an estimate of their bytes, and shared by every store of the process; the
 driver discards the keys a change touches (:func:`keys_touched`) when it replays the
 store's changelog, and replaces the scope when it cannot.
 

@@ -25,9 +25,10 @@ where no read was missing so far (:meth:`RoundReader.misses`).
 
 :class:`ReadCache` keeps answers by their :data:`ReadKey` (a scope naming the store's
 cached state, then the reader method and its arguments), the least recently used out
-first (by the clock algorithm), bounded by an estimate of their bytes, and shared by every store of the process; the
-driver discards the keys a change touches (:func:`keys_touched`) when it replays the
-store's changelog, and replaces the scope when it cannot.
+first (by the clock algorithm), bounded by an estimate of their bytes, and shared by
+every store of the process; the driver discards the keys a change touches
+(:func:`keys_touched`) when it replays the store's changelog, and replaces the scope
+when it cannot.
 
 Whole objects (``object_limit``): a check asks several reads of one object (the exact
 tuple for its user, then the usersets, of each relation it walks), and the exact read
@@ -43,7 +44,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar, cast
+from typing import Any, Generic, Literal, Protocol, TypeVar, cast
 
 from bastion.core.fga.tuples import TupleKey, TupleReader, split_object
 
@@ -280,9 +281,10 @@ def as_answer(key: ReadKey, tuples: Sequence[TupleKey]) -> Answer:
     return tuple(tuples)
 
 
-#: An object read whole as a round knows it: its tuples, or ``False`` when whole reads
-#: are off or it has more tuples than the limit.
-_Whole = ObjectTuples | bool
+#: An object read whole as a request knows it: its index by relation
+#: (:attr:`ObjectTuples.by_relation`), or ``False`` when whole reads are off or it has
+#: more tuples than the limit.
+_Whole = dict[str, _Relation] | Literal[False]
 
 
 class RoundReader:
@@ -354,7 +356,7 @@ class RoundReader:
                 return ()
         if whole is False:
             return self._get((self._scope, "read", obj, relation))
-        found = cast(ObjectTuples, whole).by_relation.get(relation)
+        found = whole.get(relation)
         return () if found is None else found[0]
 
     def read_exact(self, obj: str, relation: str, user: str) -> Sequence[TupleKey]:
@@ -365,7 +367,7 @@ class RoundReader:
                 return ()
         if whole is False:
             return self._get((self._scope, "read_exact", obj, relation, user))
-        found = cast(ObjectTuples, whole).by_relation.get(relation)
+        found = whole.get(relation)
         return () if found is None else found[2].get(user, ())
 
     def read_usersets(self, obj: str, relation: str) -> Sequence[TupleKey]:
@@ -376,7 +378,7 @@ class RoundReader:
                 return ()
         if whole is False:
             return self._get((self._scope, "read_usersets", obj, relation))
-        found = cast(ObjectTuples, whole).by_relation.get(relation)
+        found = whole.get(relation)
         return () if found is None else found[1]
 
     def read_by_user(self, user: str, object_type: str) -> Sequence[TupleKey]:
@@ -384,7 +386,7 @@ class RoundReader:
 
 
 def _as_whole(answer: Answer, limit: int) -> _Whole:
-    return cast(ObjectTuples, answer) if len(answer) <= limit else False
+    return cast(ObjectTuples, answer).by_relation if len(answer) <= limit else False
 
 
 _NOT_YET = object()

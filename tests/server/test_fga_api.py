@@ -261,6 +261,14 @@ def test_tuple_request_limits(client: httpx.Client) -> None:
     assert "does not exist" in error(missing, 400, "invalid_argument")
     # The delete was all or nothing: sheet:0 is still there.
     assert checks(client, who, ("reader", "sheet:0")) == [True]
+    # A stored condition context is at most OpenFGA's 32 KiB of JSON; nothing is written.
+    doc = f"document:{who}-context"
+    huge = {"name": "in_hours", "context": {"hour": "9" * 33_000}}
+    too_large = post(
+        client, path, {"tuples": [tuple_(who, "viewer", doc, condition=huge)]}, headers=ADMIN
+    )
+    assert "at most 32768 (32 KiB)" in error(too_large, 400, "invalid_argument")
+    assert admin(client, "/v1/admin/fga/tuples/read", {"object": doc})["tuples"] == []
 
 
 def test_read_filters_pages_and_bare_ids(client: httpx.Client) -> None:

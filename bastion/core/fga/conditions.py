@@ -9,11 +9,14 @@ fails (OpenFGA reports that as 2000). ``ipaddress`` is OpenFGA's own CEL type, w
 Bounds: an evaluation costs what cel-go would count and stops past ``max_cost``
 (:mod:`.cel_cost`, OpenFGA's ``--maxConditionEvaluationCost``), and a request context
 holds at most :data:`MAX_CONTEXT_VALUES` values (:func:`context_problem`), so converting
-it for each evaluation stays small too.
+it for each evaluation stays small too. A tuple's stored context is at most
+:data:`MAX_STORED_CONTEXT_BYTES` of JSON, OpenFGA's limit (:func:`stored_context_problem`):
+it is kept in every cache that holds the tuple.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -34,16 +37,20 @@ from bastion.core.fga.model import Condition, ConditionParam
 
 __all__ = [
     "MAX_CONTEXT_VALUES",
+    "MAX_STORED_CONTEXT_BYTES",
     "CompiledCondition",
     "ConditionError",
     "IPAddress",
     "context_problem",
     "convert_parameter",
+    "stored_context_problem",
 ]
 
 #: Values in a request context at most: its entries plus every list item and map entry
 #: inside them, at any depth.
 MAX_CONTEXT_VALUES = 1000
+#: A written tuple's condition context at most, as compact JSON (OpenFGA's 32 KiB).
+MAX_STORED_CONTEXT_BYTES = 32 * 1024
 
 
 def _values(value: Any) -> int:
@@ -70,6 +77,15 @@ def context_problem(context: Mapping[str, Any]) -> str | None:
         f"context holds {total} values (list items and map entries counted), at most "
         f"{MAX_CONTEXT_VALUES}; {largest!r} alone holds {sizes[largest]}"
     )
+
+
+def stored_context_problem(context: Mapping[str, Any]) -> str | None:
+    """Why a tuple's condition ``context`` is too large to store, or ``None``."""
+    text = json.dumps(context, separators=(",", ":"), ensure_ascii=False, default=str)
+    size = len(text.encode())
+    if size <= MAX_STORED_CONTEXT_BYTES:
+        return None
+    return f"condition context is {size} bytes of JSON, at most {MAX_STORED_CONTEXT_BYTES} (32 KiB)"
 
 
 def _json(value: Any, name: str) -> Any:

@@ -24,7 +24,12 @@ from prometheus_client import Counter, Histogram
 
 from bastion.core.errors import FailedPrecondition, InvalidArgument, Unauthenticated
 from bastion.core.fga.cel_cost import DEFAULT_MAX_CONDITION_COST
-from bastion.core.fga.conditions import ConditionError, context_problem, convert_parameter
+from bastion.core.fga.conditions import (
+    ConditionError,
+    context_problem,
+    convert_parameter,
+    stored_context_problem,
+)
 from bastion.core.fga.request import (
     DEFAULT_LIST_DEADLINE,
     DEFAULT_MAX_RESULTS,
@@ -111,6 +116,8 @@ def _write_problem(model: ActiveModel, key: TupleKey) -> str | None:
     problem = model.ts.tuple_problem(key)
     if problem is not None or not key.condition or not key.context:
         return problem
+    if (too_large := stored_context_problem(key.context)) is not None:
+        return too_large
     params = model.ts.model.conditions[key.condition].parameters
     for name, value in key.context.items():
         if name not in params:

@@ -6,7 +6,13 @@ from typing import Any
 
 import pytest
 
-from bastion.core.fga.conditions import CompiledCondition, ConditionError, IPAddress
+from bastion.core.fga.conditions import (
+    MAX_STORED_CONTEXT_BYTES,
+    CompiledCondition,
+    ConditionError,
+    IPAddress,
+    stored_context_problem,
+)
 from bastion.core.fga.model import Condition, ConditionParam
 
 
@@ -93,3 +99,12 @@ def test_ipaddress_equality_and_hash() -> None:
     assert len({IPAddress("10.0.0.1"), IPAddress("10.0.0.1")}) == 1
     with pytest.raises(ConditionError):
         IPAddress("10.0.0.1").in_cidr("not-a-cidr")
+
+
+def test_a_stored_context_is_at_most_32_kib_of_json() -> None:
+    # {"x":"..."} is 8 bytes around the value.
+    assert stored_context_problem({"x": "a" * (MAX_STORED_CONTEXT_BYTES - 8)}) is None
+    problem = stored_context_problem({"x": "a" * (MAX_STORED_CONTEXT_BYTES - 7)})
+    assert problem == "condition context is 32769 bytes of JSON, at most 32768 (32 KiB)"
+    # Counted in bytes, not characters.
+    assert stored_context_problem({"x": "é" * 20_000}) is not None

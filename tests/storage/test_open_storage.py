@@ -12,7 +12,6 @@ from bastion.storage import StorageConfig, open_storage
 from bastion.storage.memory import InProcessMemoryStore, RedisMemoryStore, SqlMemoryStore
 from bastion.storage.sql.migrate import current_revision, head_revision
 from tests.dbfixtures import fresh_redis_url
-from tests.storage.helpers import eventually
 
 
 @pytest.fixture
@@ -67,28 +66,6 @@ async def test_unknown_memory_store_url(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="memory store URL"):
         async with open_storage(config):
             pass
-
-
-async def test_sql_memory_store_purges_expired_rows(tmp_path: Path) -> None:
-    config = StorageConfig(database_type="sqlite", database_url=str(tmp_path / "p.db"))
-    async with open_storage(config) as storage:
-        store = storage.memory
-        assert isinstance(store, SqlMemoryStore)
-        await store.set("short", b"1", ttl=0.05)
-        await store.set("long", b"2", ttl=600)
-
-        async def keys() -> list[str]:
-            return await storage.db.run(
-                lambda conn: list(conn.execute(sa.text("SELECT key FROM service_memory")).scalars())
-            )
-
-        async def purged() -> bool:
-            # A write may have purged it already (they purge when due): count the rows.
-            await store.purge_expired()
-            return await keys() == ["long"]
-
-        assert await eventually(purged)
-        assert await store.purge_expired() == 0
 
 
 def test_public_exports() -> None:

@@ -3,7 +3,8 @@
 Lets several instances that share a database share sessions, challenges and rate limits
 without Redis. Every read-modify-write runs under ``Database.run_locked`` on the key, so
 it is atomic across instances; plain deletes need no lock. Rows past ``expires_at`` are
-ignored by every read and purged at most once a minute per instance.
+ignored by every read; the background prune (``--prune-interval``,
+:mod:`storage.retention`) deletes them in batches, one process per interval.
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ __all__ = ["SqlMemoryStore"]
 
 T = TypeVar("T")
 
-_PURGE_INTERVAL = 60.0
 _MAX_KEY_LENGTH = 255
 _LIVE = sa.or_(memory.c.expires_at.is_(None), memory.c.expires_at > sa.bindparam("now"))
 
@@ -41,7 +41,6 @@ class SqlMemoryStore:
         """``clock`` is Unix seconds; instances sharing a database share its meaning."""
         self._db = db
         self._clock = clock
-        self._next_purge = 0.0
 
     async def get(self, key: str) -> bytes | None:
         _check_key(key)
@@ -207,21 +206,8 @@ class SqlMemoryStore:
         """Nothing of its own to close: the database belongs to the caller."""
         await trio.lowlevel.checkpoint()
 
-    async def purge_expired(self) -> int:
-        """Delete every expired row now; return how many."""
-        now = self._clock()
-        self._next_purge = now + _PURGE_INTERVAL
-
-        def work(conn: sa.Connection) -> int:
-            result = conn.execute(sa.delete(memory).where(memory.c.expires_at <= now))
-            return result.rowcount
-
-        return await self._db.run(work, write=True)
-
     async def _locked(self, key: str, fn: Callable[[sa.Connection], T]) -> T:
-        result = await self._db.run_locked("memory:" + key, fn)
-        await self._purge_if_due()
-        return result
+        return await self._db.run_locked("memory:" + key, fn)
 
     async def _delete_where(self, condition: sa.ColumnElement[bool]) -> int:
         now = self._clock()
@@ -232,13 +218,7 @@ class SqlMemoryStore:
             )  # expired: gone already, not counted
             return conn.execute(sa.delete(memory).where(condition)).rowcount
 
-        deleted = await self._db.run(work, write=True)
-        await self._purge_if_due()
-        return deleted
-
-    async def _purge_if_due(self) -> None:
-        if self._clock() >= self._next_purge:
-            await self.purge_expired()
+        return await self._db.run(work, write=True)
 
 
 def _check_key(key: str) -> None:

@@ -16,6 +16,7 @@ import urllib.request
 from pathlib import Path
 
 from bastion.cli import parse_args
+from bastion.core.networks import authority
 from bastion.core.settings import ConfigError, Settings
 
 #: Seconds to wait for the answer (the HEALTHCHECK's own --timeout is 5 s).
@@ -35,8 +36,7 @@ def server_arguments(pid: int) -> list[str]:
 def healthz_url(settings: Settings) -> str:
     scheme = "https" if settings.tls_cert_file else "http"
     host = settings.host if settings.host not in ("", "0.0.0.0", "::") else "127.0.0.1"  # noqa: S104
-    host = f"[{host}]" if ":" in host else host
-    return f"{scheme}://{host}:{settings.http_port}/healthz"
+    return f"{scheme}://{authority(host, settings.http_port)}/healthz"
 
 
 def probe(pid: int) -> str | None:

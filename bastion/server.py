@@ -24,6 +24,7 @@ from hypercorn.trio.run import worker_serve
 from hypercorn.utils import wrap_app
 
 from bastion import logs
+from bastion.core.networks import authority
 from bastion.core.settings import EXIT_CONFIG, Settings
 from bastion.core.settings.cautions import startup_cautions
 from bastion.service import tracing
@@ -71,9 +72,8 @@ class ListenerUnavailable(Exception):
 
 
 def _cannot_listen(host: str, port: int, flag: str, exc: OSError) -> ListenerUnavailable:
-    shown = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     reason = exc.strerror or str(exc)
-    return ListenerUnavailable(f"cannot listen on {shown} ({flag}): {reason}")
+    return ListenerUnavailable(f"cannot listen on {authority(host, port)} ({flag}): {reason}")
 
 
 async def _http_listener(
@@ -136,8 +136,7 @@ async def _http_listener(
 def public_metrics_url(settings: Settings) -> str:
     """``/metrics`` on ``--metrics-host:--metrics-port`` (HTTPS when TLS is on)."""
     scheme = "https" if settings.tls_cert_file else "http"
-    host = settings.metrics_host
-    return f"{scheme}://{f'[{host}]' if ':' in host else host}:{settings.metrics_port}/metrics"
+    return f"{scheme}://{authority(settings.metrics_host, settings.metrics_port)}/metrics"
 
 
 def _hypercorn_config(
@@ -146,7 +145,7 @@ def _hypercorn_config(
     config = HypercornConfig()
     if tls and settings.tls_cert_file:
         config.certfile, config.keyfile = settings.tls_cert_file, settings.tls_key_file
-    config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
+    config.bind = [authority(host, port)]
     config.graceful_timeout = settings.shutdown_timeout
     config.keep_alive_timeout = KEEP_ALIVE_SECONDS
     config.accesslog = None

@@ -5,9 +5,15 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Sequence
 
-__all__ = ["Network", "client_ip", "parse_networks"]
+__all__ = ["Network", "authority", "client_ip", "parse_networks"]
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+def authority(host: str, port: int) -> str:
+    """``host:port`` as a URL or a listener's address writes it (an IPv6 literal in
+    brackets)."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def parse_networks(entries: Sequence[str]) -> tuple[Network, ...]:

@@ -7,6 +7,7 @@ import ipaddress
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from bastion.core.networks import authority
 from bastion.core.settings.retention import RetentionFlags
 from bastion.core.settings.social import SocialFlags
 from bastion.core.settings.vocabulary import (
@@ -478,10 +479,5 @@ class Settings(SocialFlags, RetentionFlags):
 
 
 def default_url(host: str, port: int) -> str:
-    if host in ("", "0.0.0.0", "::"):  # noqa: S104
-        name = "localhost"
-    elif ":" in host:
-        name = f"[{host}]"
-    else:
-        name = host
-    return f"http://{name}:{port}"
+    name = "localhost" if host in ("", "0.0.0.0", "::") else host  # noqa: S104
+    return f"http://{authority(name, port)}"

@@ -34,6 +34,7 @@ from urllib.parse import unquote_to_bytes
 import h11
 import trio
 
+from bastion.core.networks import authority
 from bastion.core.settings import Settings
 from bastion.transports.http.balance import WorkerShare
 from bastion.transports.http.connection import (
@@ -534,5 +535,4 @@ async def open_listeners(host: str, port: int, backlog: int = 1024) -> list[trio
 def bound_address(listeners: list[trio.SocketListener], scheme: str = "http") -> str:
     """``http(s)://host:port`` of the first listener (the port a 0 resolved to)."""
     host, port = listeners[0].socket.getsockname()[:2]
-    shown = f"[{host}]" if ":" in host else host
-    return f"{scheme}://{shown}:{port}"
+    return f"{scheme}://{authority(host, port)}"

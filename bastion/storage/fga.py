@@ -18,19 +18,14 @@ tests). Tuples are not bound to a model; the engine filters them through the cur
 
 from __future__ import annotations
 
-import base64
-import binascii
-import functools
-import json
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql
 
 from bastion.core.fga.tuples import MemoryTupleReader, TupleKey, split_object
+from bastion.storage import fga_statements as statements
 from bastion.storage.fga_reads import (
     Fetched,
     Head,
@@ -40,12 +35,25 @@ from bastion.storage.fga_reads import (
     key_from_row,
     key_hash,
 )
+from bastion.storage.fga_types import (
+    MAX_REPLAY,
+    Change,
+    StoredModel,
+    StoreNotEmpty,
+    TupleConflict,
+    TupleFilter,
+    TuplePage,
+    WriteOptions,
+    decode_token,
+    encode_token,
+)
 from bastion.storage.fga_writes import queue_for
 from bastion.storage.sql.database import Database
-from bastion.storage.sql.schema import DEFAULT_FGA_STORE, fga_changelog, fga_models, fga_tuples
+from bastion.storage.sql.schema import DEFAULT_FGA_STORE
 
 __all__ = [
     "MAX_REPLAY",
+    "WRITE_LOCK",
     "Change",
     "Fetched",
     "FgaStore",
@@ -63,79 +71,8 @@ __all__ = [
     "encode_token",
 ]
 
-#: A process further behind than this many changes starts its cache over instead of replaying.
-MAX_REPLAY = 10_000
 #: The lock every writer of the store takes, on every instance.
 WRITE_LOCK = "bastion:fga:write"
-_CHUNK = 500
-
-
-@dataclass(frozen=True, slots=True)
-class StoredModel:
-    id: str
-    dsl: str
-
-
-@dataclass(frozen=True, slots=True)
-class Change:
-    """One changelog row: ``operation`` is ``write``, ``delete``, ``model`` or ``reset``."""
-
-    revision: int
-    operation: str
-    key: TupleKey | None = None
-    model: StoredModel | None = None
-    #: Unix seconds; OpenFGA's ``/changes`` shows it.
-    created_at: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class TupleFilter:
-    """Read filters; each empty part matches anything. ``object`` may be ``type:`` alone."""
-
-    user: str = ""
-    relation: str = ""
-    object: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class TuplePage:
-    tuples: Sequence[TupleKey]
-    #: Opaque; empty when there is nothing more.
-    continuation_token: str
-    #: When each tuple was written (Unix seconds), in the order of ``tuples``.
-    written_at: Sequence[int] = ()
-
-
-class TupleConflict(Exception):
-    """A write of an existing tuple (``exists``) or a delete of a missing one."""
-
-    def __init__(self, key: TupleKey, *, exists: bool) -> None:
-        super().__init__(str(key))
-        self.key = key
-        self.exists = exists
-
-
-class StoreNotEmpty(Exception):
-    """Reset refused: tuples remain."""
-
-
-#: The largest position a token may name: SQL's 64-bit ``bigint``.
-MAX_POSITION = 2**63 - 1
-
-
-def encode_token(last_id: int) -> str:
-    return base64.urlsafe_b64encode(str(last_id).encode()).decode()
-
-
-def decode_token(token: str) -> int:
-    """The position a token names; raises ``ValueError`` for anything we did not issue."""
-    try:
-        value = int(base64.urlsafe_b64decode(token.encode()).decode())
-    except (binascii.Error, UnicodeError, ValueError):
-        raise ValueError("invalid continuation token") from None
-    if not 0 <= value <= MAX_POSITION:  # a position past bigint overflows every database
-        raise ValueError("invalid continuation token")
-    return value
 
 
 class FgaStore(Protocol):
@@ -178,257 +115,6 @@ class FgaStore(Protocol):
         ...
 
 
-# ---------------------------------------------------------------- SQL
-
-
-def _context_json(key: TupleKey) -> str | None:
-    return None if key.context is None else json.dumps(dict(key.context), sort_keys=True)
-
-
-#: Built once: every request asks it, and building the statement each time cost a third of
-#: the probe's CPU time on SQLite.
-_MAX_REVISION = sa.select(sa.func.max(fga_changelog.c.revision)).where(
-    fga_changelog.c.store_id == sa.bindparam("store_id")
-)
-
-
-def _max_revision(conn: sa.Connection, store_id: str) -> int:
-    found = conn.execute(_MAX_REVISION, {"store_id": store_id}).scalar()
-    return int(found or 0)
-
-
-def _log_rows(
-    store_id: str, start: int, operation: str, keys: Sequence[TupleKey], now: int
-) -> list[dict[str, Any]]:
-    return [
-        {
-            "store_id": store_id,
-            "revision": start + i,
-            "operation": operation,
-            "object": k.object,
-            "relation": k.relation,
-            "user": k.user,
-            "condition_name": k.condition or None,
-            "condition_context": _context_json(k),
-            "created_at": now,
-        }
-        for i, k in enumerate(keys, 1)
-    ]
-
-
-def _condition_of(key: TupleKey) -> tuple[str | None, str | None]:
-    return key.condition or None, _context_json(key)
-
-
-def _existing(
-    conn: sa.Connection, store_id: str, hashes: list[str]
-) -> dict[str, tuple[str | None, str | None]]:
-    """The stored tuples among ``hashes``: key hash -> (condition name, context JSON)."""
-    found: dict[str, tuple[str | None, str | None]] = {}
-    t = fga_tuples.c
-    for i in range(0, len(hashes), _CHUNK):
-        chunk = hashes[i : i + _CHUNK]
-        rows = conn.execute(
-            sa.select(t.key_hash, t.condition_name, t.condition_context).where(
-                t.store_id == store_id, t.key_hash.in_(chunk)
-            )
-        )
-        found.update((r.key_hash, (r.condition_name, r.condition_context)) for r in rows)
-    return found
-
-
-def _insert_rows(conn: sa.Connection, table: sa.Table, rows: list[dict[str, Any]]) -> None:
-    """``rows`` into ``table``: on PostgreSQL as ONE statement whose parameters are a
-    column's values each (``unnest``), where psycopg's executemany would send a statement
-    per row (pipelined, but each parsed, planned and run on its own); the other drivers
-    batch an executemany themselves (pymysql into multi-row INSERTs, sqlite3 in one
-    prepared statement)."""
-    if conn.dialect.name != "postgresql" or not rows:
-        conn.execute(sa.insert(table), rows)
-        return
-    names = list(rows[0])
-    conn.execute(_unnest_insert(table, tuple(names)), {n: [r[n] for r in rows] for n in names})
-
-
-@functools.cache
-def _unnest_insert(table: sa.Table, names: tuple[str, ...]) -> sa.TextClause:
-    types = {column.name: column.type.compile(dialect=postgresql.dialect()) for column in table.c}
-    columns = ", ".join(f'"{n}"' for n in names)
-    arrays = ", ".join(f"CAST(:{n} AS {types[n]}[])" for n in names)
-    return sa.text(f"INSERT INTO {table.name} ({columns}) SELECT * FROM unnest({arrays})")  # noqa: S608
-
-
-@dataclass(frozen=True, slots=True)
-class WriteOptions:
-    """OpenFGA's ``on_duplicate: ignore`` / ``on_missing: ignore``: skip instead of failing."""
-
-    #: Skip a write of a tuple stored as it is (the same condition and context).
-    ignore_existing: bool = False
-    ignore_missing: bool = False
-
-
-def _write(
-    store_id: str,
-    writes: Sequence[TupleKey],
-    deletes: Sequence[TupleKey],
-    options: WriteOptions,
-    now: int,
-    conn: sa.Connection,
-) -> int:
-    revision = _max_revision(conn, store_id)
-    delete_hashes = [key_hash(k) for k in deletes]
-    if delete_hashes:
-        present = _existing(conn, store_id, delete_hashes)
-        kept = []
-        for key, digest in zip(deletes, delete_hashes, strict=True):
-            if digest in present:
-                kept.append(key)
-            elif not options.ignore_missing:
-                raise TupleConflict(key, exists=False)
-        deletes = kept
-        delete_hashes = [h for h in delete_hashes if h in present]
-        for i in range(0, len(delete_hashes), _CHUNK):
-            conn.execute(
-                sa.delete(fga_tuples).where(
-                    fga_tuples.c.store_id == store_id,
-                    fga_tuples.c.key_hash.in_(delete_hashes[i : i + _CHUNK]),
-                )
-            )
-        if deletes:
-            rows = _log_rows(store_id, revision, "delete", deletes, now)
-            _insert_rows(conn, fga_changelog, rows)
-        revision += len(deletes)
-    write_hashes = [key_hash(k) for k in writes]
-    if write_hashes:
-        present = _existing(conn, store_id, write_hashes)
-        if options.ignore_existing:
-            # Only the very same tuple is skipped: one with another condition still fails.
-            kept = [
-                (k, h)
-                for k, h in zip(writes, write_hashes, strict=True)
-                if present.get(h) != _condition_of(k)
-            ]
-            writes, write_hashes = [k for k, _ in kept], [h for _, h in kept]
-        for key, digest in zip(writes, write_hashes, strict=True):
-            if digest in present:
-                raise TupleConflict(key, exists=True)
-    if write_hashes:
-        _insert_rows(
-            conn,
-            fga_tuples,
-            [
-                {
-                    "store_id": store_id,
-                    "key_hash": digest,
-                    "object_type": split_object(k.object)[0],
-                    "object": k.object,
-                    "relation": k.relation,
-                    "user": k.user,
-                    "condition_name": k.condition or None,
-                    "condition_context": _context_json(k),
-                    "created_at": now,
-                }
-                for k, digest in zip(writes, write_hashes, strict=True)
-            ],
-        )
-        rows = _log_rows(store_id, revision, "write", writes, now)
-        _insert_rows(conn, fga_changelog, rows)
-        revision += len(writes)
-    return revision
-
-
-def _write_model(store_id: str, model: StoredModel, now: int, conn: sa.Connection) -> int:
-    revision = _max_revision(conn, store_id) + 1
-    conn.execute(
-        sa.insert(fga_models).values(
-            id=model.id, store_id=store_id, dsl=model.dsl, revision=revision, created_at=now
-        )
-    )
-    conn.execute(
-        sa.insert(fga_changelog).values(
-            store_id=store_id, revision=revision, operation="model", object=model.id, created_at=now
-        )
-    )
-    return revision
-
-
-def _reset(store_id: str, now: int, conn: sa.Connection) -> int:
-    mine = fga_tuples.c.store_id == store_id
-    if conn.execute(sa.select(fga_tuples.c.id).where(mine).limit(1)).first() is not None:
-        raise StoreNotEmpty()
-    revision = _max_revision(conn, store_id) + 1
-    conn.execute(sa.delete(fga_models).where(fga_models.c.store_id == store_id))
-    conn.execute(sa.delete(fga_changelog).where(fga_changelog.c.store_id == store_id))
-    conn.execute(
-        sa.insert(fga_changelog).values(
-            store_id=store_id, revision=revision, operation="reset", created_at=now
-        )
-    )
-    return revision
-
-
-def _latest_model(conn: sa.Connection, store_id: str) -> StoredModel | None:
-    row = conn.execute(
-        sa.select(fga_models.c.id, fga_models.c.dsl)
-        .where(fga_models.c.store_id == store_id)
-        .order_by(fga_models.c.revision.desc())
-        .limit(1)
-    ).first()
-    return None if row is None else StoredModel(row.id, row.dsl)
-
-
-def _changes_since(store_id: str, since: int, conn: sa.Connection) -> list[Change] | None:
-    rows = conn.execute(
-        sa.select(fga_changelog)
-        .where(fga_changelog.c.store_id == store_id, fga_changelog.c.revision > since)
-        .order_by(fga_changelog.c.revision)
-        .limit(MAX_REPLAY + 1)
-    ).all()
-    if not rows:
-        return []
-    if len(rows) > MAX_REPLAY or rows[0].revision != since + 1:
-        return None
-    model_ids = [r.object for r in rows if r.operation == "model"]
-    dsl: dict[str, str] = {}
-    if model_ids:
-        found = conn.execute(
-            sa.select(fga_models.c.id, fga_models.c.dsl).where(fga_models.c.id.in_(model_ids))
-        )
-        dsl = {row.id: row.dsl for row in found}
-    changes: list[Change] = []
-    for row in rows:
-        if row.operation == "model":
-            # A reset deletes model versions and their rows together, so the version is here.
-            model = StoredModel(row.object, dsl[row.object])
-            changes.append(Change(row.revision, "model", model=model))
-        elif row.operation == "reset":
-            changes.append(Change(row.revision, "reset"))
-        else:
-            key = key_from_row(row)
-            changes.append(Change(row.revision, row.operation, key=key, created_at=row.created_at))
-    return changes
-
-
-def _read(
-    store_id: str, where: TupleFilter, page_size: int, after: int, conn: sa.Connection
-) -> tuple[Sequence[Any], int | None]:
-    query = sa.select(fga_tuples).where(fga_tuples.c.store_id == store_id, fga_tuples.c.id > after)
-    if where.user:
-        query = query.where(fga_tuples.c.user == where.user)
-    if where.relation:
-        query = query.where(fga_tuples.c.relation == where.relation)
-    if where.object:
-        object_type, object_id = split_object(where.object)
-        if object_id:
-            query = query.where(fga_tuples.c.object == where.object)
-        else:
-            query = query.where(fga_tuples.c.object_type == object_type)
-    rows = conn.execute(query.order_by(fga_tuples.c.id).limit(page_size + 1)).all()
-    more = len(rows) > page_size
-    rows = rows[:page_size]
-    return rows, (rows[-1].id if more else None)
-
-
 class SqlFgaStore:
     """One store (``store_id``) of the database's stores; the default one unless named."""
 
@@ -448,23 +134,25 @@ class SqlFgaStore:
         return int(self._clock())
 
     async def revision(self) -> int:
-        return await self.db.run(lambda conn: _max_revision(conn, self.store_id), reserved=True)
+        return await self.db.run(
+            lambda conn: statements.max_revision(conn, self.store_id), reserved=True
+        )
 
     async def changes_since(self, revision: int) -> list[Change] | None:
         return await self.db.run(
-            lambda conn: _changes_since(self.store_id, revision, conn), reserved=True
+            lambda conn: statements.changes_since(self.store_id, revision, conn), reserved=True
         )
 
     async def head(self) -> Head:
         def read(conn: sa.Connection) -> Head:
-            return Head(_max_revision(conn, sid), _latest_model(conn, sid))
+            return Head(statements.max_revision(conn, sid), statements.latest_model(conn, sid))
 
         sid = self.store_id
         return await self.db.run(read, reserved=True)
 
     async def fetch(self, reads: Sequence[Read]) -> Fetched:
         def read(conn: sa.Connection) -> Fetched:
-            return fetch_sql(conn, sid, reads, _max_revision(conn, sid))
+            return fetch_sql(conn, sid, reads, statements.max_revision(conn, sid))
 
         sid = self.store_id
         # No common snapshot needed: each query sees at least the revision read first.
@@ -473,7 +161,7 @@ class SqlFgaStore:
     async def write_model(self, model: StoredModel) -> int:
         now, sid = self._now(), self.store_id
         return await self.db.run_locked(
-            WRITE_LOCK, lambda conn: _write_model(sid, model, now, conn)
+            WRITE_LOCK, lambda conn: statements.write_model(sid, model, now, conn)
         )
 
     async def write_tuples(
@@ -485,7 +173,7 @@ class SqlFgaStore:
         now, sid = self._now(), self.store_id
         # Committed together with the writes of this process queued meanwhile.
         return await queue_for(self.db, WRITE_LOCK).run(
-            lambda conn: _write(sid, writes, deletes, options, now, conn),
+            lambda conn: statements.write(sid, writes, deletes, options, now, conn),
             savepoint=bool(writes and deletes),
             own_errors=(TupleConflict,),
         )
@@ -493,14 +181,16 @@ class SqlFgaStore:
     async def read_tuples(self, where: TupleFilter, page_size: int, token: str) -> TuplePage:
         after = decode_token(token) if token else 0
         sid = self.store_id
-        rows, last = await self.db.run(lambda conn: _read(sid, where, page_size, after, conn))
+        rows, last = await self.db.run(
+            lambda conn: statements.read_page(sid, where, page_size, after, conn)
+        )
         keys = [key_from_row(r) for r in rows]
         token = "" if last is None else encode_token(last)
         return TuplePage(keys, token, [r.created_at for r in rows])
 
     async def reset(self) -> int:
         now, sid = self._now(), self.store_id
-        return await self.db.run_locked(WRITE_LOCK, lambda conn: _reset(sid, now, conn))
+        return await self.db.run_locked(WRITE_LOCK, lambda conn: statements.reset(sid, now, conn))
 
 
 # ---------------------------------------------------------------- this process only

@@ -27,7 +27,7 @@ How each database is loaded:
   repeats from conflicts. bench/RESULTS.md ("Import: levers measured") has the figures.
 - SQLite and MySQL/MariaDB: holding the lock from the start (SQLite has one writer
   anyway), batches of multi-row inserts through the store's own write
-  (:func:`storage.fga._write`), repeats dropped per batch.
+  (:func:`storage.fga_statements.write`), repeats dropped per batch.
 """
 
 from __future__ import annotations
@@ -42,18 +42,9 @@ import sqlalchemy as sa
 import trio
 
 from bastion.core.fga.tuples import TupleKey, split_object
+from bastion.storage import fga_statements as statements
 from bastion.storage.errors import StorageUnavailable
-from bastion.storage.fga import (
-    WRITE_LOCK,
-    StoredModel,
-    TupleConflict,
-    WriteOptions,
-    _condition_of,
-    _context_json,
-    _latest_model,
-    _max_revision,
-    _write,
-)
+from bastion.storage.fga import WRITE_LOCK, StoredModel, TupleConflict, WriteOptions
 from bastion.storage.fga_reads import key_from_row, key_hash
 from bastion.storage.fga_stores import SqlFgaStores
 from bastion.storage.sql.database import lock_in_transaction
@@ -171,7 +162,7 @@ async def import_tuples(
 
 
 def _check_model(conn: sa.Connection, store_id: str, model_id: str) -> None:
-    current: StoredModel | None = _latest_model(conn, store_id)
+    current: StoredModel | None = statements.latest_model(conn, store_id)
     if current is None or current.id != model_id:
         raise ModelChanged()
 
@@ -274,7 +265,7 @@ def _copy_load(
     announce()
     lock_in_transaction(conn, WRITE_LOCK, LOCK_WAIT)
     _check_model(conn, store_id, model_id)
-    base = _max_revision(conn, store_id)
+    base = statements.max_revision(conn, store_id)
     values = {"store_id": store_id, "now": now, "base": base}
     written = _insert_all(conn, values, given)
     if written is None:
@@ -307,11 +298,12 @@ _SPECIAL = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
 
 def copy_text(batch: Batch) -> str:
     """``batch`` as lines of COPY's text format, in the stream table's columns."""
+    context = statements.context_json
     text = "".join(
         [
             f"{line}\t{key_hash(key)}"
             f"\t{split_object(key.object)[0]}\t{key.object}\t{key.relation}\t{key.user}"
-            f"\t{key.condition or _NULL}\t{_NULL if key.context is None else _context_json(key)}\n"
+            f"\t{key.condition or _NULL}\t{_NULL if key.context is None else context(key)}\n"
             for line, key in batch
         ]
     )
@@ -342,7 +334,7 @@ def _values(line: int, key: TupleKey) -> tuple[str | None, ...]:
         key.relation,
         key.user,
         key.condition or None,
-        _context_json(key),
+        statements.context_json(key),
     )
 
 
@@ -365,7 +357,7 @@ def _batched_load(
     announce()
     _check_model(conn, store_id, model_id)
     options = WriteOptions(ignore_existing=True)
-    revision = _max_revision(conn, store_id)
+    revision = statements.max_revision(conn, store_id)
     given = written = 0
     conflicts: list[tuple[int, TupleKey]] = []
     for batch in batches:
@@ -373,7 +365,7 @@ def _batched_load(
         keys, lines = _first_of_each(batch, conflicts)
         while True:
             try:
-                after = _write(store_id, keys, (), options, now, conn)
+                after = statements.write(store_id, keys, (), options, now, conn)
                 break
             except TupleConflict as conflict:  # raised before the batch wrote anything
                 # Named, and the rest written all the same (the transaction will be
@@ -403,7 +395,7 @@ def _first_of_each(
         seen = first.get(digest)
         if seen is None:
             first[digest] = (line, key)
-        elif _condition_of(seen[1]) != _condition_of(key):
+        elif statements.condition_of(seen[1]) != statements.condition_of(key):
             conflicts.append((line, key))
     return [key for _, key in first.values()], {d: line for d, (line, _) in first.items()}
 
@@ -422,7 +414,7 @@ async def export_tuples(
         if db.dialect == "postgresql":
             conn.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             conn.exec_driver_sql("SET LOCAL statement_timeout = 0")
-        revision = _max_revision(conn, store_id)
+        revision = statements.max_revision(conn, store_id)
         t = fga_tuples.c
         query = (
             sa.select(t.object, t.relation, t.user, t.condition_name, t.condition_context)

@@ -40,6 +40,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
 from bastion.core.fga.tuples import MemoryTupleReader, TupleKey
+from bastion.storage.fga_types import StoredModel
 from bastion.storage.sql.schema import fga_tuples
 
 __all__ = [
@@ -66,7 +67,7 @@ USERSETS = fga_tuples.c.user.like(sa.literal_column("'%#%'"))
 @dataclass(frozen=True, slots=True)
 class Head:
     revision: int
-    model: Any  # StoredModel (storage.fga imports this module)
+    model: StoredModel | None
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,8 +8,17 @@
    100 checks (random users and documents of the organisation), ``POST /v1/login``.
 3. The raw argon2id verify rate (``bench/auth.py``'s: 16 callers on the hasher's
    cores-wide limiter, in this process) for the login ratio.
-4. The same validate and check over gRPC (``bench/grpc_load.py``, 16 callers on one
-   grpc.aio channel in a process of its own).
+4. The same validate and check over gRPC (``bench/grpc_load.py``): 16 callers on one
+   grpc.aio channel in a process of its own (one connection: one worker serves it all),
+   and, when ``h2load`` is installed (``apt-get install nghttp2-client``), h2load's 16
+   streams on 4 connections (both workers), a C client as wrk is for HTTP. Each row also
+   gives its rate and CPU per call over the same call's HTTP figure. h2load counts an
+   HTTP 200 as a success: the calls answered other than OK are read from the server's
+   ``bastion_grpc_requests_total`` and reported as failed.
+5. ``--only grpcfloor``: the gRPC floor, two bare grpcio processes on one port
+   (``bench/raw_grpc.py``) answering Health/Check, plain and with bastion's hop into trio
+   and back, driven by both clients: what grpcio itself costs a call, and how fast each
+   client can drive a server at all.
 
 wrk runs ``-t1 -c16`` on the same cores as the servers (the issue's shape). Server CPU
 per request (from /proc, the workers included) is printed beside each rate, so a reader
@@ -52,7 +61,22 @@ AUTHORIZER = {"validate": 5_670, "check": 5_001}
 #: How often the ceiling is measured at most, waiting for an even spread of connections.
 CEILING_ATTEMPTS = 12
 #: What ``--only`` can name (all by default).
-MEASURES = ("ceiling", "floor", "jwks", "validate", "check", "check100", "login", "grpc")
+MEASURES = (
+    "ceiling",
+    "floor",
+    "jwks",
+    "validate",
+    "check",
+    "check100",
+    "login",
+    "grpc",
+    "grpcfloor",
+)
+#: gRPC load generators: (label, ``bench/grpc_load.py`` options); h2load's if installed.
+GRPC_DRIVERS = (
+    ("grpc.aio client, 1 connection", ("--driver=python", "--channels=1")),
+    ("h2load, 4 connections", ("--driver=h2load", "--channels=4")),
+)
 
 
 def ceiling(seconds: int, *extra: str) -> dict[str, float]:
@@ -100,7 +124,13 @@ async def _load(url: str, org: Organisation) -> None:
             await storage.db.run(lambda conn: conn.exec_driver_sql("ANALYZE service_fga_tuples"))
 
 
-def _grpc(target: str, method: str, body: Mapping[str, object], seconds: int) -> dict[str, float]:
+def _drivers() -> tuple[tuple[str, tuple[str, ...]], ...]:
+    return tuple(d for d in GRPC_DRIVERS if "h2load" not in d[0] or shutil.which("h2load"))
+
+
+def _grpc(
+    target: str, method: str, body: Mapping[str, object], seconds: int, *options: str
+) -> dict[str, float]:
     out = subprocess.run(
         [
             sys.executable,
@@ -110,12 +140,51 @@ def _grpc(target: str, method: str, body: Mapping[str, object], seconds: int) ->
             json.dumps(body),
             f"--seconds={seconds}",
             f"--admin-secret={ADMIN_SECRET}",
+            *options,
         ],
         capture_output=True,
         text=True,
         check=True,
     )
     return json.loads(out.stdout)  # type: ignore[no-any-return]
+
+
+def _grpc_codes(metrics_url: str, method: str) -> dict[str, float]:
+    """Calls of ``method`` by status code, all workers, from the server's metrics."""
+    codes: dict[str, float] = {}
+    for line in httpx.get(metrics_url, timeout=30).text.splitlines():
+        if line.startswith("bastion_grpc_requests_total{") and f'method="{method}"' in line:
+            code = line.partition('code="')[2].partition('"')[0]
+            codes[code] = codes.get(code, 0.0) + float(line.rpartition(" ")[2])
+    return codes
+
+
+def grpc_floor(seconds: int) -> dict[str, dict[str, float]]:
+    """Two ``bench/raw_grpc.py`` processes on one port, plain and ``--trio``, each driven
+    by every gRPC driver; CPU per call of the two processes."""
+    results: dict[str, dict[str, float]] = {}
+    for extra in ((), ("--trio",)):
+        port = free_port()
+        procs = [
+            subprocess.Popen(
+                [sys.executable, str(ROOT / "bench" / "raw_grpc.py"), str(port), *extra]
+            )
+            for _ in range(2)
+        ]
+        try:
+            time.sleep(2)  # both bound (grpcio binds before it serves)
+            for label, options in _drivers():
+                before = sum(_cpu_seconds(p.pid) for p in procs)
+                got = _grpc(f"127.0.0.1:{port}", "Health", {}, seconds, *options)
+                used = sum(_cpu_seconds(p.pid) for p in procs) - before
+                got["cpu_ms"] = 1000 * used / max(1, got["ok"])
+                name = "bare grpcio" + (" + hop into trio" if extra else "")
+                results[f"{name}, {label}"] = got
+        finally:
+            for proc in procs:
+                proc.terminate()
+                proc.wait()
+    return results
 
 
 def _profiled(pid: int, seconds: int, out: Path | None) -> subprocess.Popen[bytes] | None:
@@ -228,6 +297,7 @@ def bastion(
         if "grpc" not in only:
             return results
         target = f"127.0.0.1:{server.grpc_port}"
+        metrics_url = f"http://127.0.0.1:{server.metrics_port}/metrics"
         grpc_check: dict[str, object] = {
             "user": "u1",
             "checks": [{"relation": "viewer", "object": "document:d1"}],
@@ -236,15 +306,29 @@ def bastion(
             ("grpc validate", "ValidateJwtToken", validate),
             ("grpc check", "CheckPermissions", grpc_check),
         ):
-            out = None if profile is None else profile / f"{name.replace(' ', '_')}.txt"
-            spy = _profiled(pid, seconds, out)
-            before = _cpu_seconds(pid)
-            results[name] = _grpc(target, method, payload, seconds)
-            used = _cpu_seconds(pid) - before
-            if spy is not None and out is not None:
-                spy.wait()
-                print(report(out), end="\n\n")
-            results[name]["cpu_ms"] = 1000 * used / max(1, results[name]["ok"])
+            full = f"/authorizer.v1.AuthorizerService/{method}"
+            for label, options in _drivers():
+                key = f"{name} ({label})"
+                out = None
+                if profile is not None:
+                    out = profile / f"{name.replace(' ', '_')}_{options[0][9:]}.txt"
+                spy = _profiled(pid, seconds, out)
+                codes = _grpc_codes(metrics_url, full)
+                before = _cpu_seconds(pid)
+                results[key] = _grpc(target, method, payload, seconds, *options)
+                used = _cpu_seconds(pid) - before
+                after = _grpc_codes(metrics_url, full)
+                if spy is not None and out is not None:
+                    spy.wait()
+                    print(report(out), end="\n\n")
+                # Cut short by the driver's end: the client's cancellations, not failures.
+                refused = {
+                    code: after[code] - codes.get(code, 0.0)
+                    for code in after
+                    if code not in ("OK", "DEADLINE_EXCEEDED", "CANCELLED")
+                }
+                results[key]["failed"] += sum(refused.values())
+                results[key]["cpu_ms"] = 1000 * used / max(1, results[key]["ok"])
     return results
 
 
@@ -282,6 +366,8 @@ def main() -> None:
     floor = ceiling(args.seconds, "--redis", "127.0.0.1:6379") if "floor" in only else None
     with tempfile.TemporaryDirectory() as tmp:
         got = bastion(args.seconds, args.tuples, Path(tmp), only, args.profile, args.cold)
+    if "grpcfloor" in only:
+        got |= grpc_floor(args.seconds)
     verify = raw_verify_rate(args.seconds) if "login" in only else float("nan")
     top = raw["rps"]
     print(f"machine: {os.cpu_count()} cores, load average {load:.1f} at the start;")
@@ -323,14 +409,18 @@ def main() -> None:
             f"{login['cpu_ms']:.1f} | {login['p99_ms']:.0f} | {login['rps'] / verify:.2f} x raw"
             " | >= 0.75 x raw, p99 < 300 ms |"
         )
-    for key in ("grpc validate", "grpc check"):
-        if key not in got:
+    for key, r in got.items():
+        if not key.startswith(("grpc ", "bare grpcio")):
             continue
-        r = got[key]
-        print(
-            f"| {key} (grpc.aio client, 16 callers) | {r['rps']:,.0f} | {r['cpu_ms']:.3f} | "
-            f"{r['p99_ms']:.1f} | {r['rps'] / top:.2f} | |"
-        )
+        http = got.get(key.split(" ")[1]) if key.startswith("grpc ") else None
+        versus = ""
+        if http is not None:
+            versus = (
+                f"{r['rps'] / http['rps']:.2f} x HTTP, CPU {r['cpu_ms'] / http['cpu_ms']:.2f} x"
+            )
+        target = ">= 0.8 x HTTP, CPU <= 1.3 x" if key.startswith("grpc ") else ""
+        latency = f"{r['p99_ms']:.1f}" if "p99_ms" in r else f"mean {r['mean_ms']:.1f}"
+        print(f"| {key} | {r['rps']:,.0f} | {r['cpu_ms']:.3f} | {latency} | {versus} | {target} |")
     errors = {k: int(v.get("errors", v.get("failed", 0))) for k, v in got.items()}
     print(f"non-2xx / failed calls: {errors}")
 

@@ -98,3 +98,38 @@ def test_reflection_lists_both_services(channel: grpc.Channel) -> None:
     )
     names = {s.name for r in responses for s in r.list_services_response.service}
     assert {"authorizer.v1.AuthorizerService", "authorizer.v1.AuthorizerAdminService"} <= names
+
+
+def _grpc_samples(server: ServerProcess, method: str) -> dict[str, float]:
+    """This server's ``bastion_grpc_*`` samples of ``method``, by name and code."""
+    text = httpx.get(f"http://127.0.0.1:{server.metrics_port}/metrics", timeout=10).text
+    found: dict[str, float] = {}
+    for line in text.splitlines():
+        if line.startswith("bastion_grpc_") and f'method="{method}"' in line:
+            name, _, value = line.rpartition(" ")
+            code = name.partition('code="')[2].partition('"')[0]
+            found[f"{name.partition('{')[0]} {code}".strip()] = float(value)
+    return found
+
+
+def test_calls_are_counted_by_method_and_code_and_timed(
+    server: ServerProcess, channel: grpc.Channel
+) -> None:
+    method = "/authorizer.v1.AuthorizerAdminService/AdminMeta"
+    before = _grpc_samples(server, method)
+    stub = admin_pb2_grpc.AuthorizerAdminServiceStub(channel)
+    for _ in range(2):
+        with pytest.raises(grpc.RpcError):
+            stub.AdminMeta(admin_pb2.AdminMetaRequest(), timeout=10)
+    admin = [("x-service-admin-secret", ADMIN_SECRET)]
+    stub.AdminMeta(admin_pb2.AdminMetaRequest(), metadata=admin, timeout=10)
+    raw = channel.unary_unary(method, request_serializer=bytes, response_deserializer=bytes)
+    with pytest.raises(grpc.RpcError) as undecodable:
+        raw(b"\xff\xff\xff\xff", metadata=admin, timeout=10)
+    assert undecodable.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    after = _grpc_samples(server, method)
+    grown = {key: after[key] - before.get(key, 0.0) for key in after}
+    assert grown["bastion_grpc_requests_total UNAUTHENTICATED"] == 2
+    assert grown["bastion_grpc_requests_total OK"] == 1
+    assert grown["bastion_grpc_requests_total INVALID_ARGUMENT"] == 1
+    assert grown["bastion_grpc_request_duration_seconds_count"] == 4

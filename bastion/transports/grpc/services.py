@@ -28,6 +28,7 @@ from bastion.service.runtime import Runtime
 from bastion.transports.grpc.admin_shapes import renamed, unwrapped, wrapped
 from bastion.transports.grpc.auth_shapes import grpc_shaped
 from bastion.transports.grpc.bridge import CallCancelled, run_for_call
+from bastion.transports.grpc.messages import to_message
 from bastion.transports.grpc.proto.authorizer.v1 import (
     admin_pb2,
     admin_pb2_grpc,
@@ -316,10 +317,11 @@ def _caller(runtime: Runtime, context: grpc.ServicerContext) -> CallerContext:
     auth = str(metadata.get("authorization", ""))
     bearer = auth[7:].strip() if auth[:7].lower() == "bearer " else None
     jar: SimpleCookie = SimpleCookie()
-    try:
-        jar.load(str(metadata.get("cookie", "")))
-    except Exception:  # a malformed cookie header carries no credentials
-        jar = SimpleCookie()
+    if "cookie" in metadata:
+        try:
+            jar.load(str(metadata["cookie"]))
+        except Exception:  # a malformed cookie header carries no credentials
+            jar = SimpleCookie()
     return CallerContext(
         protocol=Protocol.GRPC,
         client_ip=client_ip(
@@ -388,7 +390,7 @@ def _handler(
                 tuple(("set-cookie", _set_cookie_header(c)) for c in reply.cookies)
             )
         payload = {rpc.wrap_in: reply.body} if rpc.wrap_in else reply.body
-        return json_format.ParseDict(payload, rpc.response(), ignore_unknown_fields=True)
+        return to_message(payload, rpc.response)
 
     return handle
 

@@ -19,8 +19,8 @@ Measured, and printed as a Markdown section for ``bench/RESULTS.md``:
    answered check, each worker's resident memory after checks spread over the whole store
    (``--spread`` uniform checks through REST), and REST ``check_permissions`` throughput
    (1 check per request) on the hot set with wrk, when wrk is installed, after the
-   working set was read through six connections (each worker its own cache) and a wrk
-   warm-up run;
+   working set was read through eight connections opened together (each worker its own
+   cache: both read it whole) and a wrk warm-up run;
 4. a projection to 100M tuples: PostgreSQL bytes, and the per-process memory (bounded by
    the cache flag, not the store).
 
@@ -41,6 +41,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -81,6 +82,8 @@ HOT_DOCUMENTS = 10_000
 HOT_USERS = 5_000
 #: Ranks are spread over the store's ids (rank x this, modulo the count: a prime).
 SPREAD = 7919
+#: Connections that read the working set at once before wrk (see ``through_server``).
+WARM_CONNECTIONS = 8
 
 
 def hot(rng: random.Random, n: int) -> int:
@@ -300,13 +303,20 @@ def through_server(url: str, org: Organisation, spread: int, seconds: int, seed:
             if shutil.which("wrk") and seconds:
                 script = Path(tmp) / "hot.lua"
                 pairs = working_set(org)
-                for _ in range(6):  # new connections: each worker reads the working set
-                    with httpx.Client(base_url=server.url, headers=headers, timeout=60) as one:
+
+                def read_working_set(_: int) -> None:
+                    with httpx.Client(base_url=server.url, headers=headers, timeout=120) as one:
                         for start in range(0, len(pairs), 100):
                             batch = pairs[start : start + 100]
                             checks = [{"relation": "viewer", "object": d} for _, d in batch]
                             body = {"user": batch[0][0].removeprefix("user:"), "checks": checks}
                             one.post("/v1/check_permissions", json=body).raise_for_status()
+
+                # Connections opened together are spread over the workers (balance.py), so
+                # every worker reads the whole working set (each has its own cache); one
+                # connection at a time could land on one worker each time.
+                with ThreadPoolExecutor(WARM_CONNECTIONS) as pool:
+                    list(pool.map(read_working_set, range(WARM_CONNECTIONS)))
                 for warm_up in (True, False):
                     script.write_text(
                         WRK_HOT

@@ -293,7 +293,8 @@ class RoundReader:
 
     ``objects`` (the request's objects read whole, shared by its rounds) is the first
     place a read by object looks: a warm read is one lookup there, then one in the
-    object's index."""
+    object's index. The three reads by object repeat those first lines on purpose: a
+    helper shared by them would be one more call on the engine's hottest path."""
 
     __slots__ = ("_answers", "_known", "_limit", "_objects", "_scope", "missed")
 

@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bastion.service.passwords import PasswordHasher  # noqa: E402
-from tests.dbfixtures import fresh_postgres_url, fresh_redis_url  # noqa: E402
+from tests.dbfixtures import drop_made_databases, fresh_postgres_url, fresh_redis_url  # noqa: E402
 from tests.server.harness import base_flags, running  # noqa: E402
 
 PASSWORD = "Bench!pass1"
@@ -277,4 +277,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    finally:
+        drop_made_databases()  # what this run made, not left behind

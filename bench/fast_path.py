@@ -51,7 +51,7 @@ from bench.auth import LOGIN_SCRIPT, raw_verify_rate  # noqa: E402
 from bench.fga import MODEL, WRK_SCRIPT, Organisation, generate  # noqa: E402
 from bench.http_servers import POST_SCRIPT, _cpu_seconds, _wrk  # noqa: E402
 from bench.profile_summary import report  # noqa: E402
-from tests.dbfixtures import fresh_postgres_url, fresh_redis_url  # noqa: E402
+from tests.dbfixtures import drop_made_databases, fresh_postgres_url, fresh_redis_url  # noqa: E402
 from tests.server.harness import ADMIN_SECRET, base_flags, free_port, running  # noqa: E402
 
 PASSWORD = "Bench!pass1"
@@ -426,4 +426,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    finally:
+        drop_made_databases()  # what this run made, not left behind

@@ -41,7 +41,7 @@ from bastion.fga_files import CSV_COLUMNS  # noqa: E402
 from bastion.storage import StorageConfig, open_storage  # noqa: E402
 from bastion.storage.fga import SqlFgaStore, StoredModel  # noqa: E402
 from bench.fga import MODEL  # noqa: E402
-from tests.dbfixtures import fresh_postgres_url  # noqa: E402
+from tests.dbfixtures import drop_made_databases, fresh_postgres_url  # noqa: E402
 from tests.server.harness import BASTION  # noqa: E402
 
 
@@ -173,4 +173,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    finally:
+        drop_made_databases()  # what this run made, not left behind

@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.fga import MODEL  # noqa: E402
 from bench.http_servers import _cpu_seconds  # noqa: E402
-from tests.dbfixtures import fresh_postgres_url, fresh_redis_url  # noqa: E402
+from tests.dbfixtures import drop_made_databases, fresh_postgres_url, fresh_redis_url  # noqa: E402
 from tests.server import harness  # noqa: E402
 from tests.server.harness import ADMIN_SECRET, base_flags, running  # noqa: E402
 
@@ -160,4 +160,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    finally:
+        drop_made_databases()  # what this run made, not left behind

@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.dbfixtures import fresh_postgres_url, fresh_redis_url  # noqa: E402
+from tests.dbfixtures import drop_made_databases, fresh_postgres_url, fresh_redis_url  # noqa: E402
 from tests.server.harness import base_flags, running  # noqa: E402
 from tests.server.test_schemathesis import schemathesis_command  # noqa: E402
 
@@ -46,4 +46,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    finally:
+        drop_made_databases()  # what this run made, not left behind

@@ -32,7 +32,7 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.dbfixtures import fresh_postgres_url, fresh_redis_url  # noqa: E402
+from tests.dbfixtures import drop_made_databases, fresh_postgres_url, fresh_redis_url  # noqa: E402
 from tests.server.harness import ADMIN_SECRET, base_flags, running  # noqa: E402
 
 MODEL = """model
@@ -190,4 +190,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    finally:
+        drop_made_databases()  # what this run made, not left behind

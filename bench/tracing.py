@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 from bastion.cli import parse_args  # noqa: E402
 from bastion.service import tracing  # noqa: E402
 from bench.http_servers import POST_SCRIPT, _wrk  # noqa: E402
-from tests.dbfixtures import fresh_postgres_url, fresh_redis_url  # noqa: E402
+from tests.dbfixtures import drop_made_databases, fresh_postgres_url, fresh_redis_url  # noqa: E402
 from tests.server.harness import ADMIN_SECRET, base_flags, running  # noqa: E402
 from tests.server.test_tracing import Collector, collector  # noqa: E402
 
@@ -125,4 +125,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    finally:
+        drop_made_databases()  # what this run made, not left behind

@@ -22,6 +22,7 @@ import trio
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from bastion.core.networks import authority
 from bastion.service.metrics import Metrics
 from bastion.service.runtime import Runtime
 from bastion.storage import StorageUnavailable
@@ -165,10 +166,6 @@ class _Undecodable:
     reason: str
 
 
-def _address(host: str, port: int) -> str:
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-
-
 class GrpcListener:
     """Binds at construction (so a taken port fails before anything serves)."""
 
@@ -199,7 +196,7 @@ class GrpcListener:
             self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
         if settings.enable_grpc_reflection:
             reflection.enable_server_reflection([*names, reflection.SERVICE_NAME], observing)
-        address = _address(settings.host, settings.grpc_port if port is None else port)
+        address = authority(settings.host, settings.grpc_port if port is None else port)
         try:
             if settings.grpc_tls_cert:
                 credentials = grpc.ssl_server_credentials(

@@ -47,7 +47,7 @@ from bastion.storage.errors import StorageUnavailable
 from bastion.storage.fga import WRITE_LOCK, StoredModel, TupleConflict, WriteOptions
 from bastion.storage.fga_reads import key_from_row, key_hash
 from bastion.storage.fga_stores import SqlFgaStores
-from bastion.storage.sql.database import lock_in_transaction
+from bastion.storage.sql.locks import lock_in_transaction
 from bastion.storage.sql.schema import fga_tuples
 
 __all__ = [

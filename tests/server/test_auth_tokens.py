@@ -29,7 +29,7 @@ from joserfc import jwt
 from joserfc.jwk import OctKey, RSAKey
 
 from bastion.core.auth.user import identity_lock_key
-from bastion.storage.sql.database import _pg_lock_id
+from bastion.storage.sql.locks import pg_lock_id
 from tests.dbfixtures import (
     fresh_database_url,
     fresh_postgres_url,
@@ -257,7 +257,7 @@ def test_a_signup_holds_the_lock_of_its_phone_number_too(tmp_path: Path) -> None
     on PostgreSQL (seen in pg_locks), and it completes once the lock is let go."""
     url = fresh_postgres_url("phonelock")
     phone = f"+1555{uuid.uuid4().int % 10**7:07d}"
-    lock_id = _pg_lock_id(identity_lock_key(phone_number=phone))
+    lock_id = pg_lock_id(identity_lock_key(phone_number=phone))
     with (
         running(base_flags("postgres", url), tmp_path) as srv,
         psycopg.connect(url, autocommit=True) as holder,

@@ -16,13 +16,15 @@ single transaction: committed when ``fn`` returns, rolled back when it raises. T
 
 ``run_locked(keys, fn)`` additionally serialises every transaction that names one of the same
 keys, across processes: ``pg_advisory_xact_lock`` on PostgreSQL, ``GET_LOCK``/``RELEASE_LOCK`` on
-MySQL/MariaDB, and ``BEGIN IMMEDIATE`` (one writer at a time) on SQLite. It is how the
-application keeps email and phone number unique, and how the SQL memory store is atomic.
+MySQL/MariaDB, and ``BEGIN IMMEDIATE`` (one writer at a time) on SQLite
+(:mod:`storage.sql.locks`). It is how the application keeps email and phone number
+unique, and how the SQL memory store is atomic.
 
 Every statement and lock wait is bounded by the config's timeout (the request deadline):
 ``statement_timeout`` and ``lock_timeout`` on PostgreSQL, ``innodb_lock_wait_timeout`` and
 ``lock_wait_timeout`` on MySQL/MariaDB, ``busy_timeout`` on SQLite, set on each new
-connection. A statement stopped by one of them raises :class:`StorageUnavailable` (503
+connection (:mod:`storage.sql.connect`). A statement stopped by one of them
+(:mod:`storage.sql.driver_errors`) raises :class:`StorageUnavailable` (503
 ``unavailable``), its transaction rolled back and its connection back in the pool. A
 ``run_locked`` given its own ``lock_wait`` (the migration) waits that long instead, its
 statements unbounded.
@@ -47,12 +49,8 @@ worker as soon as an item it can run exists.
 
 from __future__ import annotations
 
-import hashlib
 import random
-import sqlite3
-import ssl
 import threading
-import time
 from collections.abc import AsyncIterator, Callable, Collection, Iterator
 from contextlib import asynccontextmanager, contextmanager, nullcontext
 from contextvars import ContextVar
@@ -62,16 +60,30 @@ from typing import Any, TypeVar
 import sqlalchemy as sa
 import trio
 import trio_asyncio  # type: ignore[import-untyped]
-from sqlalchemy import event, exc
+from sqlalchemy import exc
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from bastion.storage.config import StorageConfig, dialect_of, sqlalchemy_url
 from bastion.storage.deadline import current_ledger
 from bastion.storage.errors import StorageUnavailable
+from bastion.storage.sql.connect import (
+    asyncio_loop,
+    asyncpg_args,
+    configure_sqlite,
+    psycopg_args,
+    pymysql_args,
+)
+from bastion.storage.sql.driver_errors import deadlocked, timed_out
+from bastion.storage.sql.locks import (
+    mysql_acquire,
+    mysql_lock_name,
+    mysql_release,
+    pg_lock_id,
+    pg_locked,
+)
 
 __all__ = [
     "Database",
-    "lock_in_transaction",
     "notify_on_commit",
     "open_database",
     "reserved_connections",
@@ -248,9 +260,9 @@ class Database:
         if self._dialect == "sqlite":  # one writer at a time: every lock at once
             return await self._call(fn, begin="BEGIN IMMEDIATE", mysql_lock=None)
         if self._dialect == "postgresql":
-            ids = sorted({_pg_lock_id(key) for key in keys})
-            return await self._call(partial(_pg_locked, ids, fn, lock_wait), None, None)
-        names = tuple(sorted({_mysql_lock_name(key) for key in keys}))
+            ids = sorted({pg_lock_id(key) for key in keys})
+            return await self._call(partial(pg_locked, ids, fn, lock_wait), None, None)
+        names = tuple(sorted({mysql_lock_name(key) for key in keys}))
         lock = (names, lock_wait if lock_wait is not None else self._timeout)
         return await self._call(fn, begin=None, mysql_lock=lock)
 
@@ -346,7 +358,7 @@ class Database:
                     # The database chose this transaction as a deadlock's victim and rolled
                     # it back: running it again (after a random pause, so that the same
                     # contenders do not meet again) is what it asks for.
-                    if attempt >= _DEADLOCK_ATTEMPTS or not _deadlocked(e):
+                    if attempt >= _DEADLOCK_ATTEMPTS or not deadlocked(e):
                         raise
                     await trio.sleep(random.uniform(0, _DEADLOCK_PAUSE * attempt))  # noqa: S311
         except StorageUnavailable:
@@ -358,11 +370,11 @@ class Database:
                 raise StorageUnavailable(
                     f"lost the connection to the {self._dialect} database"
                 ) from e
-            if _timed_out(e) or _deadlocked(e):
+            if timed_out(e) or deadlocked(e):
                 self._stats["unavailable"] += 1
                 raise StorageUnavailable(
                     f"the {self._dialect} database did not answer within {self._timeout:g}s"
-                    if _timed_out(e)
+                    if timed_out(e)
                     else f"the {self._dialect} database is busy (deadlocks)"
                 ) from e
             raise
@@ -426,7 +438,7 @@ class Database:
             if running is not None:
                 running.start(conn)
             if mysql_lock is not None:
-                _mysql_acquire(conn, *mysql_lock)
+                mysql_acquire(conn, *mysql_lock)
             try:
                 if autocommit:
                     conn.execution_options(isolation_level="AUTOCOMMIT")
@@ -441,7 +453,7 @@ class Database:
                     running.stop()
                 topics = _take_topics(conn)
                 if mysql_lock is not None:
-                    _mysql_release(conn, mysql_lock[0])
+                    mysql_release(conn, mysql_lock[0])
             return result, topics
 
     async def _call_asyncio(
@@ -509,58 +521,6 @@ def _select_one(conn: sa.Connection) -> None:
     conn.exec_driver_sql("SELECT 1").scalar_one()
 
 
-def _pg_lock_id(key: str) -> int:
-    digest = hashlib.blake2b(key.encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "big", signed=True)
-
-
-def _pg_locked(
-    lock_ids: list[int],
-    fn: Callable[[sa.Connection], T],
-    lock_wait: float | None,
-    conn: sa.Connection,
-) -> T:
-    if lock_wait is not None:  # the transaction's own bounds instead of the connection's
-        conn.exec_driver_sql(f"SET LOCAL lock_timeout = {_milliseconds(lock_wait)}")
-        conn.exec_driver_sql("SET LOCAL statement_timeout = 0")
-    for lock_id in lock_ids:
-        conn.execute(sa.select(sa.func.pg_advisory_xact_lock(lock_id))).all()
-    return fn(conn)
-
-
-def lock_in_transaction(conn: sa.Connection, key: str, lock_wait: float) -> None:
-    """Take :meth:`Database.run_locked`'s lock ``key`` now, inside a PostgreSQL transaction
-    that :meth:`Database.run` began, until it ends: for a transaction with unlocked work of
-    its own first (a bulk load's staging). Waits at most ``lock_wait``; the transaction's
-    statements are unbounded from here on."""
-    _pg_locked([_pg_lock_id(key)], lambda _conn: None, lock_wait, conn)
-
-
-def _mysql_lock_name(key: str) -> str:
-    # GET_LOCK names are limited to 64 characters.
-    return "bastion_" + hashlib.blake2b(key.encode(), digest_size=16).hexdigest()
-
-
-def _mysql_acquire(conn: sa.Connection, names: tuple[str, ...], timeout: float) -> None:
-    # Taken outside the work's transaction, so that its snapshot starts after the previous
-    # holder committed. A lock that cannot be had releases the ones already taken.
-    wait = max(1, round(timeout))
-    for taken, name in enumerate(names):
-        got = conn.execute(sa.select(sa.func.get_lock(name, wait))).scalar_one()
-        conn.commit()
-        if got != 1:
-            _mysql_release(conn, names[:taken])
-            raise StorageUnavailable("timed out waiting for a database lock")
-
-
-def _mysql_release(conn: sa.Connection, names: tuple[str, ...]) -> None:
-    if conn.invalidated:
-        return  # the server dropped the session, and its locks with it
-    for name in reversed(names):
-        conn.execute(sa.select(sa.func.release_lock(name))).all()
-    conn.commit()
-
-
 @asynccontextmanager
 async def open_database(config: StorageConfig) -> AsyncIterator[Database]:
     """A :class:`Database` for ``config``; PostgreSQL needs (or opens) a trio-asyncio loop."""
@@ -573,8 +533,8 @@ async def open_database(config: StorageConfig) -> AsyncIterator[Database]:
         "pool_recycle": 1800,
     }
     if url.get_driver_name() == "asyncpg":
-        async with _asyncio_loop() as loop:
-            async_engine = create_async_engine(url, connect_args=_asyncpg_args(config), **pool)
+        async with asyncio_loop() as loop:
+            async_engine = create_async_engine(url, connect_args=asyncpg_args(config), **pool)
             db = Database(
                 dialect=dialect, timeout=config.timeout, async_engine=async_engine, loop=loop
             )
@@ -586,11 +546,11 @@ async def open_database(config: StorageConfig) -> AsyncIterator[Database]:
         return
     if dialect == "sqlite":
         engine = sa.create_engine(url, **pool)
-        _configure_sqlite(engine, config.timeout)
+        configure_sqlite(engine, config.timeout)
     elif dialect == "postgresql":
-        engine = sa.create_engine(url, connect_args=_psycopg_args(config), **pool)
+        engine = sa.create_engine(url, connect_args=psycopg_args(config), **pool)
     else:
-        engine = sa.create_engine(url, connect_args=_pymysql_args(config), **pool)
+        engine = sa.create_engine(url, connect_args=pymysql_args(config), **pool)
     db = Database(
         dialect=dialect,
         timeout=config.timeout,
@@ -602,41 +562,6 @@ async def open_database(config: StorageConfig) -> AsyncIterator[Database]:
     finally:
         with trio.CancelScope(shield=True):
             await db.aclose()
-
-
-@asynccontextmanager
-async def _asyncio_loop() -> AsyncIterator[Any]:
-    """The running trio-asyncio loop, or a new one for as long as the database is open."""
-    loop = trio_asyncio.current_loop.get()
-    if loop is not None:
-        yield loop
-        return
-    try:
-        async with trio_asyncio.open_loop() as new_loop:
-            yield new_loop
-    except BaseExceptionGroup as group:
-        # The loop's nursery wraps whatever left the ``async with`` body; hand it back as
-        # it was raised, so callers catch StorageUnavailable, not a group.
-        sole = _sole_exception(group)
-        if sole is None:
-            raise
-        raise sole from sole.__cause__
-
-
-def _sole_exception(group: BaseExceptionGroup[BaseException]) -> BaseException | None:
-    inner: BaseException = group
-    while isinstance(inner, BaseExceptionGroup):
-        if len(inner.exceptions) != 1:
-            return None
-        inner = inner.exceptions[0]
-    return inner
-
-
-#: What each database answers when a statement ran out of time or waited out a lock:
-#: PostgreSQL's SQLSTATEs (query_canceled, lock_not_available), MySQL/MariaDB's error
-#: numbers (lock wait timeout, max_execution_time, max_statement_time, metadata lock).
-_PG_TIMEOUTS = frozenset({"57014", "55P03"})
-_MYSQL_TIMEOUTS = frozenset({1205, 3024, 1969})
 
 
 #: Connections of the pool only ``reserved`` calls may use (when the pool has more).
@@ -660,106 +585,3 @@ def reserved_connections() -> Iterator[None]:
 _DEADLOCK_ATTEMPTS = 5
 #: Seconds: the longest pause before a deadlocked transaction's next run, per attempt.
 _DEADLOCK_PAUSE = 0.05
-
-
-def _error_code(error: exc.DBAPIError) -> str | int | None:
-    """PostgreSQL's SQLSTATE or MySQL/MariaDB's error number, if the driver gave one."""
-    orig = error.orig
-    args = getattr(orig, "args", ())
-    if args and isinstance(args[0], int):  # pymysql (which also carries a SQLSTATE)
-        return args[0]
-    sqlstate = getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
-    return sqlstate if isinstance(sqlstate, str) else None
-
-
-def _timed_out(error: exc.DBAPIError) -> bool:
-    code = _error_code(error)
-    if code is not None:
-        return code in _PG_TIMEOUTS or code in _MYSQL_TIMEOUTS
-    return isinstance(error, exc.OperationalError) and "database is locked" in str(error.orig)
-
-
-def _deadlocked(error: exc.DBAPIError) -> bool:
-    return _error_code(error) in ("40P01", 1213)
-
-
-def _milliseconds(seconds: float) -> int:
-    return max(1, round(seconds * 1000))
-
-
-def _enable_wal(cursor: Any, timeout: float) -> None:
-    """WAL mode (kept in the file: only a new database changes). Switching needs the file to
-    itself, and SQLite answers "database is locked" at once, busy timeout or not, while
-    another process holds it (two instances migrating one new file): wait, within the
-    timeout."""
-    deadline = time.monotonic() + timeout
-    while cursor.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
-        try:
-            cursor.execute("PRAGMA journal_mode = WAL")
-        except sqlite3.OperationalError as e:
-            if "locked" not in str(e) or time.monotonic() >= deadline:
-                raise
-            time.sleep(0.02)
-
-
-def _configure_sqlite(engine: sa.Engine, timeout: float) -> None:
-    @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
-        # Transactions are begun explicitly (BEGIN / BEGIN IMMEDIATE) by Database.run.
-        dbapi_conn.isolation_level = None
-        cursor = dbapi_conn.cursor()
-        cursor.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
-        _enable_wal(cursor, timeout)
-        cursor.execute("PRAGMA synchronous = NORMAL")
-        cursor.execute("PRAGMA foreign_keys = ON")
-        cursor.close()
-
-
-def _pg_bounds(config: StorageConfig) -> dict[str, str]:
-    bound = f"{_milliseconds(config.timeout)}ms"
-    return {"statement_timeout": bound, "lock_timeout": bound}
-
-
-def _asyncpg_args(config: StorageConfig) -> dict[str, Any]:
-    args: dict[str, Any] = {"timeout": config.timeout, "server_settings": _pg_bounds(config)}
-    if config.database_ca_cert or config.database_cert:
-        context = ssl.create_default_context(cafile=config.database_ca_cert or None)
-        if config.database_cert:
-            context.load_cert_chain(config.database_cert, config.database_cert_key or None)
-        args["ssl"] = context
-    return args
-
-
-def _psycopg_args(config: StorageConfig) -> dict[str, Any]:
-    """libpq's own TLS settings, matching :func:`_asyncpg_args`: the server's certificate
-    and host name are verified against the CA file (or the system's CAs)."""
-    options = " ".join(f"-c {name}={value}" for name, value in _pg_bounds(config).items())
-    args: dict[str, Any] = {"connect_timeout": max(1, round(config.timeout)), "options": options}
-    if config.database_ca_cert or config.database_cert:
-        args["sslmode"] = "verify-full"
-        args["sslrootcert"] = config.database_ca_cert or "system"
-        if config.database_cert:
-            args["sslcert"] = config.database_cert
-            args["sslkey"] = config.database_cert_key or config.database_cert
-    return args
-
-
-def _pymysql_args(config: StorageConfig) -> dict[str, Any]:
-    wait = max(1, round(config.timeout))
-    args: dict[str, Any] = {
-        "connect_timeout": wait,
-        "init_command": f"SET SESSION innodb_lock_wait_timeout = {wait}, "
-        f"SESSION lock_wait_timeout = {wait}",
-    }
-    tls = {
-        name: path
-        for name, path in (
-            ("ca", config.database_ca_cert),
-            ("cert", config.database_cert),
-            ("key", config.database_cert_key),
-        )
-        if path
-    }
-    if tls:
-        args["ssl"] = tls
-    return args

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, Literal, Protocol, TypeVar, cast
+from typing import Generic, Literal, Protocol, TypeVar, cast
 
 from bastion.core.fga.tuples import TupleKey, TupleReader, split_object
 
@@ -113,6 +113,18 @@ class CacheStatistics:
     evictions: int
 
 
+class _Entry:
+    """One answer of a :class:`ReadCache`, its estimated bytes, and whether it was used
+    since the eviction's last walk passed it."""
+
+    __slots__ = ("answer", "size", "used")
+
+    def __init__(self, answer: Answer, size: int) -> None:
+        self.answer = answer
+        self.size = size
+        self.used = False
+
+
 class ReadCache:
     """Read answers, least recently used first out (nearly), at most ``max_bytes``
     (estimated).
@@ -128,8 +140,7 @@ class ReadCache:
     def __init__(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes
         self.bytes = 0
-        #: ``[answer, estimated bytes, used since the last walk]`` by key.
-        self._entries: dict[ReadKey, list[Any]] = {}
+        self._entries: dict[ReadKey, _Entry] = {}
         self.hits = 0
         self.misses = 0
         self.evictions = 0
@@ -142,22 +153,22 @@ class ReadCache:
         if found is None:
             self.misses += 1
             return None
-        found[2] = True
+        found.used = True
         self.hits += 1
-        return cast(Answer, found[0])
+        return found.answer
 
     def peek(self, key: ReadKey) -> Answer | None:
         """:meth:`get` without marking the entry used or counting: one read of the dict,
         safe from a worker thread while the owning thread uses the cache."""
         found = self._entries.get(key)
-        return None if found is None else cast(Answer, found[0])
+        return None if found is None else found.answer
 
     def put(self, key: ReadKey, answer: Answer) -> None:
         size = _entry_size(key, answer)
         self.discard(key)
         if size > self.max_bytes // 8:
             return
-        self._entries[key] = [answer, size, False]
+        self._entries[key] = _Entry(answer, size)
         self.bytes += size
         if self.bytes > self.max_bytes:
             self._evict()
@@ -165,7 +176,7 @@ class ReadCache:
     def discard(self, key: ReadKey) -> None:
         found = self._entries.pop(key, None)
         if found is not None:
-            self.bytes -= found[1]
+            self.bytes -= found.size
 
     def _evict(self) -> None:
         target = self.max_bytes - self.max_bytes // 16
@@ -177,12 +188,12 @@ class ReadCache:
             for key, entry in entries.items():
                 if self.bytes - freed <= target:
                     break
-                if entry[2]:
-                    entry[2] = False
+                if entry.used:
+                    entry.used = False
                     spared.append(key)
                 else:
                     victims.append(key)
-                    freed += entry[1]
+                    freed += entry.size
             if not victims and not spared:
                 break
             for key in victims:

@@ -35,7 +35,7 @@ from bastion.storage import SchemaMismatch, StorageUnavailable, open_storage
 from bastion.storage_config import storage_config
 from bastion.transports.graphql import playground
 from bastion.transports.grpc.server import GrpcListener
-from bastion.transports.grpc.services import registrations
+from bastion.transports.grpc.services import services
 from bastion.transports.http.app import MAX_BODY_BYTES
 from bastion.transports.http.balance import WorkerShare
 from bastion.transports.http.server import (
@@ -207,12 +207,10 @@ async def serve(
         runtime = Runtime.build(settings, storage, metrics, fga_stores=fga_stores)
         metrics.watch_engine_cache(runtime.fga.caches.reads.statistics)
         metrics.watch_outbox(runtime.outbox)
-        token = trio.lowlevel.current_trio_token()
         grpc_listener = (
             GrpcListener(
                 runtime,
-                token,
-                register=registrations(runtime, token),
+                services=services(runtime),
                 port=None if slot is None else slot.grpc_port,
                 share_port=slot is not None,
             )
@@ -251,7 +249,7 @@ async def serve(
                 metrics_address = await listeners.start(serve_metrics, stop)
                 grpc_address = None
                 if grpc_listener is not None:
-                    grpc_listener.start()
+                    await listeners.start(grpc_listener.serve)
                     grpc_address = f"{settings.host}:{grpc_listener.port}"
                 listening = Listening(http_address, metrics_address, grpc_address)
                 # What start-up built (modules, the schema, the route table) lives as long

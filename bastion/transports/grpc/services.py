@@ -1,4 +1,4 @@
-"""``authorizer.v1`` services on grpcio, bound to the one service layer.
+"""``authorizer.v1`` services, bound to the one service layer.
 
 Every RPC is one row of :data:`_RPCS`: which service operation it calls, which response
 message it renders, and, where Authorizer's protobuf wraps what REST returns bare, the
@@ -10,59 +10,52 @@ validate and answer alike. An RPC with no row answers UNIMPLEMENTED.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from http.cookies import SimpleCookie
 
-import grpc
-import trio
-from google.protobuf import json_format
+from google.protobuf import json_format, message_factory
+from google.protobuf.descriptor import ServiceDescriptor
 from google.protobuf.message import Message
 
 from bastion.core import errors, input_rules
 from bastion.core.networks import client_ip
 from bastion.service import tracing
-from bastion.service.context import CallerContext, Cookie, Protocol, Reply
+from bastion.service.context import CallerContext, Cookie, Protocol
 from bastion.service.requests import WireOperation, bind
 from bastion.service.runtime import Runtime
 from bastion.transports.grpc.admin_shapes import renamed, unwrapped, wrapped
 from bastion.transports.grpc.auth_shapes import grpc_shaped
-from bastion.transports.grpc.bridge import CallCancelled, run_for_call
+from bastion.transports.grpc.calls import Abort, Call, Method, Status
 from bastion.transports.grpc.messages import to_message
-from bastion.transports.grpc.proto.authorizer.v1 import (
-    admin_pb2,
-    admin_pb2_grpc,
-    authorizer_pb2,
-    authorizer_pb2_grpc,
-    types_pb2,
-)
+from bastion.transports.grpc.proto.authorizer.v1 import admin_pb2, authorizer_pb2, types_pb2
 
 log = logging.getLogger("bastion.grpc")
 
 
 #: The gRPC surface's one table from error class to status code.
-GRPC_STATUS: dict[type[errors.BastionError], grpc.StatusCode] = {
-    errors.InvalidArgument: grpc.StatusCode.INVALID_ARGUMENT,
-    errors.Unauthenticated: grpc.StatusCode.UNAUTHENTICATED,
-    errors.PermissionDenied: grpc.StatusCode.PERMISSION_DENIED,
-    errors.NotFound: grpc.StatusCode.NOT_FOUND,
-    errors.AlreadyExists: grpc.StatusCode.ALREADY_EXISTS,
-    errors.FailedPrecondition: grpc.StatusCode.FAILED_PRECONDITION,
-    errors.ResourceExhausted: grpc.StatusCode.RESOURCE_EXHAUSTED,
-    errors.PayloadTooLarge: grpc.StatusCode.RESOURCE_EXHAUSTED,
-    errors.Unimplemented: grpc.StatusCode.UNIMPLEMENTED,
-    errors.MethodNotAllowed: grpc.StatusCode.UNIMPLEMENTED,
-    errors.Internal: grpc.StatusCode.INTERNAL,
-    errors.Unavailable: grpc.StatusCode.UNAVAILABLE,
-    errors.DeadlineExceeded: grpc.StatusCode.DEADLINE_EXCEEDED,
+GRPC_STATUS: dict[type[errors.BastionError], Status] = {
+    errors.InvalidArgument: Status.INVALID_ARGUMENT,
+    errors.Unauthenticated: Status.UNAUTHENTICATED,
+    errors.PermissionDenied: Status.PERMISSION_DENIED,
+    errors.NotFound: Status.NOT_FOUND,
+    errors.AlreadyExists: Status.ALREADY_EXISTS,
+    errors.FailedPrecondition: Status.FAILED_PRECONDITION,
+    errors.ResourceExhausted: Status.RESOURCE_EXHAUSTED,
+    errors.PayloadTooLarge: Status.RESOURCE_EXHAUSTED,
+    errors.Unimplemented: Status.UNIMPLEMENTED,
+    errors.MethodNotAllowed: Status.UNIMPLEMENTED,
+    errors.Internal: Status.INTERNAL,
+    errors.Unavailable: Status.UNAVAILABLE,
+    errors.DeadlineExceeded: Status.DEADLINE_EXCEEDED,
 }
 
 
-def grpc_status(error: errors.BastionError) -> grpc.StatusCode:
+def grpc_status(error: errors.BastionError) -> Status:
     for cls in type(error).__mro__:
         if cls in GRPC_STATUS:
             return GRPC_STATUS[cls]
-    return grpc.StatusCode.INTERNAL
+    return Status.INTERNAL
 
 
 @dataclass(frozen=True, slots=True)
@@ -302,18 +295,8 @@ _RPCS: dict[str, dict[str, _Rpc]] = {
 }
 
 
-def _peer_address(peer: str) -> str:
-    """``ipv4:1.2.3.4:5678`` / ``ipv6:[::1]:5678`` -> the address alone."""
-    kind, _, rest = peer.partition(":")
-    if kind == "ipv6":
-        return rest.rpartition(":")[0].strip("[]")
-    if kind == "ipv4":
-        return rest.rpartition(":")[0]
-    return peer
-
-
-def _caller(runtime: Runtime, context: grpc.ServicerContext) -> CallerContext:
-    metadata = {key.lower(): value for key, value in context.invocation_metadata()}
+def _caller(runtime: Runtime, call: Call) -> CallerContext:
+    metadata = call.metadata
     auth = str(metadata.get("authorization", ""))
     bearer = auth[7:].strip() if auth[:7].lower() == "bearer " else None
     jar: SimpleCookie = SimpleCookie()
@@ -322,19 +305,21 @@ def _caller(runtime: Runtime, context: grpc.ServicerContext) -> CallerContext:
             jar.load(str(metadata["cookie"]))
         except Exception:  # a malformed cookie header carries no credentials
             jar = SimpleCookie()
+    admin_secret = metadata.get("x-service-admin-secret") or metadata.get(
+        "x-authorizer-admin-secret"
+    )
     return CallerContext(
         protocol=Protocol.GRPC,
         client_ip=client_ip(
-            _peer_address(context.peer()),
-            # gRPC's core keeps one value of this key (the last line): a list of one
+            call.peer,
+            # One value of this key (the last line): a list of one
             [str(metadata["x-forwarded-for"])] if "x-forwarded-for" in metadata else [],
             runtime.trusted_proxies,
         ),
         user_agent=str(metadata.get("user-agent", "")),
         bearer_token=bearer or None,
         cookies={name: morsel.value for name, morsel in jar.items()},
-        admin_secret_header=metadata.get("x-service-admin-secret")
-        or metadata.get("x-authorizer-admin-secret"),
+        admin_secret_header=None if admin_secret is None else str(admin_secret),
     )
 
 
@@ -350,44 +335,39 @@ def _set_cookie_header(cookie: Cookie) -> str:
     return "; ".join(parts)
 
 
-def _handler(
-    runtime: Runtime, token: trio.lowlevel.TrioToken, rpc: _Rpc, method: str
-) -> Callable[[Message, grpc.ServicerContext], Message]:
+def _handler(runtime: Runtime, rpc: _Rpc, method: str) -> Callable[..., Awaitable[Message]]:
     """``method`` is the RPC's full name (``authorizer.v1.AuthorizerService/Login``)."""
     operation = rpc.operation(runtime)
     facts = {"rpc.system": "grpc", "rpc.method": method}
 
-    def handle(request: Message, context: grpc.ServicerContext) -> Message:
-        caller = _caller(runtime, context)
+    async def handle(request: Message, call: Call) -> Message:
+        caller = _caller(runtime, call)
         body = json_format.MessageToDict(request, preserving_proto_field_name=True)
         if (why := input_rules.refusal(body, "request")) is not None:
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, why)
-        trace = _trace_headers(context) if tracing.enabled() else {}
-
-        async def call() -> Reply:
+            raise Abort(Status.INVALID_ARGUMENT, why)
+        metadata = call.metadata
+        try:
             with tracing.request_span(
-                method, trace.get("traceparent"), trace.get("tracestate"), facts
+                method,
+                _text(metadata.get("traceparent")),
+                _text(metadata.get("tracestate")),
+                facts,
             ):
                 await runtime.rate_limiter.check(caller.client_ip, surface="grpc")
-                return await operation(body, caller)
-
-        try:
-            reply = run_for_call(token, context, call)
-        except CallCancelled:
-            context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, "deadline exceeded")
+                reply = await operation(body, caller)
         except errors.BastionError as error:
+            trailers: tuple[tuple[str, str | bytes], ...] = ()
             if isinstance(error, errors.ResourceExhausted):
-                trailers = [("retry-after", str(error.retry_after))]
+                trailers = (("retry-after", str(error.retry_after)),)
                 if error.before_effect:
-                    trailers.append((errors.BEFORE_EFFECT_MARK, errors.BEFORE_EFFECT_VALUE))
-                context.set_trailing_metadata(tuple(trailers))
-            context.abort(grpc_status(error), error.message)
+                    trailers += ((errors.BEFORE_EFFECT_MARK, errors.BEFORE_EFFECT_VALUE),)
+            raise Abort(grpc_status(error), error.message, trailers) from None
         except Exception:
             log.exception("unhandled error", extra={"method": type(request).__name__})
-            context.abort(grpc.StatusCode.INTERNAL, "internal server error")
+            raise Abort(Status.INTERNAL, "internal server error") from None
         if reply.cookies:
-            context.send_initial_metadata(
-                tuple(("set-cookie", _set_cookie_header(c)) for c in reply.cookies)
+            call.initial_metadata = tuple(
+                ("set-cookie", _set_cookie_header(c)) for c in reply.cookies
             )
         payload = {rpc.wrap_in: reply.body} if rpc.wrap_in else reply.body
         return to_message(payload, rpc.response)
@@ -395,58 +375,27 @@ def _handler(
     return handle
 
 
-def _trace_headers(context: grpc.ServicerContext) -> dict[str, str]:
-    """The caller's W3C trace context from its metadata."""
+def _text(value: str | bytes | None) -> str | None:
+    return value if value is None or isinstance(value, str) else None
+
+
+def _methods(
+    runtime: Runtime, service: ServiceDescriptor, rpcs: dict[str, _Rpc]
+) -> dict[str, Method]:
+    methods = {}
+    for name, rpc in rpcs.items():
+        request = message_factory.GetMessageClass(service.methods_by_name[name].input_type)
+        handle = _handler(runtime, rpc, f"{service.full_name}/{name}")
+        methods[name] = Method(request.FromString, unary=handle)
+    return methods
+
+
+def services(runtime: Runtime) -> dict[str, dict[str, Method]]:
+    """The ``authorizer.v1`` services' methods for :class:`~transports.grpc.server.GrpcListener`,
+    by name under each service's full name."""
+    public = authorizer_pb2.DESCRIPTOR.services_by_name["AuthorizerService"]
+    admin = admin_pb2.DESCRIPTOR.services_by_name["AuthorizerAdminService"]
     return {
-        key: str(value)
-        for key, value in context.invocation_metadata()
-        if key in ("traceparent", "tracestate")
+        public.full_name: _methods(runtime, public, _RPCS["AuthorizerService"]),
+        admin.full_name: _methods(runtime, admin, _RPCS["AuthorizerAdminService"]),
     }
-
-
-def _servicer(
-    base: type,
-    service: str,
-    rpcs: dict[str, _Rpc],
-    runtime: Runtime,
-    token: trio.lowlevel.TrioToken,
-) -> object:
-    methods = {
-        name: staticmethod(_handler(runtime, token, rpc, f"{service}/{name}"))
-        for name, rpc in rpcs.items()
-    }
-    return type(f"Bastion{base.__name__}", (base,), methods)()
-
-
-def registrations(
-    runtime: Runtime, token: trio.lowlevel.TrioToken
-) -> list[Callable[[grpc.Server], str]]:
-    """Adders for :class:`~transports.grpc.server.GrpcListener`; each returns its full name."""
-
-    def public(server: grpc.Server) -> str:
-        authorizer_pb2_grpc.add_AuthorizerServiceServicer_to_server(
-            _servicer(
-                authorizer_pb2_grpc.AuthorizerServiceServicer,
-                "authorizer.v1.AuthorizerService",
-                _RPCS["AuthorizerService"],
-                runtime,
-                token,
-            ),
-            server,
-        )
-        return "authorizer.v1.AuthorizerService"
-
-    def admin(server: grpc.Server) -> str:
-        admin_pb2_grpc.add_AuthorizerAdminServiceServicer_to_server(
-            _servicer(
-                admin_pb2_grpc.AuthorizerAdminServiceServicer,
-                "authorizer.v1.AuthorizerAdminService",
-                _RPCS["AuthorizerAdminService"],
-                runtime,
-                token,
-            ),
-            server,
-        )
-        return "authorizer.v1.AuthorizerAdminService"
-
-    return [public, admin]

@@ -15,10 +15,11 @@
    gives its rate and CPU per call over the same call's HTTP figure. h2load counts an
    HTTP 200 as a success: the calls answered other than OK are read from the server's
    ``bastion_grpc_requests_total`` and reported as failed.
-5. ``--only grpcfloor``: the gRPC floor, two bare grpcio processes on one port
-   (``bench/raw_grpc.py``) answering Health/Check, plain and with bastion's hop into trio
-   and back, driven by both clients: what grpcio itself costs a call, and how fast each
-   client can drive a server at all.
+5. ``--only grpcfloor``: grpcio's floor, two bare grpcio processes on one port
+   (``bench/raw_grpc.py``) answering Health/Check, plain and with the hop into trio and
+   back that bastion's grpcio listener made, driven by both clients: what grpcio itself
+   costs a call (the server bastion used before ``h2``), and how fast each client can
+   drive a server at all.
 
 wrk runs ``-t1 -c16`` on the same cores as the servers (the issue's shape). Server CPU
 per request (from /proc, the workers included) is printed beside each rate, so a reader

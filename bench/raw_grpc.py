@@ -1,7 +1,8 @@
-"""The gRPC floor: a bare grpcio server whose ``grpc.health.v1.Health/Check`` answers
-SERVING and does nothing else, shaped as bastion's listener (a thread pool of 32,
-``maximum_concurrent_rpcs`` 32, ``SO_REUSEPORT``, so several processes can share a port).
-``--trio`` makes each call hop into a trio loop and back, as bastion's bridge does.
+"""grpcio's floor: a bare grpcio server whose ``grpc.health.v1.Health/Check`` answers
+SERVING and does nothing else, shaped as bastion's listener was before it moved onto
+``h2`` in the trio loop (a thread pool of 32, ``maximum_concurrent_rpcs`` 32,
+``SO_REUSEPORT``, so several processes can share a port). ``--trio`` makes each call hop
+into a trio loop and back, as bastion's bridge from grpcio's threads did.
 
 What a call costs grpcio itself on this machine, and how fast a client drives it:
 ``bench/fast_path.py`` starts two and loads them with ``bench/grpc_load.py``. Run alone:
@@ -18,7 +19,7 @@ import grpc
 import trio
 from grpc_health.v1 import health_pb2
 
-#: As bastion's listener (transports/grpc/server.py).
+#: As bastion's grpcio listener was.
 THREADS = 32
 SERVING = health_pb2.HealthCheckResponse(status=health_pb2.HealthCheckResponse.SERVING)
 

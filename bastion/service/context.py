@@ -12,7 +12,7 @@ class Protocol(enum.Enum):
     REST = "rest"
     #: POST /graphql
     GRAPHQL = "graphql"
-    #: authorizer.v1 services over grpcio
+    #: authorizer.v1 services over gRPC
     GRPC = "grpc"
 
 

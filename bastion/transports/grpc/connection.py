@@ -45,6 +45,7 @@ from h2.events import (
     WindowUpdated,
 )
 from h2.exceptions import H2Error
+from h2.settings import SettingCodes, Settings
 from hyperframe.frame import GoAwayFrame
 
 from bastion.transports.grpc.calls import Abort, Call, Counted, Metadata, Method, Status
@@ -55,6 +56,9 @@ log = logging.getLogger("bastion.grpc")
 MAX_RECEIVE = 4 * 1024 * 1024
 #: Requests a streaming call may have waiting unread before the stream is reset.
 MAX_QUEUED = 64
+#: Streams a client may open at once on a connection: far above the calls a process
+#: takes (past those, a call is answered RESOURCE_EXHAUSTED, not refused by HTTP/2).
+MAX_STREAMS = 1000
 _READ = 65536
 _PREFIX = struct.Struct(">BI")
 _CONFIG = H2Configuration(
@@ -142,6 +146,9 @@ class Connection:
         self._dispatch = dispatch
         self._peer = peer
         self._h2 = H2Connection(config=_CONFIG)
+        self._h2.local_settings = Settings(
+            client=False, initial_values={SettingCodes.MAX_CONCURRENT_STREAMS: MAX_STREAMS}
+        )
         self._streams: dict[int, _Stream] = {}
         self._out: list[bytes] = []
         self._wake = trio.Event()

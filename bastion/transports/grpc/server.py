@@ -111,18 +111,32 @@ class GrpcListener:
         except OSError:
             await stream.aclose()
             return
-        if self._tls is None:
-            await Connection(stream, self._dispatch, peer).serve()
-            return
-        secure = trio.SSLStream(stream, self._tls, server_side=True)
-        with trio.move_on_after(HANDSHAKE_SECONDS):
-            # Not TLS, or a certificate the client refused: the connection just closes.
-            with contextlib.suppress(trio.BrokenResourceError):
-                await secure.do_handshake()
-        if secure.selected_alpn_protocol() != "h2":
-            await trio.aclose_forcefully(secure)
-            return
-        await Connection(secure, self._dispatch, peer).serve()
+        served: trio.abc.Stream = stream
+        if self._tls is not None:
+            secure = await _handshake(stream, self._tls)
+            if secure is None:
+                return
+            served = secure
+        try:
+            await Connection(served, self._dispatch, peer).serve()
+        except Exception:  # one connection's failure is not the listener's
+            log.exception("gRPC connection failed", extra={"peer": peer})
+
+
+async def _handshake(
+    stream: trio.SocketStream, tls: ssl.SSLContext
+) -> trio.SSLStream[trio.SocketStream] | None:
+    """The TLS stream, or None (the connection closed) when the handshake failed or did
+    not agree on ``h2``."""
+    secure = trio.SSLStream(stream, tls, server_side=True)
+    with trio.move_on_after(HANDSHAKE_SECONDS):
+        # Not TLS, or a certificate the client refused: the connection just closes.
+        with contextlib.suppress(trio.BrokenResourceError):
+            await secure.do_handshake()
+    if secure.selected_alpn_protocol() != "h2":
+        await trio.aclose_forcefully(secure)
+        return None
+    return secure
 
 
 def _bind(host: str, port: int, share: bool) -> socket.socket:

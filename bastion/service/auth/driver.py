@@ -75,7 +75,6 @@ from bastion.core.state_machines.login import (
     SecondFactorNotRequired,
     SecondFactorRequired,
 )
-from bastion.core.state_machines.mfa import INVALID_OTP
 from bastion.core.state_machines.mfa_effects import (
     ClearMfaCookie,
     MfaOutcome,
@@ -85,6 +84,7 @@ from bastion.core.state_machines.mfa_effects import (
     SetMfaCookie,
     UseRecoveryCode,
 )
+from bastion.core.state_machines.mfa_verify import INVALID_OTP
 from bastion.core.state_machines.session import INVALID_REFRESH_TOKEN
 from bastion.service.auth.authenticators import AUTHENTICATOR_EFFECTS
 from bastion.service.auth.mail import compose_mail

@@ -32,19 +32,21 @@ from bastion.core.state_machines.effects import (
 from bastion.core.state_machines.events import TokensIssued, UserLoaded
 from bastion.core.state_machines.oauth_authorize import (
     AuthorizeRequested,
-    CheckSession,
     CodeRedemptionRequested,
-    CodeTaken,
-    Deliver,
     LoginWithState,
     OAuthAuthorizeMachine,
     OAuthPolicy,
+    SessionGrant,
+    State,
+)
+from bastion.core.state_machines.oauth_authorize_effects import (
+    CheckSession,
+    CodeTaken,
+    Deliver,
     RedirectToLogin,
     RememberCodeTokens,
     RevokeCodeTokens,
     SessionChecked,
-    SessionGrant,
-    State,
     StoreCode,
     StorePending,
     TakeCode,

@@ -51,7 +51,7 @@ from bastion.core.state_machines.oauth_authorize_effects import (
     StorePending,
     TakeCode,
 )
-from bastion.service.auth.driver import audit_entry, load_user
+from bastion.service.auth.flow_sql import audit_entry, load_user
 from bastion.service.auth.service import AuthService
 from bastion.service.auth.sessions import ACCESS, REFRESH
 from bastion.service.context import CallerContext, Cookie, Reply

@@ -10,7 +10,7 @@ import sqlalchemy as sa
 import trio
 
 from bastion.storage.sql import Database
-from bastion.storage.sql.database import notify_on_commit
+from bastion.storage.sql.commit_topics import notify_on_commit
 from bastion.storage.sql.schema import users
 
 

@@ -11,7 +11,7 @@ import trio
 
 from bastion.storage import StorageConfig
 from bastion.storage.sql import Database
-from bastion.storage.sql.database import notify_on_commit
+from bastion.storage.sql.commit_topics import notify_on_commit
 from bastion.storage.sql.schema import users
 
 

@@ -13,7 +13,10 @@ datastore asks:
   of those alone (``ix_service_fga_tuples_usersets``, partial where the database has
   partial indexes, migration 0013): a group's millions of direct members are not walked;
 - ``read_by_user(user, object_type)``: by ``(user, object_type)``, the reverse walks of
-  ListObjects (``ix_service_fga_tuples_user_object_type``);
+  ListObjects (``ix_service_fga_tuples_user_object_type``); the types a round asks of
+  one user are one probe (``object_type = ANY``): a folder asked for its child folders
+  and its documents is one index range, not two (a third less statement time for a
+  cold ListObjects' 58,000 reads);
 - ``read_object(object, limit)``: the first ``limit + 1`` tuples of each object, by
   ``(object, relation)``'s first column; on PostgreSQL one ``LATERAL`` index range per
   object that stops at the limit (a group of millions of members costs ``limit + 1``
@@ -127,6 +130,11 @@ def _among(conn: sa.Connection, column: sa.ColumnElement[str], values: list[str]
     return column.in_(values)
 
 
+def _one_of(t: Any, types: tuple[str, ...]) -> sa.ColumnElement[bool]:
+    """The object type is one of ``types`` (literals: a round asks of few)."""
+    return t.object_type == types[0] if len(types) == 1 else t.object_type.in_(types)
+
+
 def fetch_sql(
     conn: sa.Connection,
     store_id: str,
@@ -156,19 +164,27 @@ def fetch_sql(
     for chunk in _chunks(list(exact), size):
         part("read_exact", "", _among(conn, t.key_hash, chunk))
     groups: dict[tuple[str, str], list[str]] = defaultdict(list)
+    types_by_user: dict[str, set[str]] = defaultdict(set)
     for read in reads:
-        if read[0] != "read_exact":
+        if read[0] == "read_by_user":
+            types_by_user[read[1]].add(read[2])
+        elif read[0] != "read_exact":
             groups[(read[0], read[2])].append(read[1])
+    users_by_types: dict[tuple[str, ...], list[str]] = defaultdict(list)
+    for user, types in types_by_user.items():
+        users_by_types[tuple(sorted(types))].append(user)
+    for types, users in users_by_types.items():
+        for chunk in _chunks(users, size):
+            # The row's own type tells which read it answers (the part's "second": "").
+            part("read_by_user", "", sa.and_(_among(conn, t.user, chunk), _one_of(t, types)))
     for (method, second), firsts in groups.items():
         if method == "read_object":
             for chunk in _chunks(firsts, size):
                 selects.append(_whole_objects(conn, store_id, chunk, int(second), len(parts)))
                 parts.append((method, second))
             continue
-        by_user = method == "read_by_user"
-        first_column, second_column = (t.user, t.object_type) if by_user else (t.object, t.relation)
         for chunk in _chunks(firsts, size):
-            where = sa.and_(_among(conn, first_column, chunk), second_column == second)
+            where = sa.and_(_among(conn, t.object, chunk), t.relation == second)
             part(method, second, sa.and_(where, USERSETS) if method == "read_usersets" else where)
     if selects:
         statement = selects[0] if len(selects) == 1 else sa.union_all(*selects)
@@ -178,9 +194,10 @@ def fetch_sql(
             method, second = parts[row[_PART]]
             if method == "read_exact":
                 found[exact[row[_HASH]]].append(row)
+            elif method == "read_by_user":
+                found[(method, row[_USER], row[_TYPE])].append(row)
             else:
-                first = row[_USER] if method == "read_by_user" else row[_OBJECT]
-                found[(method, first, second)].append(row)
+                found[(method, row[_OBJECT], second)].append(row)
     return Fetched(revision, [_answer(found[read]) for read in reads])
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from bastion.storage.sql.database import notify_on_commit
+from bastion.storage.sql.commit_topics import notify_on_commit
 from bastion.storage.sql.schema import outbox
 
 __all__ = [

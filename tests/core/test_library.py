@@ -46,9 +46,17 @@ def _defined(kind: type) -> set[type]:
         found.update(
             obj
             for obj in vars(module).values()
-            if inspect.isclass(obj) and obj.__module__ == module.__name__ and issubclass(obj, kind)
+            if inspect.isclass(obj)
+            and obj.__module__ == module.__name__
+            and issubclass(obj, kind)
+            and not _partial(obj)
         )
     return found
+
+
+def _partial(obj: type) -> bool:
+    """A partial machine (no table of its own): a share of a machine that is exported."""
+    return issubclass(obj, Machine) and obj is not Machine and not hasattr(obj, "TABLE")
 
 
 def _exported(kind: type) -> set[type]:
@@ -141,11 +149,16 @@ def test_the_guide_tables_each_machine_as_it_is() -> None:
 
 
 def _error_codes(machine: type) -> set[str]:
-    """The ``code`` of every concrete ``BastionError`` its module names (what it may
-    ``Fail`` with)."""
-    module = sys.modules[machine.__module__]
-    tree = ast.parse(inspect.getsource(module))
-    found = (getattr(module, n.id, None) for n in ast.walk(tree) if isinstance(n, ast.Name))
+    """The ``code`` of every concrete ``BastionError`` its modules name (what it may
+    ``Fail`` with): the machine's, and those of the partial machines it inherits."""
+    parts = [c for c in machine.__mro__ if issubclass(c, Machine) and c is not Machine]
+    modules = {sys.modules[part.__module__] for part in parts}
+    found = (
+        getattr(module, n.id, None)
+        for module in modules
+        for n in ast.walk(ast.parse(inspect.getsource(module)))
+        if isinstance(n, ast.Name)
+    )
     return {
         error.code
         for error in found

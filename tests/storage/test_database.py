@@ -9,8 +9,9 @@ import pytest
 import sqlalchemy as sa
 import trio
 
+from bastion.storage import StorageConfig
 from bastion.storage.sql import Database
-from bastion.storage.sql.database import notify_on_commit
+from bastion.storage.sql.commit_topics import notify_on_commit
 from bastion.storage.sql.schema import users
 
 
@@ -190,3 +191,25 @@ async def test_write_one_commits_and_notifies(database: Database) -> None:
         await database.write_one(lambda conn: conn.execute(sa.insert(users).values(row)))
     assert woken == ["users"]
     assert await database.read(lambda conn: count_email(conn, email)) == 1
+
+
+@pytest.mark.parametrize("database_kind", ["postgres", "postgres-asyncpg"])
+async def test_postgres_sessions_are_bounded_and_never_jit_compile(
+    database: Database, database_config: StorageConfig
+) -> None:
+    """Each session, through either driver, bounds statements and lock waits by the
+    timeout and has JIT off (compiling a batch of the engine's reads cost seconds)."""
+
+    def settings(conn: sa.Connection) -> dict[str, str]:
+        rows = conn.exec_driver_sql(
+            "SELECT name, setting FROM pg_settings"
+            " WHERE name IN ('jit', 'statement_timeout', 'lock_timeout')"
+        )
+        return {name: setting for name, setting in rows}
+
+    bound = str(round(database_config.timeout * 1000))  # pg_settings counts milliseconds
+    assert await database.run(settings) == {
+        "jit": "off",
+        "statement_timeout": bound,
+        "lock_timeout": bound,
+    }

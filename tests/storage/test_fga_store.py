@@ -128,6 +128,38 @@ async def test_every_change_takes_the_next_revision(open_store: Opener) -> None:
         ]
 
 
+async def test_reverse_reads_of_several_types_answer_each_read(open_store: Opener) -> None:
+    """One batch asks a user for several types (one probe in SQL): each read gets the
+    tuples of its own type alone, in the order written, and a type nobody asked for is
+    not mixed in."""
+    async with open_store() as store:
+        await store.write_tuples(
+            [
+                key("folder:1", "parent", "folder:2"),
+                key("folder:1", "parent", "doc:1"),
+                key("folder:1", "parent", "doc:2"),
+                key("folder:1", "parent", "team:1"),
+                key("folder:9", "parent", "doc:3"),
+                key("user:a", "viewer", "doc:1"),
+            ]
+        )
+        reads = [
+            ("read_by_user", "folder:1", "folder"),
+            ("read_by_user", "folder:1", "doc"),
+            ("read_by_user", "folder:9", "doc"),
+            ("read_by_user", "folder:9", "folder"),
+            ("read_by_user", "user:a", "doc"),
+        ]
+        fetched = await store.fetch(reads)
+        assert [[(k.object, k.relation) for k in answer] for answer in fetched.answers] == [
+            [("folder:2", "parent")],
+            [("doc:1", "parent"), ("doc:2", "parent")],
+            [("doc:3", "parent")],
+            [],
+            [("doc:1", "viewer")],
+        ]
+
+
 async def test_objects_read_whole_up_to_their_limit(open_store: Opener) -> None:
     async with open_store() as store:
         await store.write_model(MODEL)

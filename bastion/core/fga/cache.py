@@ -19,7 +19,8 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from itertools import islice
 
-from bastion.core.fga.check import Checker, Plan, Step
+from bastion.core.fga.check import Checker, Step
+from bastion.core.fga.check_plans import Plan
 from bastion.core.fga.request import RequestOptions
 from bastion.core.fga.result import Outcome
 

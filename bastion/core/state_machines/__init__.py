@@ -102,12 +102,14 @@ from bastion.core.state_machines.mfa_effects import (
 from bastion.core.state_machines.mfa_setup import MfaSetupMachine, MfaSetupRequested
 from bastion.core.state_machines.oauth_authorize import (
     AuthorizeRequested,
-    CheckSession,
     CodeRedemptionRequested,
-    CodeTaken,
-    Deliver,
     LoginWithState,
     OAuthAuthorizeMachine,
+)
+from bastion.core.state_machines.oauth_authorize_effects import (
+    CheckSession,
+    CodeTaken,
+    Deliver,
     RedirectToLogin,
     RememberCodeTokens,
     RevokeCodeTokens,

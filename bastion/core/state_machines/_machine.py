@@ -30,6 +30,11 @@ tokens, while the table still lists every possible move (and the diagrams draw t
 Every state enum has ``START``, ``DONE``, ``FAILED`` and ``ERROR``. ``FAILED`` is a refused
 request (the caller gets the error in ``Fail``); ``ERROR`` is a misuse of the machine.
 
+A flow too long for one module splits its handlers by sub-flow into partial machines,
+``class IssueSteps(Machine[State], partial=True)``, each in a module of its own; the
+machine inherits them and declares ``TABLE``, ``EMITS`` and the rest. Only a whole machine
+is checked.
+
 Every machine declares ``EMITS``, the effect types its handlers may return; emitting
 another is a :class:`LocalFlowError` (so a driver knows, from data, which effects it must
 carry out). A flow that starts another ends with a :class:`Handoff` as its last effect.
@@ -162,8 +167,10 @@ class Machine(Generic[S]):
     #: every effect type a handler of this machine may return
     EMITS: ClassVar[frozenset[type[Effect]]]
 
-    def __init_subclass__(cls, **kwargs: object) -> None:
+    def __init_subclass__(cls, *, partial: bool = False, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
+        if partial:  # a share of a machine's handlers: the machine that inherits it is checked
+            return
         if not all(isinstance(e, type) and issubclass(e, Effect) for e in cls.EMITS):
             raise TypeError(f"{cls.__name__}: EMITS holds something that is not an Effect")
         for (state, _event), entry in cls.TABLE.items():

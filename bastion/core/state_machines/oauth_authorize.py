@@ -40,6 +40,8 @@ bind (``LoginWithState``)
   7. A login carrying the ``state`` of a parked request stores that request's announced
      code, bound to the login and its session (Authorizer's login app redirects with it
      itself).
+
+Its effects and their answers are :mod:`core.state_machines.oauth_authorize_effects`.
 """
 
 from __future__ import annotations
@@ -47,7 +49,6 @@ from __future__ import annotations
 import dataclasses
 import enum
 from collections.abc import Mapping
-from typing import ClassVar
 
 from bastion.core.auth.claims import wants_refresh_token
 from bastion.core.auth.policy import FlowEnv
@@ -75,25 +76,27 @@ from bastion.core.state_machines.effects import (
     Respond,
 )
 from bastion.core.state_machines.events import TokensIssued, UserLoaded
+from bastion.core.state_machines.oauth_authorize_effects import (
+    CheckSession,
+    CodeTaken,
+    Deliver,
+    RedirectToLogin,
+    RememberCodeTokens,
+    RevokeCodeTokens,
+    SessionChecked,
+    StoreCode,
+    StorePending,
+    TakeCode,
+)
 
 __all__ = [
     "AuthorizeRequested",
-    "CheckSession",
     "CodeRedemptionRequested",
-    "CodeTaken",
-    "Deliver",
     "LoginWithState",
     "OAuthAuthorizeMachine",
     "OAuthPolicy",
-    "RedirectToLogin",
-    "RememberCodeTokens",
-    "RevokeCodeTokens",
-    "SessionChecked",
     "SessionGrant",
     "State",
-    "StoreCode",
-    "StorePending",
-    "TakeCode",
 ]
 
 
@@ -138,7 +141,7 @@ class SessionGrant:
     sid: str
 
 
-# -- events ----------------------------------------------------------------------------------
+# -- the events that start it ----------------------------------------------------------------
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -160,20 +163,6 @@ class CodeRedemptionRequested(Event):
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
-class CodeTaken(Event):
-    """Answer to ``TakeCode``: the grant, or None when unknown, expired or used."""
-
-    grant: CodeGrant | None
-
-
-@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
-class SessionChecked(Event):
-    """Answer to ``CheckSession``."""
-
-    alive: bool
-
-
-@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class LoginWithState(Event):
     """A login (any flow) finished with the ``state`` of a parked request."""
 
@@ -184,70 +173,6 @@ class LoginWithState(Event):
     auth_time: int
     #: the session family the login starts (or refreshes)
     sid: str
-
-
-# -- effects ---------------------------------------------------------------------------------
-
-
-@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
-class Deliver(Effect):
-    """Answer the authorize request at ``redirect_uri`` through ``mode``."""
-
-    redirect_uri: str
-    mode: ResponseMode
-    params: tuple[tuple[str, str], ...]
-
-
-@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
-class RedirectToLogin(Effect):
-    """Send the browser to the login page (its sign-up page for ``screen_hint=signup``)
-    with these query parameters."""
-
-    params: tuple[tuple[str, str], ...]
-    signup: bool = False
-
-
-@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
-class StorePending(Effect):
-    state: str
-    pending: PendingAuthorize
-
-
-@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
-class StoreCode(Effect):
-    code: str = dataclasses.field(repr=False)
-    grant: CodeGrant
-
-
-@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
-class TakeCode(Effect):
-    replies: ClassVar[tuple[type[Event], ...]] = (CodeTaken,)
-    code: str = dataclasses.field(repr=False)
-
-
-@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
-class CheckSession(Effect):
-    """Is the user's session family ``sid`` still live (not logged out, not revoked)?"""
-
-    replies: ClassVar[tuple[type[Event], ...]] = (SessionChecked,)
-    user_id: str
-    sid: str
-
-
-@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
-class RevokeCodeTokens(Effect):
-    """End the session a first redemption of ``code`` created, if any."""
-
-    code: str = dataclasses.field(repr=False)
-
-
-@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
-class RememberCodeTokens(Effect):
-    """Remember which session ``code`` created, for ``RevokeCodeTokens``."""
-
-    code: str = dataclasses.field(repr=False)
-    user_id: str
-    nonce: str
 
 
 TABLE: Table[State] = {

@@ -88,7 +88,6 @@ from bastion.core.state_machines.login import (
     IDENTIFIER_REQUIRED,
     MOBILE_BASIC_AUTH_DISABLED,
 )
-from bastion.core.state_machines.mfa import INVALID_OTP, INVALID_SESSION, RESET_OTP_SENT
 from bastion.core.state_machines.mfa_effects import (
     AttemptCounted,
     ChallengeLoaded,
@@ -102,6 +101,9 @@ from bastion.core.state_machines.mfa_effects import (
     SetMfaCookie,
     TakeChallenge,
 )
+from bastion.core.state_machines.mfa_flow import INVALID_SESSION
+from bastion.core.state_machines.mfa_issue import RESET_OTP_SENT
+from bastion.core.state_machines.mfa_verify import INVALID_OTP
 from bastion.core.state_machines.signup import INVALID_EMAIL, INVALID_PHONE
 from bastion.core.state_machines.verification import EMAIL_SERVICE_DISABLED
 

@@ -21,15 +21,11 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
 from bastion.core.auth import otp
-from bastion.core.auth.claims import verification_token_claims
-from bastion.core.auth.user import User
-from bastion.core.auth.verification import VerificationRequest
 from bastion.core.errors import Internal, InvalidArgument, PermissionDenied, Unauthenticated
 from bastion.core.state_machines import MACHINES, Handoff, Machine
 from bastion.core.state_machines._machine import Effect, Event, Fail
@@ -68,14 +64,12 @@ from bastion.core.state_machines.events import (
     UserCreated,
     UserLoaded,
     VerificationRequestCreated,
-    VerificationRequestLoaded,
 )
 from bastion.core.state_machines.login import (
     DecideSecondFactor,
     SecondFactorNotRequired,
     SecondFactorRequired,
 )
-from bastion.core.state_machines.mfa import INVALID_OTP
 from bastion.core.state_machines.mfa_effects import (
     ClearMfaCookie,
     MfaOutcome,
@@ -87,49 +81,37 @@ from bastion.core.state_machines.mfa_effects import (
 )
 from bastion.core.state_machines.session import INVALID_REFRESH_TOKEN
 from bastion.service.auth.authenticators import AUTHENTICATOR_EFFECTS
+from bastion.service.auth.flow_sql import (
+    Consumed,
+    OneInsert,
+    SqlOp,
+    audit_entry,
+    consume_request,
+    drop_credentials,
+    drop_pending_links,
+    enqueue_item,
+    load_user,
+    record_entry,
+    record_totp_step,
+    use_recovery_code,
+)
 from bastion.service.auth.mail import compose_mail
 from bastion.service.auth.mfa_outcomes import MFA_WEBHOOK_EVENTS, outcome_webhook
 from bastion.service.auth.mfa_selfservice import mark_fresh_factor
 from bastion.service.auth.sessions import REFRESH, REFRESH_GRACE_SECONDS
+from bastion.service.auth.verification_requests import create_request, load_request
 from bastion.service.context import CallerContext, Cookie
 from bastion.service.mfa_challenges import CHALLENGE_EFFECTS
-from bastion.storage import StorageUnavailable, admin_users
-from bastion.storage import authenticators as authenticator_rows
+from bastion.storage import StorageUnavailable
 from bastion.storage import passkeys as passkey_rows
 from bastion.storage import users as user_rows
-from bastion.storage import verification as requests
-from bastion.storage.audit import AuditEntry, record
-from bastion.storage.outbox import enqueue
 
 if TYPE_CHECKING:
     from bastion.service.auth.parts import AuthParts
 
-__all__ = ["FlowRun", "audit_entry", "load_user"]
+__all__ = ["FlowRun"]
 
 log = logging.getLogger("bastion.auth")
-
-SqlOp = Callable[[sa.Connection], None]
-
-
-class _OneInsert:
-    """An SQL step that is a single INSERT: alone in a flush, it needs no transaction."""
-
-    __slots__ = ("_insert",)
-
-    def __init__(self, insert: SqlOp) -> None:
-        self._insert = insert
-
-    def __call__(self, conn: sa.Connection) -> None:
-        self._insert(conn)
-
-
-class _Consumed(Exception):
-    """A verification request, an authenticator code or a recovery code was used (or the
-    request replaced) by someone else first; ``message``: the refusal, if not the link's."""
-
-    def __init__(self, message: str | None = None) -> None:
-        super().__init__(message)
-        self.message = message
 
 
 class FlowRun:
@@ -191,7 +173,7 @@ class FlowRun:
             ops, self._sql = self._sql, []
             try:
                 await self._commit(ops)
-            except _Consumed as consumed:
+            except Consumed as consumed:
                 # Someone else used the link or code first: the session kept for this use
                 # never reaches the caller.
                 for user_id, sid, nonce in self._kept:
@@ -203,7 +185,7 @@ class FlowRun:
             self.auth.record_mfa_outcome(outcome.method, outcome.outcome)
 
     async def _commit(self, ops: list[SqlOp]) -> None:
-        if len(ops) == 1 and isinstance(ops[0], _OneInsert):
+        if len(ops) == 1 and isinstance(ops[0], OneInsert):
             await self.auth.storage.db.write_one(ops[0])  # a login's audit row, mostly
             return
 
@@ -284,9 +266,9 @@ class FlowRun:
                 effect = await self.auth.state_binder(effect, self.caller, sid)
             return TokensIssued(tokens=await self.auth.mint(effect, sid=sid, now=self._now))
         if isinstance(effect, CreateVerificationRequest):
-            return VerificationRequestCreated(token=await self._create_request(effect))
+            return VerificationRequestCreated(token=await create_request(self.auth, effect))
         if isinstance(effect, LoadVerificationRequest):
-            return await self._load_request(effect)
+            return await load_request(self.auth, effect)
         if isinstance(effect, LoadStoredToken):
             return StoredTokenLoaded(token=await self._stored(effect))
         if isinstance(effect, CheckRequiredRelations):
@@ -316,48 +298,6 @@ class FlowRun:
         if isinstance(effect, AUTHENTICATOR_EFFECTS):
             return await self.auth.authenticators.execute(effect)
         raise Internal(f"no driver for {type(effect).__name__}")
-
-    async def _create_request(self, effect: CreateVerificationRequest) -> str:
-        policy = self.auth.policy
-        claims = verification_token_claims(
-            policy=policy,
-            email=effect.email,
-            identifier=effect.identifier.value,
-            nonce=effect.nonce,
-            redirect_uri=effect.redirect_uri,
-            now=effect.issued_at,
-        )
-        claims["exp"] = effect.expires_at
-        token = self.auth.signer.sign(claims)
-        request = VerificationRequest(
-            id=self.auth.ids.new_id(),
-            identifier=effect.identifier.value,
-            email=effect.email,
-            nonce=effect.nonce,
-            redirect_uri=effect.redirect_uri,
-            expires_at=effect.expires_at,
-        )
-        now = self._now
-        await self.auth.storage.db.run(
-            lambda conn: requests.replace(conn, request, token=token, now=now), write=True
-        )
-        return token
-
-    async def _load_request(self, effect: LoadVerificationRequest) -> VerificationRequestLoaded:
-        db = self.auth.storage.db
-        if effect.token is None:
-            email, identifier = effect.email or "", str(effect.identifier or "")
-            found = await db.run(lambda conn: requests.get_by_email(conn, email, identifier))
-            return VerificationRequestLoaded(request=found)
-        token = effect.token
-        found = await db.run(lambda conn: requests.get_by_token(conn, token))
-        if found is None:
-            return VerificationRequestLoaded(request=None)
-        try:
-            claims: dict[str, Any] | None = self.auth.signer.verify(token)
-        except Unauthenticated:  # a forged or garbled token proves nothing
-            claims = None
-        return VerificationRequestLoaded(request=found, claims=claims)
 
     async def _has_passkey(self, user_id: str) -> bool:
         return await self.auth.storage.db.read(lambda conn: passkey_rows.has_any(conn, user_id))
@@ -405,7 +345,7 @@ class FlowRun:
                     "auth_recipe": effect.auth_recipe,
                 }
                 now = self._now
-                self._sql.append(lambda conn: _enqueue(conn, "webhook_event", payload, now))
+                self._sql.append(lambda conn: enqueue_item(conn, "webhook_event", payload, now))
         elif isinstance(effect, SendEmail):
             mail = await compose_mail(
                 auth,
@@ -419,20 +359,20 @@ class FlowRun:
             )
             payload = dataclasses.asdict(mail)
             now = self._now
-            self._sql.append(lambda conn: _enqueue(conn, "mail", payload, now))
+            self._sql.append(lambda conn: enqueue_item(conn, "mail", payload, now))
         elif isinstance(effect, SendSms):
             # Queued with the writes that caused it; the outbox texts it, with retries.
             message, now = {"to": effect.to, "body": effect.body}, self._now
-            self._sql.append(lambda conn: _enqueue(conn, "sms", message, now))
+            self._sql.append(lambda conn: enqueue_item(conn, "sms", message, now))
         elif isinstance(effect, DeleteVerificationRequest):
             request_id = effect.request_id
-            self._sql.append(lambda conn: _consume(conn, request_id))
+            self._sql.append(lambda conn: consume_request(conn, request_id))
         elif isinstance(effect, RecordTotpStep):
             user_id, step, now = effect.user_id, effect.step, self._now
-            self._sql.append(lambda conn: _record_step(conn, user_id, step, now))
+            self._sql.append(lambda conn: record_totp_step(conn, user_id, step, now))
         elif isinstance(effect, UseRecoveryCode):
             user_id, digest, now = effect.user_id, effect.digest, self._now
-            self._sql.append(lambda conn: _use_recovery_code(conn, user_id, digest, now))
+            self._sql.append(lambda conn: use_recovery_code(conn, user_id, digest, now))
         elif isinstance(effect, PersistSession):
             await self._flush()
             sid = self.sid or effect.tokens.nonce
@@ -496,9 +436,9 @@ class FlowRun:
         user_id, now = effect.user_id, self._now
         self._sql.append(lambda conn: user_rows.end_sessions_marker(conn, user_id, valid_after=now))
         if effect.end_links:
-            self._sql.append(lambda conn: _drop_pending_links(conn, user_id))
+            self._sql.append(lambda conn: drop_pending_links(conn, user_id))
         if effect.end_credentials:
-            self._sql.append(lambda conn: _drop_credentials(conn, user_id))
+            self._sql.append(lambda conn: drop_credentials(conn, user_id))
         await self._flush()
         self.auth.sessions.forget_status(user_id)
         keep = (self.sid or "", effect.keep_nonce) if effect.keep_nonce else None
@@ -512,69 +452,4 @@ class FlowRun:
 
     def _audit_op(self, effect: AuditRecord) -> SqlOp:
         entry, now = audit_entry(effect, self.caller), self._now
-        return _OneInsert(lambda conn: _record(conn, entry, now))
-
-
-def audit_entry(effect: AuditRecord, caller: CallerContext) -> AuditEntry:
-    """The row ``effect`` asks for, with where the call came from (the OAuth flow's driver
-    writes them too)."""
-    return AuditEntry(
-        action=effect.action.value,
-        actor_id=effect.actor_id,
-        actor_email=effect.actor_email,
-        resource_type=effect.resource_type,
-        resource_id=effect.resource_id,
-        ip_address=caller.client_ip,
-        user_agent=caller.user_agent,
-        protocol=caller.protocol.value,
-        metadata=dict(effect.metadata),
-    )
-
-
-def load_user(conn: sa.Connection, effect: LoadUser) -> User | None:
-    """The user ``effect`` names (the OAuth flow's driver answers with it too)."""
-    if effect.user_id is not None:
-        user = user_rows.get_by_id(conn, effect.user_id)
-    elif effect.email is not None:
-        user = user_rows.get_by_email(conn, effect.email)
-    else:
-        user = user_rows.get_by_phone(conn, effect.phone_number or "")
-    if user is None or effect.session_started is None:
-        return user
-    status = user_rows.status(conn, user.id)
-    return user if status is not None and status.accepts(effect.session_started) else None
-
-
-def _enqueue(conn: sa.Connection, kind: str, payload: dict[str, Any], now: int) -> None:
-    enqueue(conn, kind, payload, now=now)
-
-
-def _record(conn: sa.Connection, entry: AuditEntry, now: int) -> None:
-    record(conn, entry, now=now)
-
-
-def _drop_pending_links(conn: sa.Connection, user_id: str) -> None:
-    user = user_rows.get_by_id(conn, user_id)
-    if user is not None and user.email:
-        requests.delete_for_email(conn, user.email)
-
-
-def _drop_credentials(conn: sa.Connection, user_id: str) -> None:
-    """The user's passkeys and authenticator (``DeleteUserSessions.end_credentials``)."""
-    passkey_rows.delete_for_user(conn, user_id)
-    admin_users.delete_authenticators(conn, user_id)
-
-
-def _consume(conn: sa.Connection, request_id: str) -> None:
-    if not requests.consume(conn, request_id):
-        raise _Consumed
-
-
-def _record_step(conn: sa.Connection, user_id: str, step: int, now: int) -> None:
-    if not authenticator_rows.record_step(conn, user_id, step, now=now):
-        raise _Consumed(INVALID_OTP)  # this step or a later one was accepted meanwhile
-
-
-def _use_recovery_code(conn: sa.Connection, user_id: str, digest: str, now: int) -> None:
-    if not authenticator_rows.use_recovery_code(conn, user_id, digest, now=now):
-        raise _Consumed(INVALID_OTP)  # spent meanwhile (or the codes were replaced)
+        return OneInsert(lambda conn: record_entry(conn, entry, now))

@@ -32,24 +32,26 @@ from bastion.core.state_machines.effects import (
 from bastion.core.state_machines.events import TokensIssued, UserLoaded
 from bastion.core.state_machines.oauth_authorize import (
     AuthorizeRequested,
-    CheckSession,
     CodeRedemptionRequested,
-    CodeTaken,
-    Deliver,
     LoginWithState,
     OAuthAuthorizeMachine,
     OAuthPolicy,
+    SessionGrant,
+    State,
+)
+from bastion.core.state_machines.oauth_authorize_effects import (
+    CheckSession,
+    CodeTaken,
+    Deliver,
     RedirectToLogin,
     RememberCodeTokens,
     RevokeCodeTokens,
     SessionChecked,
-    SessionGrant,
-    State,
     StoreCode,
     StorePending,
     TakeCode,
 )
-from bastion.service.auth.driver import audit_entry, load_user
+from bastion.service.auth.flow_sql import audit_entry, load_user
 from bastion.service.auth.service import AuthService
 from bastion.service.auth.sessions import ACCESS, REFRESH
 from bastion.service.context import CallerContext, Cookie, Reply

@@ -30,7 +30,7 @@ from bastion.core.state_machines.passkey_options import (
     RegistrationOptionsRequested,
     SignInOptionsRequested,
 )
-from bastion.service.auth.driver import audit_entry
+from bastion.service.auth.flow_sql import audit_entry
 from bastion.service.auth.mfa_selfservice import has_fresh_factor
 from bastion.service.auth.service import AuthService
 from bastion.service.context import CallerContext, Reply

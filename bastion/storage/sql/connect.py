@@ -1,5 +1,5 @@
 """How each database is connected to: SQLite's pragmas (WAL, busy timeout, foreign
-keys), PostgreSQL's statement and lock bounds and TLS for asyncpg and psycopg, and
+keys), PostgreSQL's statement and lock bounds, JIT off and TLS for asyncpg and psycopg, and
 MariaDB/MySQL's lock waits and TLS for pymysql, and the trio-asyncio loop asyncpg runs
 in (:func:`storage.sql.database.open_database`)."""
 
@@ -23,7 +23,7 @@ __all__ = [
     "asyncpg_args",
     "configure_sqlite",
     "milliseconds",
-    "pg_bounds",
+    "pg_settings",
     "psycopg_args",
     "pymysql_args",
 ]
@@ -61,13 +61,18 @@ def configure_sqlite(engine: sa.Engine, timeout: float) -> None:
         cursor.close()
 
 
-def pg_bounds(config: StorageConfig) -> dict[str, str]:
+def pg_settings(config: StorageConfig) -> dict[str, str]:
+    """Each PostgreSQL session's settings: statements and lock waits bounded by the
+    timeout, and no JIT compilation. bastion's statements are index reads and small
+    writes; the planner's cost estimates for a batch of the engine's reads (a
+    ``UNION ALL`` of ``= ANY(array)`` parts) pass JIT's thresholds, and compiling one took
+    3.5 s of a cold ListObjects' 4.2 s statement (bench/RESULTS.md)."""
     bound = f"{milliseconds(config.timeout)}ms"
-    return {"statement_timeout": bound, "lock_timeout": bound}
+    return {"statement_timeout": bound, "lock_timeout": bound, "jit": "off"}
 
 
 def asyncpg_args(config: StorageConfig) -> dict[str, Any]:
-    args: dict[str, Any] = {"timeout": config.timeout, "server_settings": pg_bounds(config)}
+    args: dict[str, Any] = {"timeout": config.timeout, "server_settings": pg_settings(config)}
     if config.database_ca_cert or config.database_cert:
         context = ssl.create_default_context(cafile=config.database_ca_cert or None)
         if config.database_cert:
@@ -79,7 +84,7 @@ def asyncpg_args(config: StorageConfig) -> dict[str, Any]:
 def psycopg_args(config: StorageConfig) -> dict[str, Any]:
     """libpq's own TLS settings, matching :func:`asyncpg_args`: the server's certificate
     and host name are verified against the CA file (or the system's CAs)."""
-    options = " ".join(f"-c {name}={value}" for name, value in pg_bounds(config).items())
+    options = " ".join(f"-c {name}={value}" for name, value in pg_settings(config).items())
     args: dict[str, Any] = {"connect_timeout": max(1, round(config.timeout)), "options": options}
     if config.database_ca_cert or config.database_cert:
         args["sslmode"] = "verify-full"

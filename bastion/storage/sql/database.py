@@ -2,17 +2,11 @@
 
 ``Database.run(fn)`` calls ``fn(connection)`` (a SQLAlchemy Core ``Connection``) inside a
 single transaction: committed when ``fn`` returns, rolled back when it raises. The same
-``fn`` runs on every backend:
-
-- SQLite and MySQL/MariaDB (pymysql): the sync engine, in a worker thread behind a
-  ``trio.CapacityLimiter`` as large as the connection pool. SQLite runs in WAL mode with a
-  busy timeout; write transactions start with ``BEGIN IMMEDIATE`` so read-modify-write
-  never fails with "database is locked" halfway.
-- PostgreSQL with psycopg (the default): the sync engine in a worker thread, like the
-  others. A trio cancel scope abandons the thread and sends the server a cancel request for
-  the query it is running; the thread then rolls back and returns its connection.
-- PostgreSQL with asyncpg (``postgresql+asyncpg://``): under trio-asyncio, ``fn`` through
-  ``AsyncConnection.run_sync``; a trio cancel scope cancels the query the same way.
+``fn`` runs on every backend, each the way its driver needs (:mod:`storage.sql.driver_calls`:
+a worker thread for SQLite, MySQL/MariaDB and psycopg, trio-asyncio for asyncpg; a trio
+cancel scope cancels a PostgreSQL query on the server). SQLite runs in WAL mode with a
+busy timeout; write transactions start with ``BEGIN IMMEDIATE`` so read-modify-write
+never fails with "database is locked" halfway.
 
 ``run_locked(keys, fn)`` additionally serialises every transaction that names one of the same
 keys, across processes: ``pg_advisory_xact_lock`` on PostgreSQL, ``GET_LOCK``/``RELEASE_LOCK`` on
@@ -41,16 +35,15 @@ Under a request's deadline (:mod:`bastion.storage.deadline`) every call but a re
 autocommit holds the deadline while it runs and reports whether it wrote and committed
 (a data-changing statement marks its transaction), so that a 503 never hides a write.
 
-``notify_on_commit(conn, topic)`` inside ``fn`` asks that the callbacks registered with
-``Database.on_commit(topic, callback)`` run (in trio, in this process) once the transaction
-has committed; a rolled-back transaction notifies nobody. The outbox uses it to wake its
-worker as soon as an item it can run exists.
+``notify_on_commit(conn, topic)`` inside ``fn`` (:mod:`storage.sql.commit_topics`) asks
+that the callbacks registered with ``Database.on_commit(topic, callback)`` run (in trio,
+in this process) once the transaction has committed; a rolled-back transaction notifies
+nobody. The outbox uses it to wake its worker as soon as an item it can run exists.
 """
 
 from __future__ import annotations
 
 import random
-import threading
 from collections.abc import AsyncIterator, Callable, Collection, Iterator
 from contextlib import asynccontextmanager, contextmanager, nullcontext
 from contextvars import ContextVar
@@ -59,13 +52,13 @@ from typing import Any, TypeVar
 
 import sqlalchemy as sa
 import trio
-import trio_asyncio  # type: ignore[import-untyped]
 from sqlalchemy import exc
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from bastion.storage.config import StorageConfig, dialect_of, sqlalchemy_url
 from bastion.storage.deadline import current_ledger
 from bastion.storage.errors import StorageUnavailable
+from bastion.storage.sql.commit_topics import WROTE, mark_writes
 from bastion.storage.sql.connect import (
     asyncio_loop,
     asyncpg_args,
@@ -73,77 +66,17 @@ from bastion.storage.sql.connect import (
     psycopg_args,
     pymysql_args,
 )
+from bastion.storage.sql.driver_calls import DriverCalls, LostBeforeCommit
 from bastion.storage.sql.driver_errors import deadlocked, timed_out
 from bastion.storage.sql.locks import (
-    mysql_acquire,
     mysql_lock_name,
-    mysql_release,
     pg_lock_id,
     pg_locked,
 )
 
-__all__ = [
-    "Database",
-    "notify_on_commit",
-    "open_database",
-    "reserved_connections",
-]
+__all__ = ["Database", "open_database", "reserved_connections"]
 
 T = TypeVar("T")
-
-#: ``Connection.info`` key: the topics to notify once the current transaction commits.
-_NOTIFY = "bastion.notify_on_commit"
-
-
-#: The topic every transaction that ran a data-changing statement notifies: read back by
-#: :meth:`Database._call` for the request's :class:`~bastion.storage.deadline.Ledger`.
-_WROTE = "bastion.wrote"
-_WRITE_VERBS = ("INSERT", "UPDATE", "DELETE", "REPLACE", "MERGE", "UPSERT")
-
-
-def _mark_writes(conn: sa.Connection, _cursor: Any, statement: str, *_: Any) -> None:
-    """``before_cursor_execute``: a data-changing statement marks its transaction."""
-    if statement.lstrip()[:7].upper().startswith(_WRITE_VERBS):
-        notify_on_commit(conn, _WROTE)
-
-
-def notify_on_commit(conn: sa.Connection, topic: str) -> None:
-    """Have ``topic``'s :meth:`Database.on_commit` callbacks run once this transaction commits."""
-    conn.info.setdefault(_NOTIFY, set()).add(topic)
-
-
-class _LostBeforeCommit(Exception):
-    """The connection died while ``fn`` ran, before its transaction's commit was sent."""
-
-    def __init__(self, error: exc.DBAPIError) -> None:
-        super().__init__(str(error))
-        self.error = error
-
-
-def _before_commit(fn: Callable[..., T], *args: Any) -> T:
-    """``fn(*args)``; a lost connection becomes :class:`_LostBeforeCommit`."""
-    try:
-        return fn(*args)
-    except exc.DBAPIError as e:
-        if e.connection_invalidated:
-            raise _LostBeforeCommit(e) from e
-        raise
-
-
-def _take_topics(conn: sa.Connection | None) -> frozenset[str]:
-    """The topics the finished transaction asked for, cleared: ``info`` outlives it.
-
-    Only acted on after a commit. A connection the failure invalidated is left alone (its
-    ``info`` would reconnect); it is discarded, and its ``info`` with it.
-    """
-    if conn is None or conn.invalidated:
-        return frozenset()
-    return frozenset(conn.info.pop(_NOTIFY, ()))
-
-
-#: Errors that mean "could not reach the database" when opening a connection (including a
-#: pool that stayed exhausted for the whole timeout).
-_CONNECT_ERRORS = (exc.DBAPIError, exc.TimeoutError, OSError, TimeoutError)
 
 
 class Database:
@@ -161,9 +94,14 @@ class Database:
     ) -> None:
         self._dialect = dialect
         self._timeout = timeout
-        self._engine = engine
-        self._async_engine = async_engine
-        self._limiter = limiter
+        self._driver = DriverCalls(
+            dialect=dialect,
+            timeout=timeout,
+            engine=engine,
+            async_engine=async_engine,
+            limiter=limiter,
+            loop=loop,
+        )
         total = 0 if limiter is None else int(limiter.total_tokens)
         #: Calls not marked ``reserved`` take a token here first: they can never hold the
         #: last RESERVED_CONNECTIONS connections. None for a pool too small to spare them.
@@ -172,7 +110,6 @@ class Database:
             if total > RESERVED_CONNECTIONS
             else None
         )
-        self._loop = loop
         self._on_commit: dict[str, list[Callable[[], None]]] = {}
         #: Connections opened (a reconnect after a failover shows here) and calls that
         #: found the database unreachable; read by the metrics listener.
@@ -182,7 +119,7 @@ class Database:
         self.sync_engine: sa.Engine | None = sync_engine
         if sync_engine is not None:
             sa.event.listen(sync_engine, "connect", self._count_connect)
-            sa.event.listen(sync_engine, "before_cursor_execute", _mark_writes)
+            sa.event.listen(sync_engine, "before_cursor_execute", mark_writes)
 
     def _count_connect(self, *_: object) -> None:
         self._stats["connections_opened"] += 1
@@ -279,21 +216,7 @@ class Database:
             raise StorageUnavailable(f"the {self._dialect} database failed a ping") from e
 
     async def aclose(self) -> None:
-        if self._async_engine is not None:
-            await trio_asyncio.aio_as_trio(self._async_engine.dispose, loop=self._loop)()
-        if self._engine is not None:
-            await self._threads_finished()
-            await trio.to_thread.run_sync(self._engine.dispose)
-
-    async def _threads_finished(self) -> None:
-        """Wait (at most the timeout) for calls whose callers were cancelled: their threads
-        still hold connections, which must be back in the pool before it is disposed, or
-        they are never closed. Each holds a limiter token until it reports back, so taking
-        every token waits for them all (and keeps any new call from starting)."""
-        assert self._limiter is not None
-        with trio.move_on_after(self._timeout):
-            for _ in range(int(self._limiter.total_tokens)):
-                await self._limiter.acquire_on_behalf_of(object())
+        await self._driver.dispose()
 
     async def _call(
         self,
@@ -345,11 +268,11 @@ class Database:
             while True:
                 attempt += 1
                 try:
-                    result, topics = await self._call_once(
+                    result, topics = await self._driver.once(
                         fn, begin, mysql_lock, abandon, autocommit
                     )
                     break
-                except _LostBeforeCommit as lost:
+                except LostBeforeCommit as lost:
                     if not replay:
                         raise lost.error from None
                     replay = False
@@ -378,143 +301,12 @@ class Database:
                     else f"the {self._dialect} database is busy (deadlocks)"
                 ) from e
             raise
-        if wrote is not None and _WROTE in topics:
+        if wrote is not None and WROTE in topics:
             wrote.append(True)
         for topic in topics:
             for callback in self._on_commit.get(topic, ()):
                 callback()
         return result
-
-    async def _call_once(
-        self,
-        fn: Callable[[sa.Connection], T],
-        begin: str | None,
-        mysql_lock: tuple[tuple[str, ...], float] | None,
-        abandon: bool,
-        autocommit: bool,
-    ) -> tuple[T, frozenset[str]]:
-        if self._async_engine is not None:
-            run_async = trio_asyncio.aio_as_trio(self._call_asyncio, loop=self._loop)
-            return await run_async(fn, autocommit)  # type: ignore[no-any-return]
-        if self._dialect == "postgresql":
-            return await self._call_cancellable(fn, autocommit)
-        return await trio.to_thread.run_sync(
-            self._call_sync, fn, begin, mysql_lock, abandon_on_cancel=abandon, limiter=self._limiter
-        )
-
-    async def _call_cancellable(
-        self, fn: Callable[[sa.Connection], T], autocommit: bool
-    ) -> tuple[T, frozenset[str]]:
-        """:meth:`_call_sync` on PostgreSQL: a cancelled caller stops waiting at once, and
-        the query its thread is running is cancelled on the server."""
-        running = _RunningQuery()
-        try:
-            return await trio.to_thread.run_sync(
-                partial(self._call_sync, fn, None, None, autocommit=autocommit, running=running),
-                abandon_on_cancel=True,
-                limiter=self._limiter,
-            )
-        except trio.Cancelled:
-            trio.lowlevel.start_thread_soon(
-                partial(running.cancel, self._timeout), lambda _outcome: None
-            )
-            raise
-
-    def _call_sync(
-        self,
-        fn: Callable[[sa.Connection], T],
-        begin: str | None,
-        mysql_lock: tuple[tuple[str, ...], float] | None,
-        *,
-        autocommit: bool = False,
-        running: _RunningQuery | None = None,
-    ) -> tuple[T, frozenset[str]]:
-        assert self._engine is not None
-        try:
-            conn = self._engine.connect()
-        except _CONNECT_ERRORS as e:
-            raise self._unreachable(e) from e
-        with conn:
-            if running is not None:
-                running.start(conn)
-            if mysql_lock is not None:
-                mysql_acquire(conn, *mysql_lock)
-            try:
-                if autocommit:
-                    conn.execution_options(isolation_level="AUTOCOMMIT")
-                    result = _before_commit(fn, conn)
-                else:
-                    with conn.begin():
-                        if begin is not None:
-                            _before_commit(conn.exec_driver_sql, begin)
-                        result = _before_commit(fn, conn)
-            finally:
-                if running is not None:
-                    running.stop()
-                topics = _take_topics(conn)
-                if mysql_lock is not None:
-                    mysql_release(conn, mysql_lock[0])
-            return result, topics
-
-    async def _call_asyncio(
-        self, fn: Callable[[sa.Connection], T], autocommit: bool
-    ) -> tuple[T, frozenset[str]]:
-        assert self._async_engine is not None
-        conn = self._async_engine.connect()
-        try:
-            await conn.start()
-        except _CONNECT_ERRORS as e:
-            raise self._unreachable(e) from e
-        try:
-            if autocommit:
-                # Client-side only with asyncpg (no round trip); reset when pooled again.
-                await conn.execution_options(isolation_level="AUTOCOMMIT")
-                result = await conn.run_sync(lambda sync: _before_commit(fn, sync))
-            else:
-                async with conn.begin():
-                    result = await conn.run_sync(lambda sync: _before_commit(fn, sync))
-        finally:
-            topics = _take_topics(conn.sync_connection)
-            await conn.close()
-        return result, topics
-
-    def _unreachable(self, cause: BaseException) -> StorageUnavailable:
-        """Names the cause as the driver gave it (connection refused, no such database,
-        access denied ...), on one line, the password never in it."""
-        inner = getattr(cause, "orig", None) or cause
-        text = " ".join(str(inner).split()) or type(inner).__name__
-        engine = (
-            self._engine
-            if self._engine is not None
-            else getattr(self._async_engine, "sync_engine", None)
-        )
-        password = engine.url.password if engine is not None else None
-        if password:
-            text = text.replace(str(password), "***")
-        return StorageUnavailable(f"cannot connect to the {self._dialect} database: {text[:300]}")
-
-
-class _RunningQuery:
-    """The psycopg connection a worker thread is using, for as long as it uses it: a cancel
-    request must never reach a connection that went back to the pool and serves another
-    caller, so ``stop`` waits for a cancel in flight."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._dbapi: Any = None
-
-    def start(self, conn: sa.Connection) -> None:
-        with self._lock:
-            self._dbapi = conn.connection.dbapi_connection
-
-    def stop(self) -> None:
-        with self._lock:
-            self._dbapi = None
-
-    def cancel(self, timeout: float) -> None:
-        with self._lock:
-            if self._dbapi is not None:
-                self._dbapi.cancel_safe(timeout=timeout)
 
 
 def _select_one(conn: sa.Connection) -> None:

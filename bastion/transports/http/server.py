@@ -26,10 +26,8 @@ import contextlib
 import logging
 import socket
 import ssl
-from collections.abc import Awaitable, Callable, Iterable, MutableMapping
-from http import HTTPStatus
+from collections.abc import Awaitable, Callable
 from typing import Any
-from urllib.parse import unquote_to_bytes
 
 import h11
 import trio
@@ -44,6 +42,7 @@ from bastion.transports.http.connection import (
     HttpDate,
     ServerLimits,
 )
+from bastion.transports.http.exchange import Exchange, Message
 
 __all__ = ["ASGIApp", "HttpServer", "ServerLimits", "open_listeners"]
 
@@ -53,213 +52,10 @@ log = logging.getLogger("bastion.http.server")
 #: its client sent before it could know of the stop), at most ``shutdown_timeout``.
 STOP_GRACE = 1.0
 
-Message = MutableMapping[str, Any]
 ASGIApp = Callable[
     [Message, Callable[[], Awaitable[Message]], Callable[[Message], Awaitable[None]]],
     Awaitable[None],
 ]
-
-
-class _Exchange:
-    """One request and its response: the ASGI ``receive`` and ``send`` of one call."""
-
-    def __init__(self, conn: Connection, request: h11.Request, scheme: str) -> None:
-        self.conn = conn
-        self.request = request
-        self.head = request.method == b"HEAD"
-        #: h11 has read ``Expect: 100-continue`` (and no answer has gone out yet)
-        self.expects_continue = conn.h11.they_are_waiting_for_100_continue
-        self.body_done = False
-        self.body_bytes = 0
-        #: the status the server answers with itself when the body could not be read
-        #: (408 too slow, 413 too large, 400 malformed; 0: the client went away)
-        self.failure: int | None = None
-        self.started = False
-        #: the response's head, held until its body comes: head, body and end of
-        #: message then go out in one write. h11 is given the status and the headers that
-        #: frame the message (``head_event``); the others, checked here, are added to the
-        #: head h11 writes (``head_lines``): see :func:`_response_head`.
-        self.head_event: h11.Response | None = None
-        self.head_lines = b""
-        self.complete = trio.Event()
-        self.scheme = scheme
-
-    # -- receive -------------------------------------------------------------------------
-
-    async def receive(self) -> Message:
-        if self.body_done or self.failure is not None:
-            await self.complete.wait()
-            return {"type": "http.disconnect"}
-        conn = self.conn
-        if self.expects_continue and not self.started:
-            self.expects_continue = False
-            if conn.h11.they_are_waiting_for_100_continue:
-                await conn.write(h11.InformationalResponse(status_code=100, headers=[]))
-        try:
-            event = await conn.next_event(conn.limits.body_timeout)
-        except ClientGone:
-            return self._failed(0)
-        except trio.TooSlowError:
-            return self._failed(408)
-        except h11.RemoteProtocolError:
-            return self._failed(400)
-        if isinstance(event, h11.Data):
-            self.body_bytes += len(event.data)
-            if self.body_bytes > conn.limits.max_body_bytes:
-                return self._failed(413)
-            return {"type": "http.request", "body": bytes(event.data), "more_body": True}
-        if isinstance(event, h11.EndOfMessage):
-            self.body_done = True
-            return {"type": "http.request", "body": b"", "more_body": False}
-        return self._failed(0)
-
-    def _failed(self, status: int) -> Message:
-        self.failure = status
-        self.conn.closing = True
-        return {"type": "http.disconnect"}
-
-    # -- send ----------------------------------------------------------------------------
-
-    async def send(self, message: Message) -> None:
-        kind = message["type"]
-        conn = self.conn
-        if kind == "http.response.start":
-            if self.started:
-                raise RuntimeError("response already started")
-            # Started once its head is sound: a refused one leaves the 500 to the server.
-            self.head_event, self.head_lines = _response_head(
-                message["status"], message.get("headers", ()), conn
-            )
-            self.started = True
-        elif kind == "http.response.body":
-            if not self.started:
-                raise RuntimeError("response body before its start")
-            if self.complete.is_set():
-                return
-            events: list[Any] = []
-            head = b""
-            if self.head_event is not None:
-                head = _spliced(conn.h11.send(self.head_event), self.head_lines)
-                self.head_event = None
-            body = message.get("body", b"")
-            if body and not self.head:
-                events.append(h11.Data(data=body))
-            done = not message.get("more_body", False)
-            if done:
-                events.append(h11.EndOfMessage())
-            await conn.write(*events, head=head)
-            if done:
-                self.complete.set()
-
-    @property
-    def head_sent(self) -> bool:
-        return self.started and self.head_event is None
-
-    def scope(self, server: tuple[str, int] | None, client: tuple[str, int] | None) -> Message:
-        request = self.request
-        target = request.target
-        path, _, query = target.partition(b"?")
-        raw_path = path
-        return {
-            "type": "http",
-            "asgi": {"version": "3.0", "spec_version": "2.3"},
-            "http_version": request.http_version.decode(),
-            "method": request.method.decode("ascii"),
-            "scheme": self.scheme,
-            "path": _unquote(raw_path),
-            "raw_path": raw_path,
-            "query_string": query,
-            "root_path": "",
-            # ASGI names are lower-case (h11's raw items keep the client's case)
-            "headers": [(name.lower(), value) for name, value in request.headers.raw_items()],
-            "server": server,
-            "client": client,
-        }
-
-
-#: The response headers h11 acts on (the message's framing, keep-alive): given to h11.
-_FRAMING = frozenset((b"content-length", b"transfer-encoding", b"connection"))
-#: What RFC 9110 allows in a header name (a token), and in a value (visible characters,
-#: spaces and tabs; never CR, LF or NUL): h11's own rules.
-_NAME_BYTES = b"!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-_VALUE_BYTES = bytes([9, *range(0x20, 0x7F), *range(0x80, 0x100)])
-_LINE_BYTES = _VALUE_BYTES + b"\r\n"
-_BLANKS = (0x20, 0x09)
-#: The framing answers h11 was given, by status and framing headers (h11's events are
-#: immutable; the common ones are made once).
-_FRAMING_EVENTS: dict[tuple[int, tuple[tuple[bytes, bytes], ...]], h11.Response] = {}
-_FRAMING_EVENTS_KEPT = 1024
-
-
-def _response_head(
-    status: int, headers: Iterable[tuple[bytes, bytes]], conn: Connection
-) -> tuple[h11.Response, bytes]:
-    """The response's head in two parts: an ``h11.Response`` with the status and the
-    headers h11 acts on (Content-Length, Transfer-Encoding, Connection: its state, the
-    body's framing and keep-alive follow from them as from a whole head), and the other
-    header lines, ready to write after its status line. h11 checks each header of an event
-    with two regular expressions and two conversions (an eighth of a jwks request's CPU
-    in cProfile); the lines here are checked all at once, by the same rules, and the
-    framing events of the common answers are made once. A header the application made
-    badly (CR or LF in a value, a name that is no token) raises ``h11.LocalProtocolError``
-    as h11 would: nothing of the answer has been written, the server answers 500. Names
-    are written lower-case, as h11 writes them."""
-    framing: list[tuple[bytes, bytes]] = []
-    names: list[bytes] = []
-    lines: list[bytes] = []
-    closes = False
-    for raw_name, raw_value in headers:
-        name, value = bytes(raw_name).lower(), bytes(raw_value)
-        if name in _FRAMING:
-            framing.append((name, value))
-            closes = closes or name == b"connection"
-        else:
-            if value and (value[0] in _BLANKS or value[-1] in _BLANKS):
-                raise h11.LocalProtocolError("a response header value begins or ends blank")
-            names.append(name)
-            lines.append(b"%s: %s\r\n" % (name, value))
-    if b"date" not in names:
-        names.append(b"date")
-        lines.append(b"date: %s\r\n" % conn.date.now())
-    if conn.closing and not closes:
-        framing.append((b"connection", b"close"))
-    block = b"".join(lines)
-    # Each line was made "name: value" CRLF: with no CR or LF in a name or a value (one
-    # of each a line), every other byte one a value may hold and the names tokens, each
-    # line is what h11 would have written.
-    count = len(lines)
-    if (
-        block.count(b"\n") != count
-        or block.count(b"\r") != count
-        or block.translate(None, _LINE_BYTES)
-        or b"".join(names).translate(None, _NAME_BYTES)
-        or b"" in names
-    ):
-        raise h11.LocalProtocolError("illegal header in the response")
-    key = (status, tuple(framing))
-    event = _FRAMING_EVENTS.get(key)
-    if event is None:
-        event = h11.Response(status_code=status, headers=framing, reason=_PHRASES.get(status, b""))
-        if len(_FRAMING_EVENTS) < _FRAMING_EVENTS_KEPT:
-            _FRAMING_EVENTS[key] = event
-    return event, block
-
-
-def _spliced(head: bytes | None, lines: bytes) -> bytes:
-    """The head h11 wrote, with ``lines`` after its status line."""
-    assert head is not None
-    cut = head.index(b"\r\n") + 2
-    return head[:cut] + lines + head[cut:]
-
-
-#: The status line's reason phrases (clients ignore them; people reading a trace do not).
-_PHRASES = {status.value: status.phrase.encode() for status in HTTPStatus}
-
-
-def _unquote(raw: bytes) -> str:
-    if b"%" in raw:
-        raw = unquote_to_bytes(raw)
-    return raw.decode("utf-8", "replace")
 
 
 def _address(sockname: Any) -> tuple[str, int] | None:
@@ -456,7 +252,7 @@ class HttpServer:
                 return
             if not isinstance(event, h11.Request):
                 return
-            exchange = _Exchange(conn, event, self._scheme)
+            exchange = Exchange(conn, event, self._scheme)
             await self._run_app(exchange, server, client)
             if not await self._finish(conn, exchange):
                 if conn.h11.our_state is h11.DONE and conn.h11.their_state is not h11.DONE:
@@ -464,7 +260,7 @@ class HttpServer:
                 return
 
     async def _run_app(
-        self, exchange: _Exchange, server: tuple[str, int] | None, client: tuple[str, int] | None
+        self, exchange: Exchange, server: tuple[str, int] | None, client: tuple[str, int] | None
     ) -> None:
         conn = exchange.conn
         try:
@@ -481,7 +277,7 @@ class HttpServer:
             status = exchange.failure or 500
             await conn.simple(status, REASONS.get(status, "Internal Server Error"))
 
-    async def _finish(self, conn: Connection, exchange: _Exchange) -> bool:
+    async def _finish(self, conn: Connection, exchange: Exchange) -> bool:
         """Ready the connection for its next request; False when it must close. An answer
         that went out keep-alive though a stop began meanwhile keeps the connection for the
         stop's grace: closing it at once would reset the client's next request."""

@@ -26,7 +26,7 @@ from bastion.core.oauth.errors import (
     UnsupportedGrantType,
 )
 from bastion.core.oauth.rfc6749_authorize import RESPONSE_TYPES, ResponseMode
-from bastion.core.state_machines.oauth_authorize import Deliver
+from bastion.core.state_machines.oauth_authorize_effects import Deliver
 from bastion.service.oauth.service import OAuthService
 from bastion.transports.http.app import CallerOf
 from bastion.transports.http.cookies import with_cookies

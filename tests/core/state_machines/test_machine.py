@@ -119,6 +119,30 @@ def test_tables_naming_missing_handlers_or_foreign_states_are_refused() -> None:
             def _on(self, event: Poke) -> None: ...
 
 
+def test_a_partial_machine_is_checked_in_the_machine_that_inherits_it() -> None:
+    class Steps(Machine[S], partial=True):
+        def _on_poke(self, event: Poke) -> tuple[list[object], S]:
+            return [], S.WAITING
+
+    class Whole(Steps):
+        FLOW = "whole"
+        STATES = S
+        TABLE = TOY_TABLE
+        CONTEXT = Ctx
+        EMITS = frozenset()
+
+    assert Whole(env()).handle(Poke(how="x")) == []
+
+    with pytest.raises(TypeError, match="no handler"):
+
+        class Short(Steps):
+            FLOW = "short"
+            STATES = S
+            TABLE = {(S.START, Poke): edge("_missing", S.DONE)}  # noqa: RUF012
+            CONTEXT = Ctx
+            EMITS = frozenset()
+
+
 def test_an_edge_needs_a_target() -> None:
     with pytest.raises(ValueError, match="at least one target"):
         edge("_on")

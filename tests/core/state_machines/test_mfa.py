@@ -51,7 +51,6 @@ from bastion.core.state_machines.mfa import (
     ResendOtpRequested,
     State,
     VerifyOtpRequested,
-    sms_text,
 )
 from bastion.core.state_machines.mfa_effects import (
     AttemptCounted,
@@ -78,6 +77,7 @@ from bastion.core.state_machines.mfa_effects import (
     TakeChallenge,
     UseRecoveryCode,
 )
+from bastion.core.state_machines.mfa_issue import sms_text
 from tests.core.state_machines.drive import drive, last
 from tests.core.state_machines.harness import EMAIL, NOW, PHONE, env, tokens
 from tests.core.state_machines.mfa_samples import (

@@ -20,7 +20,6 @@ from bastion.core.state_machines.handoff import ChallengeRequested, StartChallen
 from bastion.core.state_machines.login import LoginMachine, LoginRequested, SecondFactorRequired
 from bastion.core.state_machines.mfa import (
     NO_CODE_TO_RESEND,
-    PASSKEY_SCREEN,
     MfaMachine,
     ResendOtpRequested,
     State,
@@ -37,6 +36,7 @@ from bastion.core.state_machines.mfa_effects import (
     SetMfaCookie,
     StoreChallenge,
 )
+from bastion.core.state_machines.mfa_issue import PASSKEY_SCREEN
 from tests.core.state_machines.drive import last
 from tests.core.state_machines.harness import EMAIL, NOW, STRONG, env, user
 from tests.core.state_machines.mfa_samples import (

@@ -22,10 +22,8 @@ state machine on any GOAWAY it sends, so the first one is written as a raw frame
 
 from __future__ import annotations
 
-import base64
 import logging
 import math
-import struct
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import aclosing
@@ -49,6 +47,14 @@ from h2.settings import SettingCodes, Settings
 from hyperframe.frame import GoAwayFrame
 
 from bastion.transports.grpc.calls import Abort, Call, Counted, Metadata, Method, Status
+from bastion.transports.grpc.framing import (
+    PREFIX,
+    REPLY_HEADERS,
+    Request,
+    encoded,
+    parse_timeout,
+    status_headers,
+)
 
 log = logging.getLogger("bastion.grpc")
 
@@ -60,7 +66,6 @@ MAX_QUEUED = 64
 #: takes (past those, a call is answered RESOURCE_EXHAUSTED, not refused by HTTP/2).
 MAX_STREAMS = 1000
 _READ = 65536
-_PREFIX = struct.Struct(">BI")
 _CONFIG = H2Configuration(
     client_side=False,
     header_encoding=None,
@@ -69,9 +74,6 @@ _CONFIG = H2Configuration(
     validate_inbound_headers=False,
     normalize_inbound_headers=False,
 )
-_UNITS = {ord("H"): 3600.0, ord("M"): 60.0, ord("S"): 1.0, ord("m"): 1e-3, ord("u"): 1e-6,
-          ord("n"): 1e-9}  # fmt: skip
-_HEADERS = [(b":status", b"200"), (b"content-type", b"application/grpc")]
 _UNDECODABLE = "the request is not a valid protobuf message for this method"
 
 
@@ -104,38 +106,6 @@ class _Stream:
         self.scope: trio.CancelScope | None = None
         self.started = False
         self.reset = False
-
-
-def _timeout(value: bytes) -> float | None:
-    unit = _UNITS.get(value[-1]) if value else None
-    digits = value[:-1]
-    if unit is None or not digits.isdigit() or len(digits) > 8:
-        return None
-    return int(digits) * unit
-
-
-def _percent(message: str) -> bytes:
-    raw = message.encode()
-    if all(32 <= b < 127 and b != 37 for b in raw):
-        return raw
-    return b"".join(bytes((b,)) if 32 <= b < 127 and b != 37 else b"%%%02X" % b for b in raw)
-
-
-def _encoded(metadata: Metadata) -> list[tuple[bytes, bytes]]:
-    out = []
-    for key, value in metadata:
-        data = value if isinstance(value, bytes) else value.encode()
-        if key.endswith("-bin"):
-            data = base64.b64encode(data).rstrip(b"=")
-        out.append((key.encode(), data))
-    return out
-
-
-def _status(status: Status, message: str) -> list[tuple[bytes, bytes]]:
-    trailers = [(b"grpc-status", b"%d" % status)]
-    if message:
-        trailers.append((b"grpc-message", _percent(message)))
-    return trailers
 
 
 class Connection:
@@ -224,41 +194,18 @@ class Connection:
             self._h2.reset_stream(sid, ErrorCodes.REFUSED_STREAM)
             return
         self._last_stream = sid
-        path = verb = kind = timeout = encoding = b""
-        metadata: dict[str, str | bytes] = {}
-        for name, value in event.headers or ():
-            name, value = bytes(name), bytes(value)
-            if name[0] == 58:  # ":"
-                if name == b":path":
-                    path = value
-                elif name == b":method":
-                    verb = value
-            elif name == b"content-type":
-                kind = value
-            elif name == b"grpc-timeout":
-                timeout = value
-            elif name == b"grpc-encoding":
-                encoding = value
-            elif name != b"te" and not name.startswith(b"grpc-"):
-                key = name.decode("latin-1").lower()
-                if key.endswith("-bin"):
-                    try:
-                        metadata[key] = base64.b64decode(value + b"=" * (-len(value) % 4))
-                    except ValueError:
-                        continue  # not base64: dropped, as a malformed header
-                else:
-                    metadata[key] = value.decode("utf-8", "replace")
-        if verb != b"POST":
+        asked = Request.read(event.headers or ())
+        if asked.verb != b"POST":
             self._h2.send_headers(sid, [(b":status", b"405")], end_stream=True)
             return
-        if not kind.startswith(b"application/grpc"):
+        if not asked.kind.startswith(b"application/grpc"):
             self._h2.send_headers(sid, [(b":status", b"415")], end_stream=True)
             return
-        method = self._dispatch.methods.get(path)
+        method = self._dispatch.methods.get(asked.path)
         if method is None:
             self._answer(sid, Status.UNIMPLEMENTED, "Method not found!")
             return
-        if encoding and encoding != b"identity":
+        if (encoding := asked.encoding) and encoding != b"identity":
             self._answer(
                 sid,
                 Status.UNIMPLEMENTED,
@@ -266,7 +213,7 @@ class Connection:
                 [(b"grpc-accept-encoding", b"identity")],
             )
             return
-        seconds = _timeout(timeout) if timeout else math.inf
+        seconds = parse_timeout(asked.timeout) if asked.timeout else math.inf
         if seconds is None:
             self._answer(sid, Status.INTERNAL, "malformed grpc-timeout")
             return
@@ -276,7 +223,7 @@ class Connection:
             return
         dispatch.in_flight += 1
         deadline = trio.current_time() + seconds
-        stream = _Stream(sid, path, method, Call(metadata, self._peer), deadline)
+        stream = _Stream(sid, asked.path, method, Call(asked.metadata, self._peer), deadline)
         self._streams[sid] = stream
         if method.streaming is not None:
             send, receive = trio.open_memory_channel[bytes](math.inf)
@@ -297,10 +244,10 @@ class Connection:
         body += event.data
         if stream.requests is None:  # unary: one message, whole at the stream's end
             if len(body) >= 5:
-                self._acceptable(stream, *_PREFIX.unpack_from(body))
+                self._acceptable(stream, *PREFIX.unpack_from(body))
             return
         while len(body) >= 5:
-            flags, length = _PREFIX.unpack_from(body)
+            flags, length = PREFIX.unpack_from(body)
             if not self._acceptable(stream, flags, length) or len(body) < 5 + length:
                 return
             stream.requests.send_nowait(bytes(body[5 : 5 + length]))
@@ -331,7 +278,7 @@ class Connection:
         if len(body) < 5:
             self._refuse(stream, Status.INTERNAL, "the request has no message")
             return
-        length = _PREFIX.unpack_from(body)[1]
+        length = PREFIX.unpack_from(body)[1]
         if len(body) != 5 + length:
             self._refuse(stream, Status.INTERNAL, "the request is not one whole message")
             return
@@ -405,13 +352,13 @@ class Connection:
                 return
             initial = stream.call.initial_metadata
             if reply is None:
-                self._answer(stream.id, status, message, _encoded(initial + trailers))
+                self._answer(stream.id, status, message, encoded(initial + trailers))
                 return
             with trio.CancelScope() as sending:  # a reset while waiting for window ends it
                 stream.scope = sending
-                self._h2.send_headers(stream.id, _HEADERS + _encoded(initial))
+                self._h2.send_headers(stream.id, REPLY_HEADERS + encoded(initial))
                 await self._send_message(stream.id, reply)
-                end = _status(status, message) + _encoded(trailers)
+                end = status_headers(status, message) + encoded(trailers)
                 self._h2.send_headers(stream.id, end, end_stream=True)
                 self._send_soon()
         except H2Error:
@@ -433,7 +380,7 @@ class Connection:
                     async with aclosing(replies):  # type: ignore[type-var]
                         async for reply in replies:
                             if not sent_headers:
-                                headers = _HEADERS + _encoded(stream.call.initial_metadata)
+                                headers = REPLY_HEADERS + encoded(stream.call.initial_metadata)
                                 self._h2.send_headers(stream.id, headers)
                                 sent_headers = True
                             await self._send_message(stream.id, reply.SerializeToString())
@@ -447,11 +394,11 @@ class Connection:
             if scope.cancelled_caught:
                 status, message = Status.DEADLINE_EXCEEDED, "deadline exceeded"
             if sent_headers:
-                end = _status(status, message) + _encoded(trailers)
+                end = status_headers(status, message) + encoded(trailers)
                 self._h2.send_headers(stream.id, end, end_stream=True)
                 self._send_soon()
             else:
-                self._answer(stream.id, status, message, _encoded(trailers))
+                self._answer(stream.id, status, message, encoded(trailers))
         except H2Error:
             pass
         finally:
@@ -464,7 +411,7 @@ class Connection:
     ) -> None:
         """A Trailers-Only reply: one HEADERS frame that ends the stream."""
         try:
-            headers = [*_HEADERS, *_status(status, message), *extra]
+            headers = [*REPLY_HEADERS, *status_headers(status, message), *extra]
             self._h2.send_headers(sid, headers, end_stream=True)
         except H2Error:
             return  # the stream is gone already
@@ -473,7 +420,7 @@ class Connection:
     async def _send_message(self, sid: int, data: bytes) -> None:
         """``data`` as one length-prefixed message, as the peer's windows allow."""
         h2 = self._h2
-        framed = _PREFIX.pack(0, len(data)) + data
+        framed = PREFIX.pack(0, len(data)) + data
         offset, size = 0, len(framed)
         while offset < size:
             room = min(h2.local_flow_control_window(sid), h2.max_outbound_frame_size)

@@ -10,6 +10,9 @@ from functools import partial
 from typing import Any
 
 import grpc
+import h2.config
+import h2.connection
+import h2.events
 import trio
 import trio.testing
 from google.protobuf.wrappers_pb2 import BytesValue
@@ -141,3 +144,42 @@ async def test_a_drained_connection_finishes_its_calls_then_closes() -> None:
         assert not dispatch.connections
     reply, _ = outcome[0]
     assert reply.value == b"done"
+
+
+async def test_a_unary_request_longer_than_its_message_is_refused_before_it_ends() -> None:
+    """A client that declares a one-byte message and keeps sending is answered INTERNAL
+    at once; the server does not buffer the rest until the stream ends."""
+
+    async def echo(request: BytesValue, call: Call) -> BytesValue:
+        return request
+
+    async with serving({"Echo": unary(echo)}) as (target, dispatch, _):
+        host, port = target.split(":")
+        stream = await trio.open_tcp_stream(host, int(port))
+        client = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+        client.initiate_connection()
+        client.send_headers(
+            1,
+            [
+                (":method", "POST"),
+                (":scheme", "http"),
+                (":path", "/test.Echo/Echo"),
+                (":authority", target),
+                ("content-type", "application/grpc"),
+                ("te", "trailers"),
+            ],
+        )
+        client.send_data(1, b"\x00\x00\x00\x00\x01" + b"x" * 16_000)
+        await stream.send_all(client.data_to_send())
+        status = None
+        with trio.fail_after(PATIENCE):
+            while status is None:
+                data = await stream.receive_some(65536)
+                assert data, "the server closed the connection without an answer"
+                for event in client.receive_data(data):
+                    if isinstance(event, h2.events.TrailersReceived | h2.events.ResponseReceived):
+                        status = dict(event.headers).get(b"grpc-status", status)
+                await stream.send_all(client.data_to_send())
+        await stream.aclose()
+    assert status == b"13"
+    assert dispatch.in_flight == 0

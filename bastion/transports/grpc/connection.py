@@ -75,6 +75,7 @@ _CONFIG = H2Configuration(
     normalize_inbound_headers=False,
 )
 _UNDECODABLE = "the request is not a valid protobuf message for this method"
+_NOT_ONE_MESSAGE = "the request is not one whole message"
 
 
 @dataclass(slots=True)
@@ -244,7 +245,10 @@ class Connection:
         body += event.data
         if stream.requests is None:  # unary: one message, whole at the stream's end
             if len(body) >= 5:
-                self._acceptable(stream, *PREFIX.unpack_from(body))
+                flags, length = PREFIX.unpack_from(body)
+                if self._acceptable(stream, flags, length) and len(body) > 5 + length:
+                    # More than its one message: answered now, not buffered to the end.
+                    self._refuse(stream, Status.INTERNAL, _NOT_ONE_MESSAGE)
             return
         while len(body) >= 5:
             flags, length = PREFIX.unpack_from(body)
@@ -280,7 +284,7 @@ class Connection:
             return
         length = PREFIX.unpack_from(body)[1]
         if len(body) != 5 + length:
-            self._refuse(stream, Status.INTERNAL, "the request is not one whole message")
+            self._refuse(stream, Status.INTERNAL, _NOT_ONE_MESSAGE)
             return
         stream.started = True
         self._spawn(self._unary, stream, bytes(memoryview(body)[5:]))

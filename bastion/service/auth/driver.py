@@ -140,6 +140,8 @@ class FlowRun:
         self._kept: list[tuple[str, str, str]] = []
         #: MFA outcomes queued with the SQL above: counted once it commits
         self._outcomes: list[RecordMfaOutcome] = []
+        #: when each session this run minted was issued (its tokens' ``iat``), by nonce
+        self._minted_at: dict[str, int] = {}
 
     # -- the loop ---------------------------------------------------------------------------
 
@@ -264,7 +266,10 @@ class FlowRun:
             self.sid = sid
             if effect.state is not None and self.auth.state_binder is not None:
                 effect = await self.auth.state_binder(effect, self.caller, sid)
-            return TokensIssued(tokens=await self.auth.mint(effect, sid=sid, now=self._now))
+            now = self._now
+            tokens = await self.auth.mint(effect, sid=sid, now=now)
+            self._minted_at[tokens.nonce] = now
+            return TokensIssued(tokens=tokens)
         if isinstance(effect, CreateVerificationRequest):
             return VerificationRequestCreated(token=await create_request(self.auth, effect))
         if isinstance(effect, LoadVerificationRequest):
@@ -432,8 +437,14 @@ class FlowRun:
     async def _end_user_sessions(self, effect: DeleteUserSessions) -> None:
         """Every session ends; with ``end_links`` every emailed link still pending for the
         account too (a link requested before a password reset must not sign in after it);
-        with ``end_credentials`` its passkeys and authenticator, in the same transaction."""
+        with ``end_credentials`` its passkeys and authenticator, in the same transaction.
+
+        The marker refuses tokens issued before now, or before the kept session's tokens
+        when this run minted them: a second may have passed since, and the marker must not
+        refuse the session the flow keeps (the memory store ends the others exactly)."""
         user_id, now = effect.user_id, self._now
+        if effect.keep_nonce is not None:
+            now = min(now, self._minted_at.get(effect.keep_nonce, now))
         self._sql.append(lambda conn: user_rows.end_sessions_marker(conn, user_id, valid_after=now))
         if effect.end_links:
             self._sql.append(lambda conn: drop_pending_links(conn, user_id))

@@ -8,6 +8,8 @@ stored, no mail queued) and get byte-identical answers.
 
 from __future__ import annotations
 
+import json
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,8 +24,10 @@ from bastion.core.settings import settings_from_flags
 from bastion.service.auth.requests import (
     ForgotPasswordRequest,
     MagicLinkLoginRequest,
+    ProfileRequest,
     ResendVerifyEmailRequest,
     SignupRequest,
+    VerifyEmailRequest,
 )
 from bastion.service.context import CallerContext, Protocol, Reply
 from bastion.service.metrics import Metrics
@@ -31,6 +35,7 @@ from bastion.service.runtime import Runtime
 from bastion.storage import StorageConfig, open_storage
 from bastion.storage.sql.schema import outbox, users, verification_requests
 from tests.dbfixtures import fresh_postgres_url, fresh_sqlite_url
+from tests.service.test_flow_outages import token_in
 
 PASSWORD = "Mailed!links1"
 CALLER = CallerContext(protocol=Protocol.REST, client_ip="192.0.2.7", user_agent="test")
@@ -156,3 +161,40 @@ async def test_refusals_that_hold_for_every_address_come_at_once(site: Site) -> 
     with pytest.raises(InvalidArgument):
         await site.runtime.auth.forgot_password(ForgotPasswordRequest(email="not-an-email"), CALLER)
     assert await site.queued() == []
+
+
+class SteppingClock:
+    """The system's time, one second later at every reading."""
+
+    def __init__(self) -> None:
+        self.readings = 0
+
+    def now(self) -> float:
+        self.readings += 1
+        return time.time() + self.readings
+
+
+async def test_the_session_a_link_signs_in_survives_the_marker_written_a_second_later(
+    site: Site,
+) -> None:
+    """A sign-up link followed elsewhere ends every other session of the account and keeps
+    the one it signs in, even when the clock passes a second between minting that session
+    and writing the "sessions valid after" marker (a slow host did: the marker refused the
+    kept session's tokens, issued a second earlier)."""
+    email = "elsewhere@example.com"
+    signup = SignupRequest(email=email, password=PASSWORD, confirm_password=PASSWORD)
+    auth = site.runtime.auth
+    await auth.signup(signup, CALLER)
+    (mail,) = [m for m in await site.rows(outbox) if m.kind == "mail"]
+    token = token_in(json.loads(mail.payload)["html"])
+    clock, system = SteppingClock(), auth.clock
+    auth.clock = clock
+    stranger = CallerContext(protocol=Protocol.REST, client_ip="198.51.100.9")
+    verified = await auth.verify_email(VerifyEmailRequest(token=token), stranger)
+    assert clock.readings >= 2  # minted, then the marker: a second apart at least
+    auth.clock = system
+    bearer = str(verified.body["access_token"])
+    caller = CallerContext(protocol=Protocol.REST, client_ip="198.51.100.9", bearer_token=bearer)
+    profile = await auth.profile(ProfileRequest(), caller)
+    assert profile.body["email"] == email
+    assert profile.body["email_verified"] is True

@@ -8,6 +8,10 @@ does): ``.venv/bin/python bench/raw_h11.py PORT`` once per process.
 ``--redis HOST:PORT``: each request also reads one key from Redis through bastion's own
 trio Redis client before it answers: the floor of a token validation (the HTTP exchange
 and the one memory-store read it cannot skip), with nothing of bastion's around it.
+
+``--parser httptools``: the same loop with llhttp's C parser (``httptools``, uvicorn's)
+in place of h11, the answer's bytes written by hand: how much of a request's CPU is h11's
+(``bench/http_parsers.py`` runs both side by side; ``pip install httptools`` first).
 """
 
 from __future__ import annotations
@@ -54,7 +58,35 @@ async def _serve(stream: trio.SocketStream, redis: Pool | None) -> None:
         await stream.aclose()
 
 
-async def main(port: int, redis_address: str) -> None:
+async def _serve_httptools(stream: trio.SocketStream, redis: Pool | None) -> None:
+    import httptools  # a benchmark's own dependency, not bastion's
+
+    done: list[bool] = []
+
+    class Requests:
+        def on_message_complete(self) -> None:
+            done.append(True)
+
+    parser = httptools.HttpRequestParser(Requests())
+    answer = b"HTTP/1.1 200 OK\r\n" + b"".join(
+        f"{name}: {value}\r\n".encode() for name, value in HEADERS
+    )
+    answer += b"\r\n" + BODY
+    try:
+        while data := await stream.receive_some(65536):
+            parser.feed_data(data)
+            for _ in done:
+                if redis is not None:
+                    await redis.request([["GET", "bench:session"]])
+                await stream.send_all(answer)
+            done.clear()
+    except (trio.BrokenResourceError, httptools.HttpParserError):
+        pass
+    finally:
+        await stream.aclose()
+
+
+async def main(port: int, redis_address: str, parser: str) -> None:
     redis = None
     if redis_address:
         host, _, redis_port = redis_address.rpartition(":")
@@ -68,12 +100,14 @@ async def main(port: int, redis_address: str) -> None:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     await sock.bind(("127.0.0.1", port))
     sock.listen(1024)
-    await trio.serve_listeners(lambda stream: _serve(stream, redis), [trio.SocketListener(sock)])
+    serve = _serve_httptools if parser == "httptools" else _serve
+    await trio.serve_listeners(lambda stream: serve(stream, redis), [trio.SocketListener(sock)])
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("port", type=int)
     parser.add_argument("--redis", default="", help="HOST:PORT: one GET per request")
+    parser.add_argument("--parser", choices=("h11", "httptools"), default="h11")
     args = parser.parse_args()
-    trio.run(main, args.port, args.redis)
+    trio.run(main, args.port, args.redis, args.parser)

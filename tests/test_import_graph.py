@@ -25,8 +25,8 @@ SUBPACKAGES = ("core", "storage", "service", "transports", "conformance")
 LAYER = {"core": 0, "storage": 1, "service": 2, "transports": 3, "entry": 4}
 SHARED_TRANSPORT = "http"
 WIRE_FRAMEWORKS = frozenset(
-    {"quart", "quart_trio", "starlette", "werkzeug", "hypercorn", "h11", "h2", "hyperframe",
-     "graphql", "grpc", "grpc_health", "grpc_reflection", "grpc_tools"}
+    {"quart", "quart_trio", "starlette", "werkzeug", "hypercorn", "h11", "httptools", "h2",
+     "hyperframe", "graphql", "grpc", "grpc_health", "grpc_reflection", "grpc_tools"}
 )  # fmt: skip
 
 

@@ -3,5 +3,5 @@ limits, audit, metrics, the outbox) behind one facade per domain (``auth``, ``ad
 ``oauth``, ``social``, ``fga``) that REST, GraphQL and gRPC all call.
 
 May import ``storage`` and ``core``; never a transport, nor any wire framework
-(Starlette, hypercorn, h11, graphql-core, grpc).
+(Starlette, hypercorn, httptools, graphql-core, grpc).
 """

@@ -1,4 +1,4 @@
-"""bastion's own HTTP/1.1 server (h11 over trio), over real sockets, hosting a small ASGI
+"""bastion's own HTTP/1.1 server (llhttp over trio), over real sockets, hosting a small ASGI
 application: keep-alive, pipelining, limits and timeouts, request smuggling shapes,
 Expect: 100-continue, HEAD, chunked bodies, graceful drain."""
 
@@ -213,6 +213,19 @@ async def test_a_chunked_body_is_read_whole() -> None:
         b"GET / HTTP/1.1\r\nHost: t\nX-A: b\r\n\r\n",
         # not HTTP at all
         b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\r\n\r\n",
+        # two Content-Lengths, even equal ones
+        b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 4\r\nContent-Length: 4\r\n\r\nabcd",
+        # no Host on HTTP/1.1, or two
+        b"GET / HTTP/1.1\r\nX-A: b\r\n\r\n",
+        b"GET / HTTP/1.1\r\nHost: t\r\nHost: u\r\n\r\n",
+        # a header name that is no token, a control character in a value
+        b"GET / HTTP/1.1\r\nHost: t\r\nX A: b\r\n\r\n",
+        b"GET / HTTP/1.1\r\nHost: t\r\nX-A: b\x00c\r\n\r\n",
+        # a body on an Upgrade request: llhttp would take it for the next request
+        b"POST / HTTP/1.1\r\nHost: t\r\nUpgrade: h2c\r\nConnection: upgrade\r\n"
+        b"Content-Length: 3\r\n\r\nabc",
+        # a chunk line ended by a bare LF
+        b"POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3\nabc\r\n0\r\n\r\n",
     ],
 )
 async def test_smuggling_shapes_get_400_and_a_closed_connection(request_bytes: bytes) -> None:
@@ -223,6 +236,76 @@ async def test_smuggling_shapes_get_400_and_a_closed_connection(request_bytes: b
         assert status == 400
         assert headers["connection"] == "close"
         assert await closed(stream)
+
+
+async def test_a_transfer_coding_other_than_chunked_gets_501() -> None:
+    async with serving() as site:
+        stream, buffer = await site.connect(), bytearray()
+        await stream.send_all(
+            b"POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n"
+        )
+        status, headers, _ = await read_response(stream, buffer)
+        assert (status, headers["connection"]) == (501, "close")
+        assert await closed(stream)
+
+
+async def test_two_requests_in_one_write_are_answered_in_order_after_a_chunked_body() -> None:
+    async with serving() as site:
+        stream, buffer = await site.connect(), bytearray()
+        await stream.send_all(
+            b"POST /c HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+            b"3;ext=1\r\nabc\r\n2\r\nde\r\n0\r\nX-Trailer: t\r\n\r\n" + get("/after")
+        )
+        answers = [json.loads((await read_response(stream, buffer))[2]) for _ in range(2)]
+        assert [(a["path"], a["body"]) for a in answers] == [("/c", "abcde"), ("/after", "")]
+
+
+async def test_an_upgrade_request_is_answered_as_any_other() -> None:
+    async with serving() as site:
+        stream, buffer = await site.connect(), bytearray()
+        upgrade = get("/up", extra="Upgrade: h2c\r\nConnection: Upgrade\r\n")
+        await stream.send_all(upgrade + get("/n"))
+        status, _, body = await read_response(stream, buffer)
+        assert (status, json.loads(body)["path"]) == (200, "/up")
+        status, _, body = await read_response(stream, buffer)
+        assert (status, json.loads(body)["path"]) == (200, "/n")
+
+
+async def test_http_1_0_is_answered_then_closed() -> None:
+    async with serving() as site:
+        stream, buffer = await site.connect(), bytearray()
+        await stream.send_all(b"GET /old HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+        status, headers, body = await read_response(stream, buffer)
+        assert (status, headers["connection"]) == (200, "close")
+        assert json.loads(body)["path"] == "/old"
+        assert await closed(stream)
+
+
+async def trickle(stream: trio.SocketStream, piece: bytes) -> None:
+    """``piece`` ten times, a read apart, until the server stops reading."""
+    for _ in range(10):
+        await trio.sleep(0.02)
+        try:
+            await stream.send_all(piece)
+        except trio.BrokenResourceError:
+            return
+
+
+async def test_a_head_over_the_limit_in_pieces_gets_431() -> None:
+    async with serving() as site:
+        stream, buffer = await site.connect(), bytearray()
+        await stream.send_all(b"GET / HTTP/1.1\r\nHost: t\r\nX-Big: ")
+        await trickle(stream, b"a" * 1000)
+        # refused as it grows, not at its end (which never comes) nor by the time limit
+        assert (await read_response(stream, buffer))[0] == 431
+
+
+async def test_chunk_framing_beyond_the_body_is_bounded() -> None:
+    async with serving() as site:
+        stream, buffer = await site.connect(), bytearray()
+        await stream.send_all(b"POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n1;")
+        await trickle(stream, b"x" * 1000)  # a chunk extension that never ends
+        assert (await read_response(stream, buffer))[0] == 400
 
 
 async def test_a_head_over_the_limit_gets_431() -> None:
@@ -407,7 +490,7 @@ async def test_the_status_line_carries_its_reason_phrase() -> None:
 
 
 #: Response headers no client may receive: each would split the head or change its
-#: meaning (the server writes most header lines itself, h11 the framing ones).
+#: meaning (exchange.py checks most header lines, the protocol the framing ones).
 BAD_HEADERS = [
     (b"x-a", b"one\r\nset-cookie: planted=1"),
     (b"x-a", b"one\nset-cookie: planted=1"),
@@ -458,7 +541,7 @@ async def test_a_malformed_response_header_never_reaches_the_wire(index: int) ->
         assert b"text/plain; charset=utf-8" in data  # the server's own answer
 
 
-async def test_response_headers_arrive_as_given_and_h11_frames_the_body() -> None:
+async def test_response_headers_arrive_as_given_and_the_server_frames_the_body() -> None:
     async with serving(application=answer_with) as site:
         stream, buffer = await site.connect(), bytearray()
         await stream.send_all(get("/good"))
@@ -472,7 +555,7 @@ async def test_response_headers_arrive_as_given_and_h11_frames_the_body() -> Non
         assert b"content-length: 2" in head
         assert b"connection" not in head
         buffer.clear()
-        # No Content-Length: h11 frames the body in chunks, the connection stays open.
+        # No Content-Length: the server frames the body in chunks, the connection stays open.
         await stream.send_all(get("/stream"))
         with trio.fail_after(3):
             while not buffer.endswith(b"0\r\n\r\n"):
@@ -481,7 +564,7 @@ async def test_response_headers_arrive_as_given_and_h11_frames_the_body() -> Non
         assert b"\r\ntransfer-encoding: chunked" in head.lower()
         assert chunks == b"2\r\nok\r\n0\r\n\r\n"
         buffer.clear()
-        # The application's own Connection: close is h11's cue to close after the answer.
+        # The application's own Connection: close is the server's cue to close after it.
         await stream.send_all(get("/close"))
         status, headers, body = await read_response(stream, buffer)
         assert (status, headers["connection"], body) == (200, "close", b"ok")

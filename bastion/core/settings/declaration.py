@@ -52,8 +52,8 @@ class Settings(SocialFlags, RetentionFlags):
     http_server: str = flag_field(
         "h11",
         _S,
-        "HTTP server: h11 (bastion's own HTTP/1.1 server, the fast one) or hypercorn "
-        "(adds HTTP/2 and h2c).",
+        "HTTP server: h11 (bastion's own HTTP/1.1 server, the fast one: the name is "
+        "historical, it parses with llhttp) or hypercorn (adds HTTP/2 and h2c).",
         choices=("h11", "hypercorn"),
     )
     workers: int = flag_field(

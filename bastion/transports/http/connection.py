@@ -1,18 +1,31 @@
-"""One HTTP/1.1 connection of bastion's server: h11's state, reads within the limits
-(a deadline for the request head, a limit per read of a body), shielded writes, the
-checks h11 leaves to its user (request smuggling shapes), and the server's own answers."""
+"""One HTTP/1.1 connection of bastion's server: its protocol state
+(:mod:`transports.http.protocol`), reads within the limits (a deadline for the request
+head, a limit per read of a body), shielded writes, and the server's own answers."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import time
 from dataclasses import dataclass, field
 from email.utils import formatdate
-from typing import Any
 
-import h11
 import trio
+
+from bastion.transports.http.protocol import (
+    IDLE,
+    NEED_DATA,
+    SEND_RESPONSE,
+    Data,
+    EndOfMessage,
+    Event,
+    InformationalResponse,
+    LocalProtocolError,
+    Response,
+    ServerConnection,
+    Signal,
+)
 
 __all__ = [
     "READ_SIZE",
@@ -21,7 +34,6 @@ __all__ = [
     "Connection",
     "HttpDate",
     "ServerLimits",
-    "strict_head",
 ]
 
 READ_SIZE = 64 * 1024
@@ -32,6 +44,7 @@ REASONS = {
     413: "Content Too Large",
     431: "Request Header Fields Too Large",
     500: "Internal Server Error",
+    501: "Not Implemented",
 }
 
 
@@ -75,12 +88,9 @@ class Connection:
     stream: trio.abc.Stream
     limits: ServerLimits
     date: HttpDate
-    h11: h11.Connection = field(init=False)
+    http: ServerConnection = field(init=False)
     #: the answer being made must say ``Connection: close`` (an error, or a stop)
     closing: bool = False
-    #: the pieces of the request head read so far, checked once h11 has parsed it
-    head: list[bytes] = field(default_factory=list)
-    reading_head: bool = True
     #: the plain TCP socket, read and written at once when it is ready (None: TLS)
     socket: trio.socket.SocketType | None = field(init=False)
     #: the last read had to wait (and so was a checkpoint)
@@ -91,28 +101,14 @@ class Connection:
     idle_wait: trio.CancelScope | None = None
 
     def __post_init__(self) -> None:
-        self.h11 = h11.Connection(
-            h11.SERVER, max_incomplete_event_size=self.limits.max_header_bytes
-        )
+        self.http = ServerConnection(self.limits.max_header_bytes)
         stream = self.stream
         self.socket = stream.socket if isinstance(stream, trio.SocketStream) else None
-
-    def _parsed(self) -> Any:
-        event = self.h11.next_event()
-        if isinstance(event, h11.Request):
-            head = b"".join(self.head)
-            size = len(head) - len(self.h11.trailing_data[0])
-            if size > self.limits.max_header_bytes:
-                raise h11.RemoteProtocolError("request head too large", error_status_hint=431)
-            strict_head(head, size, event)
-            self.reading_head = False
-            self.head.clear()
-        return event
 
     async def _receive(
         self, patience: float, deadline: float = math.inf, *, idle: bool = False
     ) -> None:
-        """Feed h11 what the client sends next, waiting ``patience`` s and not past
+        """Feed the protocol what the client sends next, waiting ``patience`` s and not past
         ``deadline`` (trio.TooSlowError after). A plain socket holding data is read at once,
         without a cancel scope or a trip through trio's scheduler. ``idle``: the wait for a
         request's first byte, which :meth:`stop_waiting` can cut short."""
@@ -136,12 +132,10 @@ class Connection:
                     self.idle_wait = None
             if data is None:
                 raise trio.TooSlowError
-        # b"" is EOF: h11 answers ConnectionClosed, or a protocol error mid-message.
-        self.h11.receive_data(data)
-        if self.reading_head and data:
-            self.head.append(data)
+        # b"" is EOF: ConnectionClosed, or a protocol error mid-message.
+        self.http.receive_data(data)
 
-    async def next_head(self) -> Any:
+    async def next_head(self) -> Event:
         """The next request (or the connection's end): an idle connection waits up to
         ``keep_alive_timeout`` for its first byte, then the whole head must arrive within
         ``header_timeout`` (a deadline, not per read: trickling bytes does not extend it).
@@ -150,14 +144,16 @@ class Connection:
         limits = self.limits
         self.waited = False
         deadline = math.inf
-        if not self.head:  # idle: h11 would only say NEED_DATA
+        http = self.http
+        if not http.head_begun:  # idle: the protocol would only say NEED_DATA
             await self._receive(min(limits.keep_alive_timeout, self.idle_grace), idle=True)
-        while (event := self._parsed()) is h11.NEED_DATA:
+        while (event := http.next_event()) is NEED_DATA:
             if deadline == math.inf:  # the head has begun: from now on, its deadline
                 deadline = trio.current_time() + limits.header_timeout
             await self._receive(math.inf, deadline)
         if not self.waited:
             await trio.lowlevel.checkpoint()
+        assert not isinstance(event, Signal)
         return event
 
     def stop_waiting(self, grace: float) -> None:
@@ -167,27 +163,21 @@ class Connection:
         if self.idle_wait is not None:
             self.idle_wait.deadline = min(self.idle_wait.deadline, trio.current_time() + grace)
 
-    async def next_event(self, patience: float) -> Any:
-        """The next h11 event of a body, reading as needed (``patience`` s per read)."""
-        while (event := self._parsed()) is h11.NEED_DATA:
+    async def next_event(self, patience: float) -> Event | Signal:
+        """The next event of a body, reading as needed (``patience`` s per read)."""
+        while (event := self.http.next_event()) is NEED_DATA:
             await self._receive(patience)
         return event
 
-    def next_cycle(self) -> None:
-        """Ready h11 and the head's buffer for the next request (pipelined bytes kept)."""
-        self.h11.start_next_cycle()
-        self.reading_head = True
-        unread = self.h11.trailing_data[0]
-        if unread:
-            self.head.append(unread)
-
-    async def write(self, *events: Any, head: bytes = b"") -> None:
-        """Send h11 events, after ``head`` (bytes h11 has already accounted for), in one
-        write. A plain socket with room takes it at once (no cancel scope, no wait).
-        Otherwise shielded: a write cut half-way would leave h11's state and the wire
-        apart (the application may be cancelled while it answers), but bounded by
+    async def write(
+        self, *events: InformationalResponse | Response | Data | EndOfMessage, head: bytes = b""
+    ) -> None:
+        """Send events, after ``head`` (bytes the protocol has already accounted for), in
+        one write. A plain socket with room takes it at once (no cancel scope, no wait).
+        Otherwise shielded: a write cut half-way would leave the protocol's state and the
+        wire apart (the application may be cancelled while it answers), but bounded by
         ``body_timeout`` so a client that stops reading cannot hold it."""
-        data = b"".join([head, *(self.h11.send(event) or b"" for event in events)])
+        data = b"".join([head, *(self.http.send(event) for event in events)])
         if not data:
             return
         sent = 0
@@ -225,7 +215,7 @@ class Connection:
 
     async def simple(self, status: int, reason: str) -> None:
         """A plain answer of the server's own (errors before or around the application)."""
-        if self.h11.our_state not in (h11.IDLE, h11.SEND_RESPONSE):
+        if self.http.our_state not in (IDLE, SEND_RESPONSE):
             return
         body = f"{status} {reason}\n".encode()
         headers = [
@@ -235,12 +225,8 @@ class Connection:
             (b"date", self.date.now()),
             (b"server", SERVER_NAME),
         ]
-        try:
-            await self.write(h11.Response(status_code=status, headers=headers, reason=reason))
-            await self.write(h11.Data(data=body))
-            await self.write(h11.EndOfMessage())
-        except (h11.LocalProtocolError, ClientGone):
-            pass
+        with contextlib.suppress(LocalProtocolError, ClientGone):
+            await self.write(Response(status, headers, reason.encode()), Data(body), EndOfMessage())
 
 
 def _read_now(sock: trio.socket.SocketType) -> bytes | None:
@@ -251,24 +237,3 @@ def _read_now(sock: trio.socket.SocketType) -> bytes | None:
         return None
     except OSError:  # reset, or closed (-1) by a stop
         raise ClientGone from None
-
-
-def strict_head(head: bytes, size: int, request: h11.Request) -> None:
-    """What h11 tolerates but a server behind or in front of a proxy must not: lines ended
-    by a bare LF, folded header lines (obs-fold), and a body framed by both Content-Length
-    and Transfer-Encoding. Any of them lets two parsers see different requests
-    (request smuggling): refused with 400. ``head[:size]`` is the request's head."""
-    if head.count(b"\n", 0, size) != head.count(b"\r\n", 0, size):
-        raise h11.RemoteProtocolError("line ended without CR", error_status_hint=400)
-    if head.find(b"\n ", 0, size) >= 0 or head.find(b"\n\t", 0, size) >= 0:
-        raise h11.RemoteProtocolError("folded header line", error_status_hint=400)
-    framing = 0
-    for name, _ in request.headers:
-        if name == b"content-length":
-            framing |= 1
-        elif name == b"transfer-encoding":
-            framing |= 2
-    if framing == 3:
-        raise h11.RemoteProtocolError(
-            "both Content-Length and Transfer-Encoding", error_status_hint=400
-        )

@@ -11,10 +11,21 @@ from http import HTTPStatus
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
-import h11
 import trio
 
 from bastion.transports.http.connection import ClientGone, Connection
+from bastion.transports.http.protocol import (
+    BLANKS,
+    NAME_BYTES,
+    VALUE_BYTES,
+    Data,
+    EndOfMessage,
+    InformationalResponse,
+    LocalProtocolError,
+    RemoteProtocolError,
+    Request,
+    Response,
+)
 
 __all__ = ["Exchange", "Message"]
 
@@ -24,12 +35,12 @@ Message = MutableMapping[str, Any]
 class Exchange:
     """One request and its response: the ASGI ``receive`` and ``send`` of one call."""
 
-    def __init__(self, conn: Connection, request: h11.Request, scheme: str) -> None:
+    def __init__(self, conn: Connection, request: Request, scheme: str) -> None:
         self.conn = conn
         self.request = request
         self.head = request.method == b"HEAD"
-        #: h11 has read ``Expect: 100-continue`` (and no answer has gone out yet)
-        self.expects_continue = conn.h11.they_are_waiting_for_100_continue
+        #: the request said ``Expect: 100-continue`` (and no answer has gone out yet)
+        self.expects_continue = conn.http.they_are_waiting_for_100_continue
         self.body_done = False
         self.body_bytes = 0
         #: the status the server answers with itself when the body could not be read
@@ -37,10 +48,10 @@ class Exchange:
         self.failure: int | None = None
         self.started = False
         #: the response's head, held until its body comes: head, body and end of
-        #: message then go out in one write. h11 is given the status and the headers that
-        #: frame the message (``head_event``); the others, checked here, are added to the
-        #: head h11 writes (``head_lines``): see :func:`_response_head`.
-        self.head_event: h11.Response | None = None
+        #: message then go out in one write. The protocol is given the status and the
+        #: headers that frame the message (``head_event``) and the others, checked here,
+        #: as lines (``head_lines``): see :func:`_response_head`.
+        self.head_event: Response | None = None
         self.head_lines = b""
         self.complete = trio.Event()
         self.scheme = scheme
@@ -54,22 +65,22 @@ class Exchange:
         conn = self.conn
         if self.expects_continue and not self.started:
             self.expects_continue = False
-            if conn.h11.they_are_waiting_for_100_continue:
-                await conn.write(h11.InformationalResponse(status_code=100, headers=[]))
+            if conn.http.they_are_waiting_for_100_continue:
+                await conn.write(InformationalResponse(100))
         try:
             event = await conn.next_event(conn.limits.body_timeout)
         except ClientGone:
             return self._failed(0)
         except trio.TooSlowError:
             return self._failed(408)
-        except h11.RemoteProtocolError:
+        except RemoteProtocolError:
             return self._failed(400)
-        if isinstance(event, h11.Data):
+        if isinstance(event, Data):
             self.body_bytes += len(event.data)
             if self.body_bytes > conn.limits.max_body_bytes:
                 return self._failed(413)
-            return {"type": "http.request", "body": bytes(event.data), "more_body": True}
-        if isinstance(event, h11.EndOfMessage):
+            return {"type": "http.request", "body": event.data, "more_body": True}
+        if isinstance(event, EndOfMessage):
             self.body_done = True
             return {"type": "http.request", "body": b"", "more_body": False}
         return self._failed(0)
@@ -97,17 +108,17 @@ class Exchange:
                 raise RuntimeError("response body before its start")
             if self.complete.is_set():
                 return
-            events: list[Any] = []
+            events: list[Data | EndOfMessage] = []
             head = b""
             if self.head_event is not None:
-                head = _spliced(conn.h11.send(self.head_event), self.head_lines)
+                head = conn.http.send(self.head_event, self.head_lines)
                 self.head_event = None
             body = message.get("body", b"")
             if body and not self.head:
-                events.append(h11.Data(data=body))
+                events.append(Data(bytes(body)))
             done = not message.get("more_body", False)
             if done:
-                events.append(h11.EndOfMessage())
+                events.append(EndOfMessage())
             await conn.write(*events, head=head)
             if done:
                 self.complete.set()
@@ -131,40 +142,31 @@ class Exchange:
             "raw_path": raw_path,
             "query_string": query,
             "root_path": "",
-            # ASGI names are lower-case (h11's raw items keep the client's case)
-            "headers": [(name.lower(), value) for name, value in request.headers.raw_items()],
+            "headers": request.headers,
             "server": server,
             "client": client,
         }
 
 
-#: The response headers h11 acts on (the message's framing, keep-alive): given to h11.
+#: The response headers the protocol acts on (the message's framing, keep-alive).
 _FRAMING = frozenset((b"content-length", b"transfer-encoding", b"connection"))
-#: What RFC 9110 allows in a header name (a token), and in a value (visible characters,
-#: spaces and tabs; never CR, LF or NUL): h11's own rules.
-_NAME_BYTES = b"!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-_VALUE_BYTES = bytes([9, *range(0x20, 0x7F), *range(0x80, 0x100)])
-_LINE_BYTES = _VALUE_BYTES + b"\r\n"
-_BLANKS = (0x20, 0x09)
-#: The framing answers h11 was given, by status and framing headers (h11's events are
-#: immutable; the common ones are made once).
-_FRAMING_EVENTS: dict[tuple[int, tuple[tuple[bytes, bytes], ...]], h11.Response] = {}
+_LINE_BYTES = VALUE_BYTES + b"\r\n"
+#: The framing answers made (checked once), by status and framing headers.
+_FRAMING_EVENTS: dict[tuple[int, tuple[tuple[bytes, bytes], ...]], Response] = {}
 _FRAMING_EVENTS_KEPT = 1024
 
 
 def _response_head(
     status: int, headers: Iterable[tuple[bytes, bytes]], conn: Connection
-) -> tuple[h11.Response, bytes]:
-    """The response's head in two parts: an ``h11.Response`` with the status and the
-    headers h11 acts on (Content-Length, Transfer-Encoding, Connection: its state, the
-    body's framing and keep-alive follow from them as from a whole head), and the other
-    header lines, ready to write after its status line. h11 checks each header of an event
-    with two regular expressions and two conversions (an eighth of a jwks request's CPU
-    in cProfile); the lines here are checked all at once, by the same rules, and the
-    framing events of the common answers are made once. A header the application made
-    badly (CR or LF in a value, a name that is no token) raises ``h11.LocalProtocolError``
-    as h11 would: nothing of the answer has been written, the server answers 500. Names
-    are written lower-case, as h11 writes them."""
+) -> tuple[Response, bytes]:
+    """The response's head in two parts: a :class:`Response` with the status and the
+    headers the protocol acts on (Content-Length, Transfer-Encoding, Connection: the
+    body's framing and keep-alive follow from them), and the other header lines, ready to
+    write after its status line. The lines are checked all at once (a check per header
+    was an eighth of a jwks request's CPU in cProfile), and the framing events of the
+    common answers are made once. A header the application made badly (CR or LF in a
+    value, a name that is no token) raises :class:`LocalProtocolError`: nothing of the
+    answer has been written, the server answers 500. Names are written lower-case."""
     framing: list[tuple[bytes, bytes]] = []
     names: list[bytes] = []
     lines: list[bytes] = []
@@ -175,8 +177,8 @@ def _response_head(
             framing.append((name, value))
             closes = closes or name == b"connection"
         else:
-            if value and (value[0] in _BLANKS or value[-1] in _BLANKS):
-                raise h11.LocalProtocolError("a response header value begins or ends blank")
+            if value and (value[0] in BLANKS or value[-1] in BLANKS):
+                raise LocalProtocolError("a response header value begins or ends blank")
             names.append(name)
             lines.append(b"%s: %s\r\n" % (name, value))
     if b"date" not in names:
@@ -187,30 +189,23 @@ def _response_head(
     block = b"".join(lines)
     # Each line was made "name: value" CRLF: with no CR or LF in a name or a value (one
     # of each a line), every other byte one a value may hold and the names tokens, each
-    # line is what h11 would have written.
+    # line is sound.
     count = len(lines)
     if (
         block.count(b"\n") != count
         or block.count(b"\r") != count
         or block.translate(None, _LINE_BYTES)
-        or b"".join(names).translate(None, _NAME_BYTES)
+        or b"".join(names).translate(None, NAME_BYTES)
         or b"" in names
     ):
-        raise h11.LocalProtocolError("illegal header in the response")
+        raise LocalProtocolError("illegal header in the response")
     key = (status, tuple(framing))
     event = _FRAMING_EVENTS.get(key)
     if event is None:
-        event = h11.Response(status_code=status, headers=framing, reason=_PHRASES.get(status, b""))
+        event = Response(status, framing, _PHRASES.get(status, b""))
         if len(_FRAMING_EVENTS) < _FRAMING_EVENTS_KEPT:
             _FRAMING_EVENTS[key] = event
     return event, block
-
-
-def _spliced(head: bytes | None, lines: bytes) -> bytes:
-    """The head h11 wrote, with ``lines`` after its status line."""
-    assert head is not None
-    cut = head.index(b"\r\n") + 2
-    return head[:cut] + lines + head[cut:]
 
 
 #: The status line's reason phrases (clients ignore them; people reading a trace do not).

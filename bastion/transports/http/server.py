@@ -1,12 +1,13 @@
-"""bastion's own HTTP/1.1 server: h11 for the protocol, trio for the I/O, hosting an ASGI
-application (the same one hypercorn can host, ``--http-server hypercorn``).
+"""bastion's own HTTP/1.1 server: llhttp (:mod:`transports.http.protocol`) for the
+protocol, trio for the I/O, hosting an ASGI application (the same one hypercorn can host,
+``--http-server hypercorn``).
 
-One request at a time per connection; pipelined requests wait in h11's buffer and are
-answered in order. Every wait has a limit: the request head (``header_timeout``), each
+One request at a time per connection; pipelined requests wait, parsed, and are answered
+in order. Every wait has a limit: the request head (``header_timeout``), each
 piece of a body (``body_timeout``), an idle keep-alive connection (``keep_alive_timeout``).
-Heads over ``max_header_bytes`` get 431, bodies over ``max_body_bytes`` 413, anything h11
-cannot parse (two Content-Lengths, Content-Length with Transfer-Encoding, obs-fold, bare
-LF line ends) 400; each of those closes the connection. At most ``max_connections``
+Heads over ``max_header_bytes`` get 431, bodies over ``max_body_bytes`` 413, anything
+malformed (two Content-Lengths, Content-Length with Transfer-Encoding, obs-fold, bare
+LF line ends, no Host) 400; each of those closes the connection. At most ``max_connections``
 connections are served at once; more wait in the listen backlog.
 
 Stopping (:meth:`HttpServer.serve`'s ``stop``) is graceful, all within ``shutdown_timeout``:
@@ -29,7 +30,6 @@ import ssl
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import h11
 import trio
 
 from bastion.core.networks import authority
@@ -43,6 +43,14 @@ from bastion.transports.http.connection import (
     ServerLimits,
 )
 from bastion.transports.http.exchange import Exchange, Message
+from bastion.transports.http.protocol import (
+    DONE,
+    SEND_BODY,
+    Data,
+    EndOfMessage,
+    RemoteProtocolError,
+    Request,
+)
 
 __all__ = ["ASGIApp", "HttpServer", "ServerLimits", "open_listeners"]
 
@@ -241,21 +249,19 @@ class HttpServer:
             try:
                 event = await conn.next_head()
             except trio.TooSlowError:
-                if conn.head:  # a head begun and not finished; an idle one just closes
+                if conn.http.head_begun:  # a head begun and not finished; idle just closes
                     await conn.simple(408, "Request Timeout")
                 return
-            except h11.RemoteProtocolError as exc:
+            except RemoteProtocolError as exc:
                 status = exc.error_status_hint
                 await conn.simple(status, REASONS.get(status, "Bad Request"))
                 return
-            if isinstance(event, h11.ConnectionClosed):
-                return
-            if not isinstance(event, h11.Request):
+            if not isinstance(event, Request):  # the client closed
                 return
             exchange = Exchange(conn, event, self._scheme)
             await self._run_app(exchange, server, client)
             if not await self._finish(conn, exchange):
-                if conn.h11.our_state is h11.DONE and conn.h11.their_state is not h11.DONE:
+                if conn.http.our_state is DONE and conn.http.their_state is not DONE:
                     await conn.linger_close()
                 return
 
@@ -281,27 +287,28 @@ class HttpServer:
         """Ready the connection for its next request; False when it must close. An answer
         that went out keep-alive though a stop began meanwhile keeps the connection for the
         stop's grace: closing it at once would reset the client's next request."""
-        if conn.h11.our_state is not h11.DONE:
+        http = conn.http
+        if http.our_state is not DONE:
             return False
         if conn.closing and (exchange.failure is not None or not self._stopping):
             return False
-        if exchange.expects_continue and conn.h11.their_state is h11.SEND_BODY:
+        if exchange.expects_continue and http.their_state is SEND_BODY:
             return False  # answered before the client was told to send its body
         # Discard what the application left of the body, within the limits.
-        while conn.h11.their_state is h11.SEND_BODY:
+        while http.their_state is SEND_BODY:
             try:
                 event = await conn.next_event(conn.limits.body_timeout)
-            except (trio.TooSlowError, h11.RemoteProtocolError):
+            except (trio.TooSlowError, RemoteProtocolError):
                 return False
-            if isinstance(event, h11.Data):
+            if isinstance(event, Data):
                 exchange.body_bytes += len(event.data)
                 if exchange.body_bytes > conn.limits.max_body_bytes:
                     return False
-            elif not isinstance(event, h11.EndOfMessage):
+            elif not isinstance(event, EndOfMessage):
                 return False
-        if conn.h11.their_state is not h11.DONE:
+        if http.their_state is not DONE:
             return False
-        conn.next_cycle()
+        http.start_next_cycle()
         return True
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import aclosing
@@ -122,6 +123,10 @@ class Connection:
         )
         self._streams: dict[int, _Stream] = {}
         self._out: list[bytes] = []
+        #: the plain TCP socket's descriptor, written at once when it has room (None: TLS)
+        self._fd = stream.socket.fileno() if isinstance(stream, trio.SocketStream) else None
+        #: the writer task is sending what it took from ``_out``
+        self._writing = False
         self._wake = trio.Event()
         self._window = trio.Event()
         self._last_stream = 0
@@ -154,6 +159,7 @@ class Connection:
         self._draining = True
         self._send_soon()
         self._out.append(GoAwayFrame(0, last_stream_id=self._last_stream).serialize())
+        self._wake.set()
         if not self._streams:
             self._close()
 
@@ -437,10 +443,22 @@ class Connection:
         self._send_soon()
 
     def _send_soon(self) -> None:
+        """Send what h2 has to send: straight to a plain socket with room when nothing is
+        queued before it (no trip through the writer task, as the HTTP server writes),
+        else through the writer, which keeps the order and waits for room."""
         data = self._h2.data_to_send()
-        if data:
-            self._out.append(data)
-            self._wake.set()
+        if not data:
+            return
+        if self._fd is not None and not self._out and not self._writing:
+            try:
+                sent = os.write(self._fd, data)
+            except OSError:  # no room (BlockingIOError), or gone: the writer finds out
+                sent = 0
+            if sent == len(data):
+                return
+            data = data[sent:]
+        self._out.append(data)
+        self._wake.set()
 
     def _close(self, error: ErrorCodes = ErrorCodes.NO_ERROR) -> None:
         """Final GOAWAY; the writer closes the connection once it has sent everything."""
@@ -458,10 +476,13 @@ class Connection:
             if self._out:
                 data = b"".join(self._out) if len(self._out) > 1 else self._out[0]
                 self._out.clear()
+                self._writing = True
                 try:
                     await self._sock.send_all(data)
                 except (trio.BrokenResourceError, trio.ClosedResourceError):
                     self._close_when_sent = True
+                finally:
+                    self._writing = False
             if self._close_when_sent and not self._out:
                 assert self._nursery is not None
                 self._nursery.cancel_scope.cancel()

@@ -11,7 +11,7 @@ and the one memory-store read it cannot skip), with nothing of bastion's around 
 
 ``--parser httptools``: the same loop with llhttp's C parser (``httptools``, uvicorn's)
 in place of h11, the answer's bytes written by hand: how much of a request's CPU is h11's
-(``bench/http_parsers.py`` runs both side by side; ``pip install httptools`` first).
+(``bench/http_parsers.py`` runs both side by side).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 
 import h11
+import httptools
 import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -59,8 +60,6 @@ async def _serve(stream: trio.SocketStream, redis: Pool | None) -> None:
 
 
 async def _serve_httptools(stream: trio.SocketStream, redis: Pool | None) -> None:
-    import httptools  # a benchmark's own dependency, not bastion's
-
     done: list[bool] = []
 
     class Requests:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import io
 import re
 import socket
-import time
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,6 +27,7 @@ from bastion.conformance.catalogue.sms import NO_SINK as NO_SMS_SINK
 from bastion.conformance.cli import main
 from bastion.conformance.operations import Operation
 from bastion.conformance.outcome import Credentials, Outcome
+from bastion.conformance.pacing import Pacer, http_wait
 from bastion.conformance.profiles import PROFILES, profile_for
 from bastion.conformance.surfaces import GraphQLSurface, GrpcSurface, RestSurface
 from bastion.conformance.surfaces.base import Surface
@@ -324,15 +324,10 @@ def test_sms_rows_skip_by_name_when_sms_is_off(sqlite_server: ServerProcess) -> 
 
 
 def admin_post(http: httpx.Client, path: str, body: dict[str, Any]) -> httpx.Response:
-    """An admin call on the shared rate-limited deployment: a 429 (the suite runs before
-    may have spent the bucket) is waited out for its Retry-After and sent again."""
+    """An admin call on the shared rate-limited deployment: a throttle (the suite runs
+    before may have spent the bucket) is waited out as the suite itself does."""
     admin = {"x-service-admin-secret": ADMIN_SECRET}
-    for _ in range(20):
-        response = http.post(path, json=body, headers=admin)
-        if response.status_code != 429:
-            return response
-        time.sleep(float(response.headers["retry-after"]))
-    return response
+    return Pacer().send_raw(lambda: http.post(path, json=body, headers=admin), http_wait)
 
 
 def test_destructive_refuses_a_store_that_holds_tuples(

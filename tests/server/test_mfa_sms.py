@@ -92,6 +92,8 @@ class Env:
     fake: FakeTwilio
     database: str
     memory: str | None
+    #: the same memory store, for tests that let time pass for one of its entries
+    entries: MemoryEntries
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
@@ -106,7 +108,7 @@ def env(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
         try:
             started.append(start_server(flags, tmp, name="one"))
             started.append(start_server(flags, tmp, name="two"))
-            yield Env(backend, started[0], started[1], fake, database, memory)
+            yield Env(backend, started[0], started[1], fake, database, memory, chosen.memory())
         finally:
             for server in started:
                 server.terminate()
@@ -274,12 +276,7 @@ def test_resend_texts_a_new_code_and_the_old_one_dies(env: Env, client: httpx.Cl
     body = {"phone_number": phone}
     too_soon = client.post("/v1/resend_otp", json=body, headers=with_mfa(cookie))
     assert too_soon.status_code == 429
-    memory = (
-        MemoryEntries(redis_url=env.memory)
-        if env.memory
-        else MemoryEntries(sqlite_path=env.database)
-    )
-    memory.age(f"mfa_challenge:{cookie}", otp.RESEND_INTERVAL)  # as if its 30 s went by
+    env.entries.age(f"mfa_challenge:{cookie}", otp.RESEND_INTERVAL)  # as if its 30 s went by
     resent = client.post("/v1/resend_otp", json=body, headers=with_mfa(cookie))
     assert resent.status_code == 200, resent.text
     assert resent.json() == {"message": "OTP has been sent. Please check your inbox"}

@@ -78,7 +78,11 @@ def write_junit(results: Sequence[ScenarioResult], path: Path) -> None:
             if cell.status == NA:
                 continue
             case = ET.SubElement(
-                suite, "testcase", classname=f"conformance.{surface}", name=result.scenario.name
+                suite,
+                "testcase",
+                classname=f"conformance.{surface}",
+                name=result.scenario.name,
+                time=f"{cell.seconds:.3f}",
             )
             if cell.status == FAIL:
                 text = "\n".join(

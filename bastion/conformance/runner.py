@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import fnmatch
 import json
+import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -30,6 +31,8 @@ MAX_DIFFS_SHOWN = 3
 class Cell:
     status: str
     detail: str = ""
+    #: Wall time the scenario took on this surface, cleanup included (JUnit's ``time``).
+    seconds: float = 0.0
 
 
 @dataclass
@@ -56,6 +59,7 @@ def _run_one(
     scenario: Scenario, surface: Surface, deployment: Deployment
 ) -> tuple[Cell, list[Step]]:
     ctx = Ctx(surface, deployment, scenario)
+    started = time.perf_counter()
     try:
         scenario.run(ctx)
         cell = Cell(PASS)
@@ -77,6 +81,7 @@ def _run_one(
     if ctx.anomalies and cell.status in (PASS, FAIL):
         slips = "; ".join(ctx.anomalies)
         cell = Cell(FAIL, f"{cell.detail}; {slips}" if cell.status == FAIL else slips)
+    cell.seconds = time.perf_counter() - started
     return cell, ctx.transcript
 
 

@@ -77,7 +77,7 @@ def test_zero_failures_against_a_default_deployment(default: Default) -> None:
     """Every row passes or skips by name; the webhook rows skip quoting the refusal of
     the suite's loopback receiver (the deployment does not call private targets)."""
     args = [*suite_args(default.server), "--mail-sink", default.mail_sink]
-    code, output = run_suite([*args, "--fuzz-examples", "2"])
+    code, output = run_suite([*args, "--fuzz-examples", "1"])
     assert code == 0, output
     passed, failed, _ = totals(output)
     assert failed == 0, output
@@ -150,7 +150,7 @@ def test_over_https_with_tls_ca_nothing_fails_fuzzing_included(tmp_path: Path) -
         code, output = run_suite([*args, "--tls-ca", str(tmp_path / "none.pem")])
         assert code == 2
         assert output.startswith(f"cannot start: --tls-ca {tmp_path / 'none.pem'}: "), output
-        code, output = run_suite([*args, "--tls-ca", str(cert), "--fuzz-examples", "2"])
+        code, output = run_suite([*args, "--tls-ca", str(cert), "--fuzz-examples", "1"])
     finally:
         server.terminate()
     assert code == 0, output

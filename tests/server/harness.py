@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import os
 import signal
 import socket
 import subprocess
@@ -17,6 +16,7 @@ from pathlib import Path
 import httpx
 
 from tests.dbfixtures import fresh_postgres_url, fresh_redis_url, fresh_sqlite_url
+from tests.server.forked import ForkedServer
 from tests.server.memory_time import MemoryEntries
 from tests.services import worker_index
 
@@ -97,7 +97,7 @@ def backend_storage(backend: str, tmp: Path, purpose: str) -> BackendStorage:
 
 @dataclass
 class ServerProcess:
-    process: subprocess.Popen[bytes]
+    process: ForkedServer | subprocess.Popen[bytes]
     http_port: int
     grpc_port: int
     metrics_port: int
@@ -144,23 +144,33 @@ def start_server(
     name: str = "server",
     grpc_port: int | None = None,
     http_port: int | None = None,
+    console_script: bool = False,
 ) -> ServerProcess:
-    """``http_port``: for a test that must name the server's URL before it starts."""
+    """``http_port``: for a test that must name the server's URL before it starts.
+
+    The server is forked from this worker's forkserver (:mod:`tests.server.forked`);
+    ``console_script`` runs the ``bastion`` command instead, for a test that reads the
+    process's own command line.
+    """
     http_port, metrics_port = http_port or free_port(), free_port()
     grpc_port = grpc_port or free_port()
     stderr_path = tmp_path / f"{name}-{http_port}.stderr"
     args = [
-        BASTION,
         "--host=127.0.0.1",
         f"--http-port={http_port}",
         f"--grpc-port={grpc_port}",
         f"--metrics-port={metrics_port}",
         *flags,
     ]
-    with stderr_path.open("wb") as err:
-        process = subprocess.Popen(
-            args, stdout=subprocess.DEVNULL, stderr=err, env={**os.environ}, cwd=tmp_path
-        )
+    process: ForkedServer | subprocess.Popen[bytes]
+    if console_script:
+        with stderr_path.open("wb") as err:
+            process = subprocess.Popen(
+                [BASTION, *args], stdout=subprocess.DEVNULL, stderr=err, cwd=tmp_path
+            )
+    else:
+        stderr_path.write_bytes(b"")
+        process = ForkedServer(args, tmp_path, stderr_path)
     server = ServerProcess(process, http_port, grpc_port, metrics_port, stderr_path)
     if wait:
         server.wait_ready()

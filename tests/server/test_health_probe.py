@@ -28,7 +28,8 @@ def test_the_probe_follows_the_servers_port_and_tls(tmp_path: Path) -> None:
     flag_file = tmp_path / "tls.flags"
     flag_file.write_text(f"--tls-cert-file={cert}\n--tls-key-file={key}\n")
     flags = [*base_flags("sqlite", fresh_sqlite_url(tmp_path, "probe")), f"@{flag_file}"]
-    server = start_server(flags, tmp_path, wait=False, name="probe")
+    # The probe reads the server's flags from its command line: the console script's.
+    server = start_server(flags, tmp_path, wait=False, name="probe", console_script=True)
     try:
         started_https(server, cert)
         answered = probe(server.process.pid)

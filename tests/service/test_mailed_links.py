@@ -44,6 +44,8 @@ CALLER = CallerContext(protocol=Protocol.REST, client_ip="192.0.2.7", user_agent
 @dataclass
 class Site:
     runtime: Runtime
+    #: the flags the runtime was built from
+    flags: dict[str, str]
 
     async def rows(self, table: sa.Table) -> list[Any]:
         return await self.runtime.storage.db.run(lambda c: c.execute(sa.select(table)).all())
@@ -68,27 +70,25 @@ async def site(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[
         url = fresh_sqlite_url(tmp_path)
     else:
         url = await trio.to_thread.run_sync(fresh_postgres_url, "mailed")
-    settings = settings_from_flags(
-        {
-            "admin-secret": "a",
-            "client-id": "client-1",
-            "client-secret": "client-secret-1",
-            "database-type": request.param,
-            "database-url": url,
-            "jwt-type": "HS256",
-            "jwt-secret": "jwt-secret-of-some-length",
-            "url": "http://127.0.0.1:9",
-            # Mail goes nowhere (nothing listens on port 9); the outbox only queues it.
-            "smtp-host": "127.0.0.1",
-            "smtp-port": "9",
-            "smtp-sender-email": "bastion@example.com",
-            "enable-magic-link-login": "true",
-            "enable-email-verification": "true",
-        }
-    )
+    flags = {
+        "admin-secret": "a",
+        "client-id": "client-1",
+        "client-secret": "client-secret-1",
+        "database-type": request.param,
+        "database-url": url,
+        "jwt-type": "HS256",
+        "jwt-secret": "jwt-secret-of-some-length",
+        "url": "http://127.0.0.1:9",
+        # Mail goes nowhere (nothing listens on port 9); the outbox only queues it.
+        "smtp-host": "127.0.0.1",
+        "smtp-port": "9",
+        "smtp-sender-email": "bastion@example.com",
+        "enable-magic-link-login": "true",
+        "enable-email-verification": "true",
+    }
     config = StorageConfig(database_type=request.param, database_url=url)
     async with open_storage(config) as storage:
-        yield Site(Runtime.build(settings, storage, Metrics()))
+        yield Site(Runtime.build(settings_from_flags(flags), storage, Metrics()), flags)
 
 
 async def known_address(site: Site) -> str:
@@ -198,3 +198,18 @@ async def test_the_session_a_link_signs_in_survives_the_marker_written_a_second_
     profile = await auth.profile(ProfileRequest(), caller)
     assert profile.body["email"] == email
     assert profile.body["email_verified"] is True
+
+
+async def test_a_queued_link_is_the_requesters_whichever_process_claims_it(site: Site) -> None:
+    """Another member of the fleet claims the queued flow while its flags differ (a
+    rolling change: another --url, magic links off): the mail carries the link the
+    caller was answered for, on the requester's URL."""
+    known = await known_address(site)
+    flags = {**site.flags, "url": "http://elsewhere.example", "enable-magic-link-login": "false"}
+    other = Runtime.build(settings_from_flags(flags), site.runtime.storage, Metrics())
+    await site.runtime.auth.magic_link_login(MagicLinkLoginRequest(email=known), CALLER)
+    await other.outbox.run_once()
+    (mail,) = [m for m in await site.rows(outbox) if m.kind == "mail"]
+    html = json.loads(mail.payload)["html"]
+    assert "http://127.0.0.1:9/" in html, html
+    assert "elsewhere" not in html, html

@@ -107,6 +107,7 @@ from bastion.storage import passkeys as passkey_rows
 from bastion.storage import users as user_rows
 
 if TYPE_CHECKING:
+    from bastion.core.auth.policy import FlowEnv
     from bastion.service.auth.parts import AuthParts
 
 __all__ = ["FlowRun"]
@@ -122,9 +123,12 @@ class FlowRun:
         *,
         sid: str | None = None,
         refresh: bool = False,
+        env: FlowEnv | None = None,
     ) -> None:
         self.auth = auth
         self.caller = caller
+        #: what the flows of this run decide with (a queued flow: its requester's)
+        self.env = env or auth.env
         #: the session family of the session being rotated, refreshed or ended
         self.sid = sid
         #: a refresh-token rotation: replaced tokens are remembered (grace window, replay)
@@ -159,7 +163,7 @@ class FlowRun:
                     await self._flush()
                     return effect.result
                 if isinstance(effect, Handoff):  # always the last effect: chain the next flow
-                    return await self.run(MACHINES[effect.flow](self.auth.env), effect.event)
+                    return await self.run(MACHINES[effect.flow](self.env), effect.event)
                 if effect.replies:
                     if not isinstance(effect, CreateUser):  # it commits what is queued
                         await self._flush()

@@ -7,6 +7,11 @@ have accounts. So the request does the same work for every address: the flow is
 rehearsed as for an address nobody has (which yields the answer every address gets, and
 every refusal that does not depend on the account), and the flow itself is queued in the
 outbox, in one small insert, to run for real moments later.
+
+Whichever process claims the queued flow runs it, so the item carries the requester's
+:class:`~core.auth.policy.AuthPolicy` (its URL, the links' base; its switches and
+lifetimes): a fleet whose members' flags differ for a while (a rolling change) mails the
+link the caller was answered for.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from bastion.core.auth.policy import AuthPolicy, FlowEnv
 from bastion.core.errors import ClientError, Internal
 from bastion.core.state_machines import MagicLinkMachine, PasswordResetMachine, VerificationMachine
 from bastion.core.state_machines._machine import Effect, Event, Machine
@@ -31,7 +37,6 @@ from bastion.service.outbox import PermanentFailure
 from bastion.storage.outbox import OutboxItem, enqueue
 
 if TYPE_CHECKING:
-    from bastion.core.auth.policy import FlowEnv
     from bastion.service.auth.parts import AuthParts
 
 __all__ = ["MAILED_LINK", "MailedLinks"]
@@ -93,6 +98,7 @@ class MailedLinks:
             "client_ip": caller.client_ip,
             "user_agent": caller.user_agent,
             "protocol": caller.protocol.value,
+            "policy": dataclasses.asdict(self._auth.policy),
         }
         now = self._auth.clock.now()
         await self._auth.storage.db.run(
@@ -111,13 +117,26 @@ class MailedLinks:
             client_ip=payload["client_ip"],
             user_agent=payload["user_agent"],
         )
+        env = self._requesters_env(payload)
         try:
-            await FlowRun(self._auth, caller).run(machine(self._auth.env), kind(**fields))
+            await FlowRun(self._auth, caller, env=env).run(machine(env), kind(**fields))
         except ClientError as exc:
             # A refusal that depends on the account (a revoked one, a protected role):
             # the caller was answered like everyone else; retrying cannot change it.
             log.info("queued %s refused: %s", flow.value, exc)
             raise PermanentFailure(flow.value) from None
+
+    def _requesters_env(self, payload: dict[str, Any]) -> FlowEnv:
+        """This process's clock and ids with the policy the request was answered under
+        (an item queued before the policy was carried: this process's own)."""
+        own = self._auth.env
+        fields = payload.get("policy")
+        if fields is None:
+            return own
+        policy = AuthPolicy(
+            **{k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()}
+        )
+        return FlowEnv(policy=policy, clock=own.clock, ids=own.ids)
 
     def handlers(self) -> dict[str, Callable[[OutboxItem], Awaitable[None]]]:
         return {MAILED_LINK: self.carry_out}

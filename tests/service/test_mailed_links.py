@@ -202,10 +202,15 @@ async def test_the_session_a_link_signs_in_survives_the_marker_written_a_second_
 
 async def test_a_queued_link_is_the_requesters_whichever_process_claims_it(site: Site) -> None:
     """Another member of the fleet claims the queued flow while its flags differ (a
-    rolling change: another --url, magic links off): the mail carries the link the
-    caller was answered for, on the requester's URL."""
+    rolling change: another --url and organisation, magic links off): the mail carries
+    the link the caller was answered for, on the requester's URL, in its name."""
     known = await known_address(site)
-    flags = {**site.flags, "url": "http://elsewhere.example", "enable-magic-link-login": "false"}
+    flags = {
+        **site.flags,
+        "url": "http://elsewhere.example",
+        "enable-magic-link-login": "false",
+        "organization-name": "Other Org",
+    }
     other = Runtime.build(settings_from_flags(flags), site.runtime.storage, Metrics())
     await site.runtime.auth.magic_link_login(MagicLinkLoginRequest(email=known), CALLER)
     await other.outbox.run_once()
@@ -213,3 +218,5 @@ async def test_a_queued_link_is_the_requesters_whichever_process_claims_it(site:
     html = json.loads(mail.payload)["html"]
     assert "http://127.0.0.1:9/" in html, html
     assert "elsewhere" not in html, html
+    assert site.runtime.settings.organization_name in html, html
+    assert "Other Org" not in html, html

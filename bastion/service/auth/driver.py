@@ -365,6 +365,7 @@ class FlowRun:
                     "verification_url": effect.verification_url,
                     "otp": effect.otp,
                 },
+                organization=(self.env.policy.organization_name, self.env.policy.organization_logo),
             )
             payload = dataclasses.asdict(mail)
             now = self._now

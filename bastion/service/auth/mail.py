@@ -60,9 +60,17 @@ async def render_admin_template(
 
 
 async def compose_mail(
-    runtime: _HasSettings, event_name: str, to: str, variables: Mapping[str, Any]
+    runtime: _HasSettings,
+    event_name: str,
+    to: str,
+    variables: Mapping[str, Any],
+    *,
+    organization: tuple[str, str] | None = None,
 ) -> Mail:
+    """``organization``: the name and logo to show (a queued flow's requester's); else
+    this process's flags."""
     settings = runtime.settings
+    name, logo = organization or (settings.organization_name, settings.organization_logo)
     event = EmailEvent(event_name)
     user = variables["user"]
     if not isinstance(user, User):
@@ -73,10 +81,7 @@ async def compose_mail(
         event_name,
         {
             "user": user.to_api_dict(),
-            "organization": {
-                "name": settings.organization_name,
-                "logo": settings.organization_logo,
-            },
+            "organization": {"name": name, "logo": logo},
             "verification_url": variables.get("verification_url") or "",
             "otp": variables.get("otp") or "",
         },
@@ -88,8 +93,8 @@ async def compose_mail(
     rendered = render_default_email(
         event,
         user=user,
-        organization_name=settings.organization_name,
-        organization_logo=settings.organization_logo,
+        organization_name=name,
+        organization_logo=logo,
         verification_url=variables.get("verification_url"),
         otp=variables.get("otp"),
     )

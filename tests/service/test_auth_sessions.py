@@ -4,11 +4,14 @@ memory-store layout, families, the replaced-refresh record, and the SQL-side mar
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
+import trio
+import trio.testing
 
 from bastion.core.auth.responses import IssuedTokens
 from bastion.core.auth.user import User
@@ -194,3 +197,87 @@ async def test_the_listing_follows_logins_rotations_and_every_way_a_session_ends
     await store.end_memory_sessions("u1")
     assert await store.listing("u1") == []
     assert [s.id for s in await store.listing("u2")] == ["f9"]
+
+
+class HeldReads:
+    """The session store's database, its reads counted; each read's answer, once read,
+    is held until the test lets it go (the n-th read, from 0)."""
+
+    def __init__(self, db: Any) -> None:
+        self._db = db
+        self.read_done: list[trio.Event] = []
+        self.gates: list[trio.Event] = []
+
+    @property
+    def reads(self) -> int:
+        return len(self.gates)
+
+    async def read(self, fn: Callable[[sa.Connection], Any], **kwargs: Any) -> Any:
+        done, gate = trio.Event(), trio.Event()
+        self.read_done.append(done)
+        self.gates.append(gate)
+        found = await self._db.read(fn, **kwargs)
+        done.set()
+        await gate.wait()
+        return found
+
+    async def release(self, index: int) -> None:
+        await self.read_done[index].wait()
+        self.gates[index].set()
+        await trio.testing.wait_all_tasks_blocked()
+
+
+async def _status_user(storage: Storage) -> None:
+    user = User(id="u9", email="u9@example.com", roles=("user",), created_at=100, updated_at=100)
+    await storage.db.run(lambda conn: user_rows.insert(conn, user), write=True)
+
+
+async def test_requests_that_miss_the_status_together_share_one_read(storage: Storage) -> None:
+    await _status_user(storage)
+    store = SessionStore(storage, LIFETIMES)
+    held = store.db = HeldReads(storage.db)  # type: ignore[assignment]
+    answers: list[bool] = []
+
+    async def ask() -> None:
+        answers.append(await store.accepts("u9", 150))
+
+    with trio.fail_after(10):  # a read per request: seven never end
+        async with trio.open_nursery() as nursery:
+            for _ in range(8):
+                nursery.start_soon(ask)
+            await trio.testing.wait_all_tasks_blocked()
+            await held.release(0)
+    assert answers == [True] * 8
+    assert held.reads == 1
+
+
+async def test_a_status_read_begun_before_a_change_is_not_kept(storage: Storage) -> None:
+    """A read in flight when forget_status comes (a change was written) answers its own
+    caller, but nobody joins it and it does not refill the cache, even when it ends
+    after the read that followed the change."""
+    await _status_user(storage)
+    store = SessionStore(storage, LIFETIMES)
+    held = store.db = HeldReads(storage.db)  # type: ignore[assignment]
+    answers: dict[str, bool] = {}
+
+    async def ask(name: str) -> None:
+        answers[name] = await store.accepts("u9", 150)
+
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(ask, "before")
+            await trio.testing.wait_all_tasks_blocked()
+            await held.read_done[0].wait()  # its read has the old status
+            await storage.db.run(
+                lambda conn: user_rows.end_sessions_marker(conn, "u9", valid_after=200),
+                write=True,
+            )
+            store.forget_status("u9")
+            nursery.start_soon(ask, "after")
+            await trio.testing.wait_all_tasks_blocked()
+            await held.release(1)  # the read after the change ends first...
+            await held.release(0)  # ...the one before it last
+    assert answers == {"before": True, "after": False}
+    assert held.reads == 2
+    assert not await store.accepts("u9", 150)  # the cache holds the later read
+    assert held.reads == 2

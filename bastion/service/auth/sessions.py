@@ -24,7 +24,11 @@ listing, which finds none of its tokens; expiry drops it on its own.
 
 The SQL side (``service_users.sessions_valid_after`` and ``revoked_timestamp``) is read
 through a cache of :data:`STATUS_CACHE_SECONDS`, so a failed memory-store delete leaves a
-token alive for at most that long (architecture.md, "State that spans stores").
+token alive for at most that long (architecture.md, "State that spans stores"). One read
+per user runs at a time: the requests that miss the cache meanwhile take its answer (a
+busy user's requests each read it when the entry lapsed: a herd of identical reads every
+second). A read that began before :meth:`SessionStore.forget_status` is neither joined
+nor cached after it.
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass
+
+import trio
 
 from bastion.core.auth.responses import IssuedTokens
 from bastion.storage import Storage
@@ -100,6 +106,8 @@ class SessionStore:
         self.db = storage.db
         self.lifetimes = lifetimes
         self._status: dict[str, tuple[float, UserStatus | None]] = {}
+        #: each user's read in flight, set when it ends
+        self._reading: dict[str, trio.Event] = {}
 
     @staticmethod
     def key(user_id: str, sid: str, nonce: str, kind: str) -> str:
@@ -249,18 +257,39 @@ class SessionStore:
     # -- the SQL side ---------------------------------------------------------------------
 
     async def status(self, user_id: str) -> UserStatus | None:
-        now = time.monotonic()
+        asked = time.monotonic()
         cached = self._status.get(user_id)
-        if cached is not None and now - cached[0] < STATUS_CACHE_SECONDS:
+        if cached is not None and asked - cached[0] < STATUS_CACHE_SECONDS:
             return cached[1]
-        found = await self.db.read(lambda conn: user_rows.status(conn, user_id))
-        if len(self._status) > 100_000:
-            self._status.clear()
-        self._status[user_id] = (now, found)
+        pending = self._reading.get(user_id)
+        if pending is not None:
+            await pending.wait()
+            cached = self._status.get(user_id)
+            if cached is not None and asked - cached[0] < STATUS_CACHE_SECONDS:
+                return cached[1]
+        return await self._read_status(user_id)
+
+    async def _read_status(self, user_id: str) -> UserStatus | None:
+        started = time.monotonic()
+        done = self._reading[user_id] = trio.Event()
+        current = False
+        try:
+            found = await self.db.read(lambda conn: user_rows.status(conn, user_id))
+        finally:
+            # Still this user's read: no forget_status (a change) came meanwhile.
+            if self._reading.get(user_id) is done:
+                del self._reading[user_id]
+                current = True
+            done.set()
+        if current:
+            if len(self._status) > 100_000:
+                self._status.clear()
+            self._status[user_id] = (started, found)
         return found
 
     def forget_status(self, user_id: str) -> None:
         self._status.pop(user_id, None)
+        self._reading.pop(user_id, None)
 
     async def accepts(self, user_id: str, issued_at: object) -> bool:
         if type(issued_at) is not int:

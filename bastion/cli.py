@@ -85,8 +85,8 @@ def collector_paused() -> Iterator[None]:
 
     Importing the server makes a few hundred thousand objects that live as long as the
     process and no garbage, so the full collections the allocations trigger walk them
-    for nothing: with them off, a server's start costs about a quarter less CPU
-    (bench/RESULTS.md, "A server's start"). Objects are still freed by their counts.
+    for nothing: with them off, a server's start costs 17-18% less CPU (bench/RESULTS.md,
+    "A server's start and the CI run"). Objects are still freed by their counts.
     """
     enabled = gc.isenabled()
     gc.disable()

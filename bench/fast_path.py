@@ -56,7 +56,7 @@ from bastion.storage import StorageConfig, open_storage  # noqa: E402
 from bastion.storage.fga import SqlFgaStore, StoredModel  # noqa: E402
 from bench.auth import LOGIN_SCRIPT, raw_verify_rate  # noqa: E402
 from bench.fga import MODEL, WRK_SCRIPT, Organisation, generate  # noqa: E402
-from bench.http_servers import POST_SCRIPT, _cpu_seconds, _wrk  # noqa: E402
+from bench.http_servers import POST_SCRIPT, _cpu_seconds, _wrk, cpu_by_process  # noqa: E402
 from bench.profile_summary import report  # noqa: E402
 from tests.dbfixtures import drop_made_databases, fresh_postgres_url, fresh_redis_url  # noqa: E402
 from tests.server.harness import ADMIN_SECRET, base_flags, free_port, running  # noqa: E402
@@ -186,17 +186,7 @@ def _spread(pid: int, measure: Callable[[], dict[str, float]]) -> dict[str, floa
 
 def _workers_cpu(pid: int) -> dict[int, float]:
     """CPU seconds of each child process of ``pid`` (its ``--workers``)."""
-    used: dict[int, float] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid:
-            used[int(entry.name)] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return used
+    return {child: used for child, used in cpu_by_process(pid).items() if child != pid}
 
 
 def _grpc_row(
@@ -374,10 +364,7 @@ def bastion(
                 out = None if profile is None else profile / f"{name}.txt"
                 spy = _profiled(pid, seconds, out)
                 print(name)
-                results[name] = _spread(
-                    pid,
-                    lambda path=path, script=script: _wrk(pid, server.url + path, seconds, script),
-                )
+                results[name] = _spread(pid, partial(_wrk, pid, server.url + path, seconds, script))
                 if spy is not None and out is not None:
                     spy.wait()
                     print(report(out), end="\n\n")

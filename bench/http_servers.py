@@ -54,9 +54,10 @@ wrk.headers["x-service-admin-secret"] = "%(secret)s"
 """
 
 
-def _cpu_seconds(pid: int) -> float:
-    """CPU seconds of ``pid`` and its child processes (the ``--workers``)."""
-    total = 0.0
+def cpu_by_process(pid: int) -> dict[int, float]:
+    """CPU seconds so far of ``pid`` and of each of its child processes (the
+    ``--workers``), by pid."""
+    used: dict[int, float] = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -65,8 +66,13 @@ def _cpu_seconds(pid: int) -> float:
         except OSError:
             continue
         if int(entry.name) == pid or int(fields[1]) == pid:
-            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return total
+            used[int(entry.name)] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return used
+
+
+def _cpu_seconds(pid: int) -> float:
+    """CPU seconds of ``pid`` and its child processes (the ``--workers``)."""
+    return sum(cpu_by_process(pid).values())
 
 
 def _wrk(

@@ -6,22 +6,18 @@ collections."""
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Generator
 
 import pytest
 
+from bastion.cli import collector_paused
 from tests.dbfixtures import drop_made_databases
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_collection(session: pytest.Session) -> Generator[None, object, object]:
-    gc.disable()
-    try:
+    with collector_paused():
         return (yield)
-    finally:
-        gc.freeze()
-        gc.enable()
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

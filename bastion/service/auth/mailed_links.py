@@ -60,6 +60,11 @@ _FLOWS: dict[Flow, tuple[type[Event], Callable[[FlowEnv], Machine[Any]]]] = {
 }
 
 
+def _with_tuples(fields: dict[str, Any]) -> dict[str, Any]:
+    """A frozen dataclass's fields read back from JSON: its tuples came back as lists."""
+    return {k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()}
+
+
 class _Rehearsal(FlowRun):
     """Runs a flow as if no account had the address, touching nothing: reads answer
     "nobody", writes are dropped, a new account or link is imagined."""
@@ -111,7 +116,7 @@ class MailedLinks:
         payload = item.payload
         flow = Flow(payload["flow"])
         kind, machine = _FLOWS[flow]
-        fields = {k: tuple(v) if isinstance(v, list) else v for k, v in payload["event"].items()}
+        fields = _with_tuples(payload["event"])
         caller = CallerContext(
             protocol=Protocol(payload["protocol"]),
             client_ip=payload["client_ip"],
@@ -133,10 +138,7 @@ class MailedLinks:
         fields = payload.get("policy")
         if fields is None:
             return own
-        policy = AuthPolicy(
-            **{k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()}
-        )
-        return FlowEnv(policy=policy, clock=own.clock, ids=own.ids)
+        return FlowEnv(policy=AuthPolicy(**_with_tuples(fields)), clock=own.clock, ids=own.ids)
 
     def handlers(self) -> dict[str, Callable[[OutboxItem], Awaitable[None]]]:
         return {MAILED_LINK: self.carry_out}

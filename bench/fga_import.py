@@ -101,8 +101,9 @@ def database_size(url: str) -> str:
     engine = sa.create_engine(url.replace("postgresql://", "postgresql+psycopg://", 1))
     with engine.connect() as conn:
         size = conn.exec_driver_sql(
-            "SELECT pg_size_pretty(pg_total_relation_size('service_fga_tuples')), "
-            "pg_size_pretty(pg_total_relation_size('service_fga_changelog'))"
+            "SELECT pg_size_pretty(sum(pg_total_relation_size(relid))), "
+            "pg_size_pretty(pg_total_relation_size('service_fga_changelog')) "
+            "FROM pg_partition_tree('service_fga_tuples')"
         ).one()
     engine.dispose()
     return f"tuples table {size[0]}, changelog {size[1]}"

@@ -124,10 +124,11 @@ def stored_bytes(url: str) -> tuple[float, float]:
     """(bytes of the tuples table with its indexes, of the changelog) per tuple."""
     engine = sa.create_engine(url.replace("postgresql://", "postgresql+psycopg://", 1))
     with engine.begin() as conn:
-        conn.exec_driver_sql("ANALYZE service_fga_tuples")
         count, tuples, log = conn.exec_driver_sql(
-            "SELECT count(*), pg_total_relation_size('service_fga_tuples'), "
-            "pg_total_relation_size('service_fga_changelog') FROM service_fga_tuples"
+            "SELECT (SELECT count(*) FROM service_fga_tuples), "
+            "sum(pg_total_relation_size(relid)), "
+            "pg_total_relation_size('service_fga_changelog') "
+            "FROM pg_partition_tree('service_fga_tuples')"
         ).one()
     engine.dispose()
     return tuples / count, log / count

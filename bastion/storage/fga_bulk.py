@@ -15,16 +15,10 @@ stored with another condition, or repeated with another, fails the import
 
 How each database is loaded:
 
-- PostgreSQL: ``COPY`` (text, a batch a write) through the driver into a temporary table
-  (no lock held: the stream is read, validated and sent meanwhile; each line draws its
-  tuple id there, in the stream's order), then, holding the writers' lock, the tuples
-  inserted in key order (the unique key's index filled from left to right) and the
-  changelog from the stream's table. First without ``ON CONFLICT`` (a fifth less time),
-  in a savepoint; if a key is stored already or repeated, that is undone and one
-  ``INSERT ... SELECT ... ON CONFLICT DO NOTHING`` runs instead, whose returned rows are
-  the changelog's (at worst the insert's time twice: the first stops at the first such
-  key in key order), and the stream's table is joined to the store to tell skipped
-  repeats from conflicts. bench/RESULTS.md ("Import: levers measured") has the figures.
+- PostgreSQL: ``COPY`` into a stage, then, into an empty store, the stage's indexes built
+  and the stage attached as the store's own partition; otherwise the tuples inserted from
+  the stage in key order (:mod:`storage.fga_bulk_postgres`). bench/RESULTS.md ("Import:
+  levers measured", and the sections after it) has the figures.
 - SQLite and MySQL/MariaDB: holding the lock from the start (SQLite has one writer
   anyway), batches of multi-row inserts through the store's own write
   (:func:`storage.fga_statements.write`), repeats dropped per batch.
@@ -33,18 +27,19 @@ How each database is loaded:
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
 
 import sqlalchemy as sa
 import trio
 
-from bastion.core.fga.tuples import TupleKey, split_object
+from bastion.core.fga.tuples import TupleKey
 from bastion.storage import fga_statements as statements
 from bastion.storage.errors import StorageUnavailable
 from bastion.storage.fga import WRITE_LOCK, StoredModel, TupleConflict, WriteOptions
+from bastion.storage.fga_bulk_postgres import MAX_CONFLICTS, Batch, copy_load
+from bastion.storage.fga_partitions import partition_of
 from bastion.storage.fga_reads import key_from_row, key_hash
 from bastion.storage.fga_stores import SqlFgaStores
 from bastion.storage.sql.locks import lock_in_transaction
@@ -66,15 +61,10 @@ LOCK_WAIT = 60.0
 #: Seconds an import's announcement lasts if its end is never announced (the process
 #: died): far past the longest write step of an import (its transaction's last part).
 IMPORT_LEASE = 6 * 3600.0
-#: Conflicts named in an :class:`ImportConflict` (the first ones, by line).
-MAX_CONFLICTS = 20
 #: Tuples written by a PostgreSQL import past which it refreshes the table's statistics.
 ANALYZE_AFTER = 10_000
 #: Tuples per read of an export.
 _EXPORT_BATCH = 5_000
-
-#: A batch of the stream: (line, tuple) pairs, validated already.
-Batch = Sequence[tuple[int, TupleKey]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,88 +147,18 @@ async def import_tuples(
     if report.written >= ANALYZE_AFTER:
         # The planner's statistics now, not at autovacuum's next pass: the engine's reads
         # by object plan on them (without, a read of one object may scan the store's).
-        await db.run(lambda conn: conn.exec_driver_sql("ANALYZE service_fga_tuples"))
+        await db.run(partial(_analyze, store_id))
     return report
+
+
+def _analyze(store_id: str, conn: sa.Connection) -> None:
+    conn.exec_driver_sql(f'ANALYZE "{partition_of(conn, store_id)}"')
 
 
 def _check_model(conn: sa.Connection, store_id: str, model_id: str) -> None:
     current: StoredModel | None = statements.latest_model(conn, store_id)
     if current is None or current.id != model_id:
         raise ModelChanged()
-
-
-# ---------------------------------------------------------------- PostgreSQL
-
-_STAGE_COLUMNS = (
-    "line",
-    "key_hash",
-    "object_type",
-    "object",
-    "relation",
-    '"user"',
-    "condition_name",
-    "condition_context",
-)
-_COPY = f"COPY bastion_fga_import ({', '.join(_STAGE_COLUMNS)}) FROM STDIN"
-#: Each line's tuple id is drawn as it is copied, in the file's order: the store's tuples
-#: (their ids) and the changelog stay in that order while the insert goes in key order.
-_STAGE_TABLE = (
-    "CREATE TEMPORARY TABLE bastion_fga_import (line bigint, key_hash text, "
-    'object_type text, object text, relation text, "user" text, condition_name text, '
-    "condition_context text, id bigint DEFAULT nextval({sequence})) ON COMMIT DROP"
-)
-#: In key order: the unique key's index is filled from left to right rather than at
-#: random (a quarter less time for a million tuples, and a tenth of the WAL's page
-#: images); ``line`` second, so that of repeats in the stream the first is kept.
-_ADD_TUPLES = """
-INSERT INTO service_fga_tuples (id, store_id, key_hash, object_type, object, relation,
-                                "user", condition_name, condition_context, created_at)
-SELECT id, :store_id, key_hash, object_type, object, relation, "user", condition_name,
-       condition_context, :now
-FROM bastion_fga_import
-ORDER BY key_hash COLLATE "C", line
-"""
-# Every line is new (neither stored nor repeated): the stream's table is the changelog.
-_INSERT_ALL = sa.text(_ADD_TUPLES)
-_CHANGELOG_ALL = sa.text(
-    """
-INSERT INTO service_fga_changelog (store_id, revision, operation, object, relation, "user",
-                                   condition_name, condition_context, created_at)
-SELECT :store_id, :base + row_number() OVER (ORDER BY id), 'write', object, relation,
-       "user", condition_name, condition_context, :now
-FROM bastion_fga_import
-"""
-)
-# Otherwise: the tuples the stream adds, and a changelog row for each.
-_INSERT_NEW = sa.text(
-    "WITH added AS ("
-    + _ADD_TUPLES
-    + """
-    ON CONFLICT (store_id, key_hash) DO NOTHING
-    RETURNING id, object, relation, "user", condition_name, condition_context
-)
-INSERT INTO service_fga_changelog (store_id, revision, operation, object, relation, "user",
-                                   condition_name, condition_context, created_at)
-SELECT :store_id, :base + row_number() OVER (ORDER BY id), 'write', object, relation,
-       "user", condition_name, condition_context, :now
-FROM added
-"""
-)
-_UNIQUE_KEY = "uq_service_fga_tuples_store_key"
-
-# After the insert, each key's stored tuple is the store's (or the stream's first): a line
-# that differs from it conflicts.
-_CONFLICTS = sa.text(
-    """
-SELECT s.line, s.object, s.relation, s."user", s.condition_name, s.condition_context
-FROM bastion_fga_import s
-JOIN service_fga_tuples t ON t.store_id = :store_id AND t.key_hash = s.key_hash
-WHERE t.condition_name IS DISTINCT FROM s.condition_name
-   OR t.condition_context IS DISTINCT FROM s.condition_context
-ORDER BY s.line
-LIMIT :limit
-"""
-)
 
 
 def _copy_load(
@@ -250,96 +170,20 @@ def _copy_load(
     announce: Callable[[], None],
     progress: Callable[[int], None],
 ) -> ImportReport:
-    conn.exec_driver_sql("SET LOCAL statement_timeout = 0")
-    sequence = conn.exec_driver_sql(
-        "SELECT quote_literal(pg_get_serial_sequence('service_fga_tuples', 'id'))"
-    ).scalar_one()
-    conn.exec_driver_sql(_STAGE_TABLE.format(sequence=sequence))
-    given = 0
-    driver: Any = conn.connection.driver_connection
-    with driver.cursor() as cursor, cursor.copy(_COPY) as copy:
-        for batch in batches:
-            copy.write(copy_text(batch))
-            given += len(batch)
-            progress(given)
-    announce()
-    lock_in_transaction(conn, WRITE_LOCK, LOCK_WAIT)
-    _check_model(conn, store_id, model_id)
-    base = statements.max_revision(conn, store_id)
-    values = {"store_id": store_id, "now": now, "base": base}
-    written = _insert_all(conn, values, given)
-    if written is None:
-        written = conn.execute(_INSERT_NEW, values).rowcount
-    if written < given:
-        rows = conn.execute(_CONFLICTS, {"store_id": store_id, "limit": MAX_CONFLICTS}).all()
-        if rows:
-            raise ImportConflict([(row.line, key_from_row(row)) for row in rows])
+    base = 0
+
+    def begin_writing(conn: sa.Connection) -> int:
+        nonlocal base
+        announce()
+        lock_in_transaction(conn, WRITE_LOCK, LOCK_WAIT)
+        _check_model(conn, store_id, model_id)
+        base = statements.max_revision(conn, store_id)
+        return base
+
+    given, written, conflicts = copy_load(conn, store_id, batches, now, begin_writing, progress)
+    if conflicts:
+        raise ImportConflict(conflicts)
     return ImportReport(given, written, base + written)
-
-
-def _insert_all(conn: sa.Connection, values: dict[str, Any], given: int) -> int | None:
-    """Every line as new, without ``ON CONFLICT`` (a fifth less time), or None (nothing
-    done) when a key is stored already or repeated."""
-    try:
-        with conn.begin_nested():
-            conn.execute(_INSERT_ALL, values)
-    except sa.exc.IntegrityError as exc:
-        if getattr(getattr(exc.orig, "diag", None), "constraint_name", None) == _UNIQUE_KEY:
-            return None
-        raise
-    conn.execute(_CHANGELOG_ALL, values)
-    return given
-
-
-#: COPY's text format: these characters in a value are written escaped.
-_NULL = "\\N"
-_SPECIAL = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
-
-
-def copy_text(batch: Batch) -> str:
-    """``batch`` as lines of COPY's text format, in the stream table's columns."""
-    context = statements.context_json
-    text = "".join(
-        [
-            f"{line}\t{key_hash(key)}"
-            f"\t{split_object(key.object)[0]}\t{key.object}\t{key.relation}\t{key.user}"
-            f"\t{key.condition or _NULL}\t{_NULL if key.context is None else context(key)}\n"
-            for line, key in batch
-        ]
-    )
-    # No tab, line end or backslash in any value (the usual case): nothing to escape. A
-    # backslash is a null's alone then (an empty condition name is stored as null).
-    rows = len(batch)
-    nulls = sum(not key.condition for _, key in batch) + sum(
-        key.context is None for _, key in batch
-    )
-    if (
-        text.count("\t") == 7 * rows
-        and text.count("\n") == rows
-        and text.count("\\") == nulls
-        and "\r" not in text
-    ):
-        return text
-    return "".join(
-        "\t".join(_escaped(value) for value in _values(line, key)) + "\n" for line, key in batch
-    )
-
-
-def _values(line: int, key: TupleKey) -> tuple[str | None, ...]:
-    return (
-        str(line),
-        key_hash(key),
-        split_object(key.object)[0],
-        key.object,
-        key.relation,
-        key.user,
-        key.condition or None,
-        statements.context_json(key),
-    )
-
-
-def _escaped(value: str | None) -> str:
-    return _NULL if value is None else value.translate(_SPECIAL)
 
 
 # ---------------------------------------------------------------- SQLite, MySQL/MariaDB

@@ -113,7 +113,11 @@ def _insert_rows(conn: sa.Connection, table: sa.Table, rows: list[dict[str, Any]
 
 @functools.cache
 def _unnest_insert(table: sa.Table, names: tuple[str, ...]) -> sa.TextClause:
-    types = {column.name: column.type.compile(dialect=postgresql.dialect()) for column in table.c}
+    # An array's element type without its collation (the column's own applies).
+    types = {
+        column.name: column.type.compile(dialect=postgresql.dialect()).split(" COLLATE ")[0]
+        for column in table.c
+    }
     columns = ", ".join(f'"{n}"' for n in names)
     arrays = ", ".join(f"CAST(:{n} AS {types[n]}[])" for n in names)
     return sa.text(f"INSERT INTO {table.name} ({columns}) SELECT * FROM unnest({arrays})")  # noqa: S608

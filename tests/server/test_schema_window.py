@@ -34,8 +34,9 @@ def newer_schema(database: str, tmp_path: Path, oldest: str) -> None:
         )
 
 
-def test_this_tree_records_that_its_expand_only_migrations_keep_0010_running() -> None:
-    assert readable_from(ScriptDirectory.from_config(_alembic_config())) == "0010"
+def test_this_trees_window_starts_at_0014_which_partitions_the_tuples() -> None:
+    """0014 changes the tuples' keys on PostgreSQL (not expand-only): older builds stop."""
+    assert readable_from(ScriptDirectory.from_config(_alembic_config())) == "0014"
 
 
 def test_a_build_inside_the_window_runs_on_a_newer_schema(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 
 import pytest
 import sqlalchemy as sa
+import trio
 
 from bastion.core.fga.tuples import TupleKey
 from bastion.storage import StorageConfig
@@ -24,6 +25,7 @@ from bastion.storage.fga_bulk import (
     import_tuples,
 )
 from bastion.storage.fga_generation import Generations
+from bastion.storage.fga_partitions import own_partition, partition_of
 from bastion.storage.fga_stores import SqlFgaStores
 from bastion.storage.memory import RedisMemoryStore
 from bastion.storage.sql import open_database
@@ -224,11 +226,15 @@ async def test_a_large_import_leaves_the_planner_statistics(postgres_url: str) -
         store_id, model_id = await new_store(stores)
 
         def estimate(conn: sa.Connection) -> tuple[float, int]:
-            """The planner's row count for the table (ANALYZE's, exact at this size)
-            beside the real one."""
-            return conn.exec_driver_sql(
-                "SELECT reltuples, (SELECT count(*) FROM service_fga_tuples) FROM pg_class "
-                "WHERE relname = 'service_fga_tuples'"
+            """The planner's row count for the store's partition (ANALYZE's, exact at
+            this size) beside the real one."""
+            name = partition_of(conn, store_id)
+            return conn.execute(
+                sa.text(
+                    f'SELECT reltuples, (SELECT count(*) FROM "{name}") FROM pg_class '
+                    "WHERE relname = :name"
+                ),
+                {"name": name},
             ).one()
 
         await import_tuples(stores, store_id, batches(viewers(ANALYZE_AFTER), 5000), model_id)
@@ -237,3 +243,65 @@ async def test_a_large_import_leaves_the_planner_statistics(postgres_url: str) -
         await import_tuples(stores, store_id, batches(viewers(10, ANALYZE_AFTER)), model_id)
         planned, real = await db.run(estimate)
         assert planned == real - 10  # a small one leaves it to autovacuum
+
+
+def own_partition_of(db_url: str, store_id: str) -> str | None:
+    engine = sa.create_engine(db_url.replace("postgresql://", "postgresql+psycopg://"))
+    try:
+        with engine.connect() as conn:
+            return own_partition(conn, store_id)
+    finally:
+        engine.dispose()
+
+
+async def test_an_empty_store_is_loaded_into_its_own_partition(postgres_url: str) -> None:
+    """PostgreSQL: the first import attaches the store's own partition; later writes and
+    imports go into it; emptied and imported again, it is replaced; a deleted store's
+    partition is dropped."""
+    async with open_database(config_for("postgres", postgres_url)) as db:
+        stores = SqlFgaStores(db)
+        store_id, model_id = await new_store(stores)
+        report = await import_tuples(stores, store_id, batches(viewers(50)), model_id)
+        assert (report.written, report.revision) == (50, 51)
+        first = own_partition_of(postgres_url, store_id)
+        assert first is not None
+        view = stores.store(store_id)
+        await view.write_tuples([CONDITIONED])
+        again = await import_tuples(stores, store_id, batches(viewers(5, 50)), model_id)
+        assert (again.written, again.revision) == (5, 57)
+        assert own_partition_of(postgres_url, store_id) == first
+        assert await stored(stores, store_id) == [*viewers(50), CONDITIONED, *viewers(5, 50)]
+        changes = await stores.changes(store_id, "", 100, "")
+        assert [c.revision for c in changes.items] == list(range(2, 58))
+
+        await view.write_tuples((), await stored(stores, store_id))
+        await import_tuples(stores, store_id, batches(viewers(3, 100)), model_id)
+        second = own_partition_of(postgres_url, store_id)
+        assert second not in (None, first)
+        assert await stored(stores, store_id) == viewers(3, 100)
+        await stores.delete(store_id)
+        assert own_partition_of(postgres_url, store_id) is None
+
+
+async def test_a_store_written_during_the_load_takes_the_insert(postgres_url: str) -> None:
+    """An API write lands while the stream is sent into an empty store: the store is not
+    empty when the import takes the lock, so its tuples are inserted beside that write."""
+    async with open_database(config_for("postgres", postgres_url)) as db:
+        stores = SqlFgaStores(db)
+        store_id, model_id = await new_store(stores)
+        meanwhile = TupleKey("doc:meanwhile", "viewer", "user:m")
+        token = trio.lowlevel.current_trio_token()
+        async with open_database(config_for("postgres", postgres_url)) as other:
+            writer = SqlFgaStores(other).store(store_id)
+
+            def stream() -> Iterator[Batch]:
+                yield from batches(viewers(40))
+                written = [meanwhile, viewers(1)[0]]
+                trio.from_thread.run(writer.write_tuples, written, trio_token=token)
+                yield from batches(viewers(40, 40), first_line=42)
+
+            report = await import_tuples(stores, store_id, stream(), model_id)
+        assert (report.given, report.written) == (80, 79)
+        assert own_partition_of(postgres_url, store_id) is None
+        found = await stored(stores, store_id)
+        assert sorted(found, key=str) == sorted([meanwhile, *viewers(80)], key=str)

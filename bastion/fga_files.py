@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import csv
 import json
+import operator
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import PurePath
 from typing import IO, Any, NamedTuple
@@ -113,7 +114,9 @@ def _read_csv(stream: Iterable[str]) -> Iterator[Row]:
     if "condition_context" in columns and "condition_name" not in columns:
         raise TupleFileError("line 1: condition_context needs a condition_name column")
     width = len(header)
-    get = tuple(columns.get(name, -1) for name in CSV_COLUMNS)
+    # Each column's field, by CSV_COLUMNS; a column the file lacks reads the empty field
+    # appended to each record (index -1).
+    pick = operator.itemgetter(*(columns.get(name, -1) for name in CSV_COLUMNS))
     line = 1
     for record in reader:
         start, line = line + 1, reader.line_num
@@ -122,17 +125,25 @@ def _read_csv(stream: Iterable[str]) -> Iterator[Row]:
         if len(record) != width:
             yield Row(start, problem=f"{len(record)} fields where the header has {width}")
             continue
-        yield _csv_row(start, record, get)
+        record.append("")
+        yield _csv_row(start, *pick(record))
 
 
 #: The longest user, object and relation a tuple may have (``openfga_input.tuple_key``).
 _USER_MAX, _OBJECT_MAX, _RELATION_MAX = (TEXT_LIMITS[n] for n in ("user", "object", "relation"))
 
 
-def _csv_row(line: int, record: list[str], get: tuple[int, ...]) -> Row:
-    user_type, user_id, user_relation, relation, object_type, object_id, name, text = [
-        record[index] if index >= 0 else "" for index in get
-    ]
+def _csv_row(
+    line: int,
+    user_type: str,
+    user_id: str,
+    user_relation: str,
+    relation: str,
+    object_type: str,
+    object_id: str,
+    name: str,
+    text: str,
+) -> Row:
     user = f"{user_type}:{user_id}#{user_relation}" if user_relation else f"{user_type}:{user_id}"
     obj = f"{object_type}:{object_id}"
     if not name:

@@ -33,10 +33,18 @@ from bastion.storage import fga_statements as statements
 from bastion.storage.fga_partitions import PLAIN_STORE_ID, drop_own_partition
 from bastion.storage.fga_reads import key_from_row, key_hash
 
-__all__ = ["MAINTENANCE_MEMORY", "MAX_CONFLICTS", "Batch", "copy_load", "copy_text"]
+__all__ = [
+    "MAINTENANCE_MEMORY",
+    "MAX_CONFLICTS",
+    "Batch",
+    "copy_load",
+    "copy_text",
+]
 
 #: A batch of the stream: (line, tuple) pairs, validated already.
 Batch = Sequence[tuple[int, TupleKey]]
+
+
 #: Conflicts named (the first ones, by line).
 MAX_CONFLICTS = 20
 #: The memory each index build of a store's partition sorts in (PostgreSQL's default,
@@ -46,7 +54,6 @@ _UNIQUE_VIOLATION = "23505"
 
 _STAGE_COLUMNS = (
     "line",
-    "n",
     "key_hash",
     "object_type",
     "object",
@@ -59,20 +66,22 @@ _STAGE_COLUMNS = (
 #: in the stream's order: the store's tuples (their ids) and the changelog stay in that
 #: order while the insert goes in key order.
 _TEMPORARY_STAGE = (
-    "CREATE TEMPORARY TABLE {stage} (line bigint, n bigint, key_hash text, "
+    "CREATE TEMPORARY TABLE {stage} (line bigint, key_hash text, "
     'object_type text, object text, relation text, "user" text, condition_name text, '
     "condition_context text, id bigint DEFAULT nextval({sequence})) ON COMMIT DROP"
 )
-#: An empty store: the partition to be, with the stream's line and place beside.
+#: An empty store: the partition to be, with the stream's line and place (1, 2, ...: the
+#: changelog's revisions follow it, with no sort) beside.
 _TABLE_STAGE = (
+    "CREATE TEMPORARY SEQUENCE {stage}_n",
     "CREATE TABLE {stage} (LIKE service_fga_tuples INCLUDING DEFAULTS)",
-    "ALTER TABLE {stage} ADD COLUMN line bigint, ADD COLUMN n bigint, "
+    "ALTER TABLE {stage} ADD COLUMN line bigint, ADD COLUMN n bigint DEFAULT nextval('{stage}_n'), "
     "ALTER COLUMN store_id SET DEFAULT '{store_id}', ALTER COLUMN created_at SET DEFAULT {now}",
 )
 #: The stage's indexes, the tuples' own (migration 0014), the unique key first: a key
 #: repeated in the stream stops it before the rest is built.
 _PARTITION_KEYS = (
-    "ALTER TABLE {stage} ADD CONSTRAINT {part}_key UNIQUE (store_id, key_hash)",
+    "ALTER TABLE {stage} ADD CONSTRAINT {part}_key UNIQUE (key_hash, store_id)",
     "ALTER TABLE {stage} ADD CONSTRAINT {part}_pkey PRIMARY KEY (store_id, id)",
     "CREATE INDEX {part}_object_relation ON {stage} (object, relation)",
     'CREATE INDEX {part}_user_object_type ON {stage} ("user", object_type)',
@@ -82,6 +91,7 @@ _PARTITION_KEYS = (
 )
 _ATTACH = (
     "ALTER TABLE {stage} DROP COLUMN line, DROP COLUMN n, ALTER COLUMN created_at DROP DEFAULT",
+    "DROP SEQUENCE {stage}_n",
     "ALTER TABLE {stage} RENAME TO {part}",
     "ALTER TABLE service_fga_tuples ATTACH PARTITION {part} FOR VALUES IN ('{store_id}')",
     "ALTER TABLE {part} DROP CONSTRAINT {part}_store",
@@ -184,6 +194,7 @@ def copy_load(
         conflicts = [(row.line, key_from_row(row)) for row in rows]
     if own:
         conn.exec_driver_sql(f"DROP TABLE {stage}")
+        conn.exec_driver_sql(f"DROP SEQUENCE {stage}_n")
     return given, written, conflicts
 
 
@@ -207,7 +218,7 @@ def _copy(
     statement = f"COPY {stage} ({', '.join(_STAGE_COLUMNS)}) FROM STDIN{options}"
     with driver.cursor() as cursor, cursor.copy(statement) as copy:
         for batch in batches:
-            copy.write(copy_text(batch, given))
+            copy.write(copy_text(batch))
             given += len(batch)
             progress(given)
     return given
@@ -249,7 +260,7 @@ def _insert_all(conn: sa.Connection, stage: str, values: dict[str, Any], given: 
 
 
 def _sqlstate(exc: sa.exc.IntegrityError) -> str | None:
-    # The only unique keys are (store_id, key_hash) and (store_id, id), whose ids come
+    # The only unique keys are (key_hash, store_id) and (store_id, id), whose ids come
     # from the sequence: a violation is a key stored or repeated.
     code: str | None = getattr(exc.orig, "sqlstate", None)
     return code
@@ -260,16 +271,15 @@ _NULL = "\\N"
 _SPECIAL = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
 
 
-def copy_text(batch: Batch, before: int) -> str:
-    """``batch`` as lines of COPY's text format, in the stage's columns; ``before``: the
-    tuples sent before it (the first one's place is ``before + 1``)."""
+def copy_text(batch: Batch) -> str:
+    """``batch`` as lines of COPY's text format, in the stage's columns."""
     context = statements.context_json
     text = "".join(
         [
-            f"{line}\t{n}\t{key_hash(key)}"
-            f"\t{split_object(key.object)[0]}\t{key.object}\t{key.relation}\t{key.user}"
+            f"{line}\t{key_hash(key)}\t{key.object.partition(':')[0]}\t{key.object}"
+            f"\t{key.relation}\t{key.user}"
             f"\t{key.condition or _NULL}\t{_NULL if key.context is None else context(key)}\n"
-            for n, (line, key) in enumerate(batch, before + 1)
+            for line, key in batch
         ]
     )
     # No tab, line end or backslash in any value (the usual case): nothing to escape. A
@@ -279,22 +289,20 @@ def copy_text(batch: Batch, before: int) -> str:
         key.context is None for _, key in batch
     )
     if (
-        text.count("\t") == 8 * rows
+        text.count("\t") == 7 * rows
         and text.count("\n") == rows
         and text.count("\\") == nulls
         and "\r" not in text
     ):
         return text
     return "".join(
-        "\t".join(_escaped(value) for value in _values(n, line, key)) + "\n"
-        for n, (line, key) in enumerate(batch, before + 1)
+        "\t".join(_escaped(value) for value in _values(line, key)) + "\n" for line, key in batch
     )
 
 
-def _values(n: int, line: int, key: TupleKey) -> tuple[str | None, ...]:
+def _values(line: int, key: TupleKey) -> tuple[str | None, ...]:
     return (
         str(line),
-        str(n),
         key_hash(key),
         split_object(key.object)[0],
         key.object,

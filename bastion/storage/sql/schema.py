@@ -370,6 +370,8 @@ fga_tuples = sa.Table(
         postgresql_where=sa.text("\"user\" LIKE '%#%'"),
         sqlite_where=sa.text("\"user\" LIKE '%#%'"),
     ),
+    #: On PostgreSQL ``(key_hash, store_id)``: led by the column that tells a store's rows
+    #: apart (migration 0014).
     sa.UniqueConstraint("store_id", "key_hash", name="uq_service_fga_tuples_store_key"),
     postgresql_partition_by="LIST (store_id)",
     **_MYSQL,

@@ -15,9 +15,8 @@ are good; importing the same file again changes nothing.
 from __future__ import annotations
 
 import os
-import re
 import sys
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterable
 from contextlib import AsyncExitStack
 from dataclasses import replace
 from functools import partial
@@ -28,15 +27,16 @@ import trio
 
 from bastion.core.fga.tuples import TupleKey
 from bastion.database_command import CommandFlag, DatabaseCommand, Invocation
-from bastion.fga_files import Row, TupleFileError, TupleWriter, format_of, read_rows
+from bastion.fga_files import TupleFileError, TupleWriter, format_of, read_rows
+from bastion.fga_import_parallel import PARALLEL_FROM, copy_texts, worker_count
+from bastion.fga_tuple_check import BATCH, MAX_PROBLEMS, BadTuples, checked_batches
 from bastion.progress import Progress
-from bastion.service.fga.base import _write_problem
 from bastion.service.fga.engine import ActiveModel
-from bastion.service.fga.openfga_input import OpenFgaError, tuple_key
 from bastion.service.fga.opening import open_fga_store
 from bastion.storage import SchemaMismatch, StorageUnavailable, open_storage
 from bastion.storage.fga import StoredModel
 from bastion.storage.fga_bulk import ImportConflict, ModelChanged, export_tuples, import_tuples
+from bastion.storage.fga_bulk_postgres import Batch, CopyText
 from bastion.storage.fga_stores import DEFAULT_FGA_STORE, SqlFgaStores
 
 __all__ = ["EXPORT", "IMPORT", "run_export", "run_import"]
@@ -82,11 +82,6 @@ EXPORT = DatabaseCommand(
     optional=("FILE",),
     server_flags=_STORE_FLAGS,
 )
-
-#: Tuples validated and sent to the database at a time.
-BATCH = 5_000
-#: Bad lines named before the import gives up reading.
-MAX_PROBLEMS = 20
 
 
 class Refused(Exception):
@@ -156,14 +151,18 @@ async def _import(invocation: Invocation) -> str:
         if not page.items:
             raise Refused(f"store {store_id} has no authorization model: write one first")
         version = page.items[0]
-        model = ActiveModel.load(StoredModel(version.id, version.dsl))
         stream = stack.enter_context(_open_input(path))
         progress = Progress("fga import")
-        batches = _validated(read_rows(stream, file_format), model, path)
+        stored = StoredModel(version.id, version.dsl)
         try:
-            report = await import_tuples(stores, store_id, batches, model.id, progress=progress)
+            batches = _batches(stream, file_format, stored, path, stores.db.dialect)
+            report = await import_tuples(stores, store_id, batches, stored.id, progress=progress)
         except TupleFileError as exc:
             raise Refused(f"{path}: {exc}") from None
+        except BadTuples as bad:
+            first = len(bad.problems) >= MAX_PROBLEMS
+            more = " (the first ones; there may be more)" if first else ""
+            raise Refused(*bad.problems, f"nothing was imported{more}") from None
         except ImportConflict as conflict:
             raise Refused(
                 *(
@@ -187,6 +186,23 @@ async def _import(invocation: Invocation) -> str:
     )
 
 
+def _batches(
+    stream: IO[str], file_format: str, model: StoredModel, path: str, dialect: str
+) -> Iterable[Batch | CopyText]:
+    """The file's good tuples; a large CSV file into PostgreSQL is read by worker
+    processes (:mod:`bastion.fga_import_parallel`)."""
+    if file_format == "csv" and dialect == "postgresql" and _size(stream) >= PARALLEL_FROM:
+        return copy_texts(stream, model, path, worker_count())
+    return checked_batches(read_rows(stream, file_format), ActiveModel.load(model), path)
+
+
+def _size(stream: IO[str]) -> int:
+    try:
+        return os.fstat(stream.fileno()).st_size
+    except (OSError, ValueError):  # not a file (a pipe's size says nothing either)
+        return 0
+
+
 def _open_input(path: str) -> IO[str]:
     if path == "-":
         return sys.stdin
@@ -194,85 +210,6 @@ def _open_input(path: str) -> IO[str]:
         return open(path, encoding="utf-8", newline="")
     except OSError as exc:
         raise Refused(f"cannot read {path}: {exc.strerror}") from None
-
-
-#: An object or a user whose ids pass every rule of the ids themselves (no ``*``, ``:``,
-#: ``#`` or blank in an id): whether it is good then depends on its shape alone.
-_PLAIN_OBJECT = re.compile(r"[\w-]+:[\w|@.+/-]+")
-_PLAIN_USER = re.compile(r"[\w-]+:[\w|@.+/-]+(?:#[\w-]+)?")
-
-
-class Validator:
-    """The API's rule for a tuple (``_write_problem``), asked once per *shape* (object
-    type, relation, user type and relation, condition) for the tuples whose ids are
-    plain and carry no context: a file of millions of tuples has a handful of shapes.
-    Anything else, and every tuple with a problem, gets the rule itself."""
-
-    def __init__(self, model: ActiveModel) -> None:
-        self._model = model
-        self._good: set[tuple[str, ...]] = set()
-
-    def problem(self, key: TupleKey) -> str | None:
-        plain = (
-            not key.context
-            and _PLAIN_OBJECT.fullmatch(key.object) is not None
-            and _PLAIN_USER.fullmatch(key.user) is not None
-            and key.user != f"{key.object}#{key.relation}"
-        )
-        if not plain:
-            return _write_problem(self._model, key)
-        user_object, _, user_relation = key.user.partition("#")
-        shape = (
-            key.object.partition(":")[0],
-            key.relation,
-            user_object.partition(":")[0],
-            user_relation,
-            key.condition,
-        )
-        if shape in self._good:
-            return None
-        problem = _write_problem(self._model, key)
-        if problem is None:
-            self._good.add(shape)
-        return problem
-
-
-def _validated(
-    rows: Iterator[Row], model: ActiveModel, path: str
-) -> Iterator[list[tuple[int, TupleKey]]]:
-    """Batches of good tuples while every row so far is good; once one is not, the rest
-    of the file is only checked (up to :data:`MAX_PROBLEMS`) and :class:`Refused` raised."""
-    validator = Validator(model)
-    problems: list[str] = []
-    batch: list[tuple[int, TupleKey]] = []
-    for row in rows:
-        problem = row.problem
-        key = row.key
-        if key is not None:
-            problem = validator.problem(key) or ""
-        elif not problem:
-            try:
-                key = tuple_key(row.fields)
-            except OpenFgaError as exc:
-                problem = exc.message
-            else:
-                problem = validator.problem(key) or ""
-        if problem:
-            problems.append(f"{path}:{row.line}: {problem}")
-            if len(problems) >= MAX_PROBLEMS:
-                break
-            continue
-        if problems or key is None:
-            continue
-        batch.append((row.line, key))
-        if len(batch) >= BATCH:
-            yield batch
-            batch = []
-    if problems:
-        more = " (the first ones; there may be more)" if len(problems) >= MAX_PROBLEMS else ""
-        raise Refused(*problems, f"nothing was imported{more}")
-    if batch:
-        yield batch
 
 
 # ---------------------------------------------------------------- export

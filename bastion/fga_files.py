@@ -21,7 +21,7 @@ from __future__ import annotations
 import csv
 import json
 import operator
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import PurePath
 from typing import IO, Any, NamedTuple
 
@@ -30,7 +30,19 @@ import yaml
 from bastion.core.fga.tuples import TupleKey
 from bastion.core.limits import TEXT_LIMITS
 
-__all__ = ["FORMATS", "Row", "TupleFileError", "TupleWriter", "format_of", "read_rows"]
+__all__ = [
+    "FORMATS",
+    "CsvLayout",
+    "Row",
+    "TupleFileError",
+    "TupleWriter",
+    "csv_chunks",
+    "csv_header",
+    "csv_layout",
+    "csv_rows",
+    "format_of",
+    "read_rows",
+]
 
 #: Format names, and the file extensions that choose them (as the CLI does).
 FORMATS = ("csv", "json", "jsonl", "yaml")
@@ -94,12 +106,18 @@ def read_rows(stream: IO[str], file_format: str) -> Iterator[Row]:
 # ---------------------------------------------------------------- CSV
 
 
-def _read_csv(stream: Iterable[str]) -> Iterator[Row]:
-    reader = csv.reader(stream)
-    try:
-        header = next(reader)
-    except StopIteration:
-        raise TupleFileError("the CSV file is empty: it needs a header line") from None
+class CsvLayout(NamedTuple):
+    """A CSV file's columns, as its header names them."""
+
+    #: Fields a record has.
+    width: int
+    #: A record (with an empty field appended) -> its fields in :data:`CSV_COLUMNS`'
+    #: order; a column the file lacks reads the appended empty field (index -1).
+    pick: Callable[[list[str]], tuple[str, ...]]
+
+
+def csv_layout(header: list[str]) -> CsvLayout:
+    """The layout a header gives; raises :class:`TupleFileError`."""
     columns: dict[str, int] = {}
     for index, raw in enumerate(header):
         name = raw.strip()
@@ -113,13 +131,28 @@ def _read_csv(stream: Iterable[str]) -> Iterator[Row]:
         raise TupleFileError(f"line 1: the CSV header lacks {', '.join(missing)}")
     if "condition_context" in columns and "condition_name" not in columns:
         raise TupleFileError("line 1: condition_context needs a condition_name column")
-    width = len(header)
-    # Each column's field, by CSV_COLUMNS; a column the file lacks reads the empty field
-    # appended to each record (index -1).
     pick = operator.itemgetter(*(columns.get(name, -1) for name in CSV_COLUMNS))
-    line = 1
+    return CsvLayout(len(header), pick)
+
+
+def csv_header(lines: Iterator[str]) -> tuple[list[str], int]:
+    """The header record of a CSV file's ``lines`` and the lines it took (the rest of
+    ``lines`` is the records); raises :class:`TupleFileError`."""
+    reader = csv.reader(lines)
+    try:
+        return next(reader), reader.line_num
+    except StopIteration:
+        raise TupleFileError("the CSV file is empty: it needs a header line") from None
+
+
+def csv_rows(lines: Iterable[str], layout: CsvLayout, before: int) -> Iterator[Row]:
+    """The rows of CSV records ``lines``, the first of which is the file's line
+    ``before + 1``."""
+    reader = csv.reader(lines)
+    width, pick = layout
+    line = before
     for record in reader:
-        start, line = line + 1, reader.line_num
+        start, line = line + 1, before + reader.line_num
         if not record:
             continue
         if len(record) != width:
@@ -127,6 +160,30 @@ def _read_csv(stream: Iterable[str]) -> Iterator[Row]:
             continue
         record.append("")
         yield _csv_row(start, *pick(record))
+
+
+def csv_chunks(lines: Iterable[str], before: int, size: int) -> Iterator[tuple[int, list[str]]]:
+    """CSV records ``lines`` in chunks of about ``size`` lines, each with the lines before
+    it (as :func:`csv_rows` takes them), cut only between records: not where a quoted
+    field spans lines (an odd number of quotes so far)."""
+    chunk: list[str] = []
+    quoted = False
+    for text in lines:
+        chunk.append(text)
+        if text.count('"') % 2:
+            quoted = not quoted
+        if len(chunk) >= size and not quoted:
+            yield before, chunk
+            before += len(chunk)
+            chunk = []
+    if chunk:
+        yield before, chunk
+
+
+def _read_csv(stream: Iterable[str]) -> Iterator[Row]:
+    lines = iter(stream)
+    header, before = csv_header(lines)
+    yield from csv_rows(lines, csv_layout(header), before)
 
 
 #: The longest user, object and relation a tuple may have (``openfga_input.tuple_key``).

@@ -259,7 +259,7 @@ def through_server(url: str, org: Organisation, spread: int, seconds: int, seed:
             "--log-level=error",
         ]
         started = time.perf_counter()
-        server = start_server(flags, Path(tmp), wait=False)
+        server = start_server(flags, Path(tmp), wait=False, console_script=True)
         headers = {"origin": server.url, "x-service-admin-secret": ADMIN_SECRET}
         body = {"user": "u0", "checks": [{"relation": "viewer", "object": "document:d0"}]}
         try:

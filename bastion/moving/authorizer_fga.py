@@ -23,7 +23,7 @@ import trio
 from bastion.core.fga.dsl_printer import print_model
 from bastion.core.fga.model import model_from_json
 from bastion.core.fga.tuples import TupleKey
-from bastion.fga_command import Validator
+from bastion.fga_tuple_check import Validator
 from bastion.moving.openfga_wire import decode_context, decode_model, decode_type_definition
 from bastion.moving.writer import IMPORTED, SKIPPED, UNCHANGED, UPDATED, ImportRun
 from bastion.service.fga.engine import ActiveModel

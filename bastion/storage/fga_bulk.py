@@ -38,7 +38,7 @@ from bastion.core.fga.tuples import TupleKey
 from bastion.storage import fga_statements as statements
 from bastion.storage.errors import StorageUnavailable
 from bastion.storage.fga import WRITE_LOCK, StoredModel, TupleConflict, WriteOptions
-from bastion.storage.fga_bulk_postgres import MAX_CONFLICTS, Batch, copy_load
+from bastion.storage.fga_bulk_postgres import MAX_CONFLICTS, Batch, CopyText, copy_load
 from bastion.storage.fga_partitions import partition_of
 from bastion.storage.fga_reads import key_from_row, key_hash
 from bastion.storage.fga_stores import SqlFgaStores
@@ -97,7 +97,7 @@ class ModelChanged(Exception):
 async def import_tuples(
     stores: SqlFgaStores,
     store_id: str,
-    batches: Iterable[Batch],
+    batches: Iterable[Batch | CopyText],
     model_id: str,
     *,
     progress: Callable[[int], None] = lambda _given: None,
@@ -106,7 +106,8 @@ async def import_tuples(
     """Write every tuple of ``batches`` into the store, or none.
 
     ``batches`` is consumed in a worker thread (it may read and validate a file as it
-    goes; an exception it raises rolls everything back); ``model_id``: the model it was
+    goes; an exception it raises rolls everything back; :class:`CopyText` batches, made
+    elsewhere, on PostgreSQL alone); ``model_id``: the model it was
     validated against, which must still be the store's when the tuples go in.
     ``progress`` is called (in that thread) with the count so far after each batch.
     """
@@ -164,7 +165,7 @@ def _check_model(conn: sa.Connection, store_id: str, model_id: str) -> None:
 def _copy_load(
     conn: sa.Connection,
     store_id: str,
-    batches: Iterable[Batch],
+    batches: Iterable[Batch | CopyText],
     model_id: str,
     now: int,
     announce: Callable[[], None],
@@ -192,7 +193,7 @@ def _copy_load(
 def _batched_load(
     conn: sa.Connection,
     store_id: str,
-    batches: Iterable[Batch],
+    batches: Iterable[Batch | CopyText],
     model_id: str,
     now: int,
     announce: Callable[[], None],
@@ -205,6 +206,8 @@ def _batched_load(
     given = written = 0
     conflicts: list[tuple[int, TupleKey]] = []
     for batch in batches:
+        if isinstance(batch, CopyText):
+            raise TypeError("COPY text is PostgreSQL's alone")
         given += len(batch)
         keys, lines = _first_of_each(batch, conflicts)
         while True:

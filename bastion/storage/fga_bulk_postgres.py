@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 
@@ -37,12 +37,21 @@ __all__ = [
     "MAINTENANCE_MEMORY",
     "MAX_CONFLICTS",
     "Batch",
+    "CopyText",
     "copy_load",
     "copy_text",
 ]
 
 #: A batch of the stream: (line, tuple) pairs, validated already.
 Batch = Sequence[tuple[int, TupleKey]]
+
+
+class CopyText(NamedTuple):
+    """A batch already in ``COPY``'s text format (:func:`copy_text`), made elsewhere (the
+    import's worker processes, :mod:`bastion.fga_import_parallel`)."""
+
+    text: str
+    tuples: int
 
 
 #: Conflicts named (the first ones, by line).
@@ -154,7 +163,7 @@ _HAS_TUPLES = sa.text("SELECT EXISTS (SELECT 1 FROM service_fga_tuples WHERE sto
 def copy_load(
     conn: sa.Connection,
     store_id: str,
-    batches: Iterable[Batch],
+    batches: Iterable[Batch | CopyText],
     now: int,
     begin_writing: Callable[[sa.Connection], int],
     progress: Callable[[int], None],
@@ -205,7 +214,7 @@ def _has_tuples(conn: sa.Connection, store_id: str) -> bool:
 def _copy(
     conn: sa.Connection,
     stage: str,
-    batches: Iterable[Batch],
+    batches: Iterable[Batch | CopyText],
     progress: Callable[[int], None],
     *,
     freeze: bool,
@@ -218,8 +227,12 @@ def _copy(
     statement = f"COPY {stage} ({', '.join(_STAGE_COLUMNS)}) FROM STDIN{options}"
     with driver.cursor() as cursor, cursor.copy(statement) as copy:
         for batch in batches:
-            copy.write(copy_text(batch))
-            given += len(batch)
+            if isinstance(batch, CopyText):
+                copy.write(batch.text)
+                given += batch.tuples
+            else:
+                copy.write(copy_text(batch))
+                given += len(batch)
             progress(given)
     return given
 

@@ -143,3 +143,35 @@ def test_a_bad_file_names_its_lines_and_imports_nothing(face: Face, tmp_path: Pa
     )
     assert missing.returncode == 1
     assert "no authorization store '01NOSUCHSTORE0000000000000'" in missing.stderr
+
+
+@pytest.mark.parametrize("face", ["postgres"], indirect=True)
+def test_a_large_csv_file_is_read_by_workers(face: Face, tmp_path: Path) -> None:
+    """A file past ``PARALLEL_FROM`` is read by worker processes into PostgreSQL: every
+    tuple lands, quoted fields included, and the running server's next check uses them."""
+    from bastion.fga_import_parallel import PARALLEL_FROM
+
+    store = new_store(face, tmp_path, "large")
+    path = tmp_path / "large.csv"
+    with path.open("w") as out:
+        out.write("user_type,user_id,user_relation,relation,object_type,object_id,"
+                  "condition_name,condition_context\n")  # fmt: skip
+        count = 0
+        while out.tell() < PARALLEL_FROM + 4096:
+            out.write(f"user,u{count},,member,group,g{count % 1000},,\n")
+            count += 1
+        out.write(
+            'user,anne,,viewer,folder,f1,in_window,"{""grant_expiry"":""2030-01-01T00:00:00Z""}"\n'
+        )
+        out.write("group,g7,member,viewer,folder,f2,,\n")
+    done = bastion_fga(face, tmp_path, "import", "--store", store[1], "large.csv")
+    assert done.returncode == 0, done.stderr
+    assert f"{count + 2:,} written, 0 already there" in done.stdout
+
+    def check(user: str, relation: str, obj: str) -> bool:
+        answer = fga(face.server, tmp_path, "query", "check", *store, user, relation, obj)
+        return bool(answer["allowed"])
+
+    assert check(f"user:u{count - 1}", "member", f"group:g{(count - 1) % 1000}")
+    assert check("user:u7007", "viewer", "folder:f2")  # through group g7
+    assert not check("user:u7008", "viewer", "folder:f2")

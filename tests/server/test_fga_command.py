@@ -47,7 +47,7 @@ def test_the_validator_says_what_the_apis_rule_says() -> None:
     """Asked per shape for plain tuples, it answers as ``_write_problem`` for each tuple,
     first and later of a shape alike."""
     from bastion.core.fga.tuples import TupleKey
-    from bastion.fga_command import Validator
+    from bastion.fga_tuple_check import Validator
     from bastion.service.fga.base import _write_problem
     from bastion.service.fga.engine import ActiveModel
     from bastion.storage.fga import StoredModel

@@ -1,0 +1,101 @@
+"""A large CSV file read, checked and turned into ``COPY`` text by worker processes, for
+``bastion fga import`` into PostgreSQL.
+
+Reading a tuple, checking it against the model and writing it as ``COPY`` text is about
+6 µs of Python per tuple: one core's worth for the whole of a large import's first
+phase, while PostgreSQL takes the text at a fraction of a core (bench/RESULTS.md). Here
+the command's own process only cuts the file into chunks of lines (between records,
+never inside a quoted field) and sends each worker's text on, in the file's order; at
+most :data:`AHEAD` chunks a worker are in flight, so the file is never read ahead into
+memory. The rows are checked exactly as in one process (:mod:`bastion.fga_tuple_check`):
+the same problems, named by the same lines, and nothing passed on once one is bad.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections import deque
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from multiprocessing.pool import AsyncResult
+
+from bastion.fga_files import CsvLayout, csv_chunks, csv_header, csv_layout, csv_rows
+from bastion.fga_tuple_check import BATCH, MAX_PROBLEMS, BadTuples, Validator, checked
+from bastion.service.fga.engine import ActiveModel
+from bastion.storage.fga import StoredModel
+from bastion.storage.fga_bulk_postgres import CopyText, copy_text
+
+__all__ = ["AHEAD", "PARALLEL_FROM", "copy_texts", "worker_count"]
+
+#: Files from this size on (bytes) are read by workers; a smaller one costs less than
+#: the workers' start (each imports the engine: about half a second).
+PARALLEL_FROM = 8 * 2**20
+#: Chunks in flight per worker.
+AHEAD = 2
+
+
+@dataclass(frozen=True, slots=True)
+class _Reader:
+    """What a worker reads its chunks with."""
+
+    validator: Validator
+    layout: CsvLayout
+    path: str
+
+
+#: A worker's: set once by :func:`_start`.
+_reader: _Reader | None = None
+
+
+def worker_count() -> int:
+    """One worker a core: the command's own process and PostgreSQL's take little."""
+    return max(2, os.cpu_count() or 1)
+
+
+def copy_texts(
+    lines: Iterable[str], model: StoredModel, path: str, workers: int
+) -> Iterator[CopyText]:
+    """The CSV file's tuples as ``COPY`` text, a chunk at a time, in the file's order;
+    raises :class:`~bastion.fga_files.TupleFileError` for a bad header and
+    :class:`BadTuples` at the end when any tuple is bad (no text is given after it)."""
+    stream = iter(lines)
+    header, before = csv_header(stream)
+    csv_layout(header)  # a bad header fails here, before any worker starts
+    context = multiprocessing.get_context("spawn")
+    problems: list[str] = []
+    with context.Pool(workers, _start, (model.id, model.dsl, header, path)) as pool:
+        pending: deque[AsyncResult[tuple[str, int, list[str]]]] = deque()
+        for chunk in csv_chunks(stream, before, BATCH):
+            pending.append(pool.apply_async(_work, chunk))
+            if len(pending) >= AHEAD * workers:
+                yield from _taken(pending.popleft().get(), problems)
+                if len(problems) >= MAX_PROBLEMS:
+                    break
+        while pending and len(problems) < MAX_PROBLEMS:
+            yield from _taken(pending.popleft().get(), problems)
+    if problems:
+        raise BadTuples(problems[:MAX_PROBLEMS])
+
+
+def _taken(result: tuple[str, int, list[str]], problems: list[str]) -> Iterator[CopyText]:
+    text, count, found = result
+    problems += found
+    if not problems and count:
+        yield CopyText(text, count)
+
+
+def _start(model_id: str, dsl: str, header: list[str], path: str) -> None:
+    global _reader
+    model = ActiveModel.load(StoredModel(model_id, dsl))
+    _reader = _Reader(Validator(model), csv_layout(header), path)
+
+
+def _work(before: int, lines: list[str]) -> tuple[str, int, list[str]]:
+    """One chunk: its ``COPY`` text (none once a tuple is bad), its tuples, its problems."""
+    reader = _reader
+    assert reader is not None
+    problems: list[str] = []
+    rows = csv_rows(lines, reader.layout, before)
+    batch = list(checked(rows, reader.validator, reader.path, problems))
+    return ("" if problems else copy_text(batch)), len(batch), problems

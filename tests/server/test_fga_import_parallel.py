@@ -1,0 +1,88 @@
+"""A large CSV file read by worker processes (``bastion.fga_import_parallel``): the same
+``COPY`` text, in the same order, as one process makes from the same file; the same
+problems named by the same lines; chunks cut between records only."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from bastion.fga_files import csv_chunks, csv_header, csv_layout, csv_rows, read_rows
+from bastion.fga_import_parallel import copy_texts
+from bastion.fga_tuple_check import BATCH, BadTuples, checked_batches
+from bastion.service.fga.engine import ActiveModel
+from bastion.storage.fga import StoredModel
+from bastion.storage.fga_bulk_postgres import copy_text
+from tests.openfga_face.conftest import MODEL_DSL
+
+MODEL = StoredModel("01PARALLELMODEL00000000000", MODEL_DSL)
+HEADER = (
+    "user_type,user_id,user_relation,relation,object_type,object_id,"
+    "condition_name,condition_context\n"
+)
+CONDITIONED = (
+    'user,c{n},,viewer,folder,f{n},in_window,"{{""grant_expiry"":""2030-01-01T00:00:00Z""}}"\n'
+)
+
+
+def csv_file(tuples: int, bad: dict[int, str] | None = None) -> str:
+    """``tuples`` lines, a conditioned one (quoted) every 97th; ``bad``: lines (by index)
+    replaced."""
+    lines = []
+    for n in range(tuples):
+        if bad and n in bad:
+            lines.append(bad[n])
+        elif n % 97 == 0:
+            lines.append(CONDITIONED.format(n=n))
+        else:
+            lines.append(f"user,u{n},,member,group,g{n % 50},,\n")
+    return HEADER + "".join(lines)
+
+
+def one_process(text: str) -> str:
+    rows = read_rows(io.StringIO(text), "csv")
+    batches = checked_batches(rows, ActiveModel.load(MODEL), "t.csv")
+    return "".join(copy_text(batch) for batch in batches)
+
+
+def test_workers_give_the_text_one_process_gives() -> None:
+    text = csv_file(3 * BATCH + 123)
+    made = list(copy_texts(io.StringIO(text), MODEL, "t.csv", workers=2))
+    assert sum(chunk.tuples for chunk in made) == 3 * BATCH + 123
+    assert "".join(chunk.text for chunk in made) == one_process(text)
+
+
+def test_problems_are_named_as_one_process_names_them() -> None:
+    bad = {10: "team,x,,member,group,g1,,\n", BATCH + 7: "user,zed,,owner,doc,d1,,\n"}
+    text = csv_file(2 * BATCH + 50, bad)
+    with pytest.raises(BadTuples) as alone:
+        one_process(text)
+    given = []
+    with pytest.raises(BadTuples) as workers:
+        given.extend(copy_texts(io.StringIO(text), MODEL, "t.csv", workers=2))
+    assert (
+        workers.value.problems
+        == alone.value.problems
+        == [
+            "t.csv:12: type 'team' not found",
+            f"t.csv:{BATCH + 9}: relation 'doc#owner' not found",
+        ]
+    )
+    assert given == []  # the first chunk holds a bad tuple: nothing passed on
+
+
+def test_chunks_are_cut_between_records_only() -> None:
+    """A quoted field that spans lines keeps its record whole in one chunk, and every
+    chunk reads the rows (and lines) the whole file reads."""
+    records = [f"user,u{n},,member,group,g1,,\n" for n in range(9)]
+    records[3] = 'user,"multi\nline",,member,group,g1,,\n'
+    records[6] = 'user,"a ""quoted"" id",,member,group,g1,,\n'
+    text = HEADER + "".join(records)
+    lines = iter(io.StringIO(text))
+    header, before = csv_header(lines)
+    layout = csv_layout(header)
+    chunks = list(csv_chunks(lines, before, 2))
+    assert [len(chunk) for _, chunk in chunks] == [2, 3, 2, 2, 1]  # record 3's lines: one chunk
+    rows = [row for start, chunk in chunks for row in csv_rows(chunk, layout, start)]
+    assert rows == list(read_rows(io.StringIO(text), "csv"))

@@ -86,3 +86,10 @@ def test_chunks_are_cut_between_records_only() -> None:
     assert [len(chunk) for _, chunk in chunks] == [2, 3, 2, 2, 1]  # record 3's lines: one chunk
     rows = [row for start, chunk in chunks for row in csv_rows(chunk, layout, start)]
     assert rows == list(read_rows(io.StringIO(text), "csv"))
+
+
+def test_one_worker_a_core_two_at_the_least_eight_at_the_most() -> None:
+    from bastion.fga_import_parallel import MAX_WORKERS, workers_for
+
+    assert [workers_for(n) for n in (1, 2, 4, 64)] == [2, 2, 4, MAX_WORKERS]
+    assert MAX_WORKERS == 8

@@ -22,20 +22,11 @@ from bastion.service.context import CallerContext, Protocol, Reply
 from bastion.service.requests import mapping, strings, text
 from bastion.service.tokens import TokenSigner
 from bastion.transports.grpc.auth_shapes import grpc_shaped
-
-BASE = {
-    "admin-secret": "a",
-    "client-id": "client-1",
-    "client-secret": "client-secret-1",
-    "database-type": "sqlite",
-    "database-url": "./x.db",
-    "jwt-type": "HS256",
-    "jwt-secret": "jwt-secret-of-some-length",
-}
+from tests.service.flags import REQUIRED
 
 
 def settings(**extra: str) -> Settings:
-    return settings_from_flags({**BASE, **extra})
+    return settings_from_flags({**REQUIRED, **extra})
 
 
 # -- sealed cookies ----------------------------------------------------------------------------

@@ -69,6 +69,7 @@ from bastion.storage.sql.schema import (
     verification_requests,
 )
 from tests.dbfixtures import fresh_postgres_url, fresh_sqlite_url
+from tests.service.flags import QUEUED_MAIL, REQUIRED
 
 PASSWORD = "Outage!pass1"
 NEW_PASSWORD = "Outage!pass2"
@@ -160,18 +161,8 @@ def _settings(**extra: str) -> Settings:
     """The flags the service layer reads (storage is opened by the fixture)."""
     return settings_from_flags(
         {
-            "admin-secret": "a",
-            "client-id": "client-1",
-            "client-secret": "client-secret-1",
-            "database-type": "sqlite",
-            "database-url": "unused",
-            "jwt-type": "HS256",
-            "jwt-secret": "jwt-secret-of-some-length",
-            "url": "http://127.0.0.1:9",
-            # Mail goes nowhere: it stays queued in the outbox, where the test reads it.
-            "smtp-host": "127.0.0.1",
-            "smtp-port": "9",
-            "smtp-sender-email": "bastion@example.com",
+            **REQUIRED,
+            **QUEUED_MAIL,
             "enable-magic-link-login": "true",
             "enable-mfa": "true",
             "enable-email-otp": "true",

@@ -35,6 +35,7 @@ from bastion.service.runtime import Runtime
 from bastion.storage import StorageConfig, open_storage
 from bastion.storage.sql.schema import outbox, users, verification_requests
 from tests.dbfixtures import fresh_postgres_url, fresh_sqlite_url
+from tests.service.flags import QUEUED_MAIL, REQUIRED
 from tests.service.test_flow_outages import token_in
 
 PASSWORD = "Mailed!links1"
@@ -71,18 +72,10 @@ async def site(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[
     else:
         url = await trio.to_thread.run_sync(fresh_postgres_url, "mailed")
     flags = {
-        "admin-secret": "a",
-        "client-id": "client-1",
-        "client-secret": "client-secret-1",
+        **REQUIRED,
+        **QUEUED_MAIL,
         "database-type": request.param,
         "database-url": url,
-        "jwt-type": "HS256",
-        "jwt-secret": "jwt-secret-of-some-length",
-        "url": "http://127.0.0.1:9",
-        # Mail goes nowhere (nothing listens on port 9); the outbox only queues it.
-        "smtp-host": "127.0.0.1",
-        "smtp-port": "9",
-        "smtp-sender-email": "bastion@example.com",
         "enable-magic-link-login": "true",
         "enable-email-verification": "true",
     }

@@ -194,22 +194,25 @@ async def test_write_one_commits_and_notifies(database: Database) -> None:
 
 
 @pytest.mark.parametrize("database_kind", ["postgres", "postgres-asyncpg"])
-async def test_postgres_sessions_are_bounded_and_never_jit_compile(
+async def test_postgres_sessions_are_bounded_and_never_jit_compile_or_run_in_parallel(
     database: Database, database_config: StorageConfig
 ) -> None:
     """Each session, through either driver, bounds statements and lock waits by the
-    timeout and has JIT off (compiling a batch of the engine's reads cost seconds)."""
+    timeout and has JIT and parallel query off (compiling a batch of the engine's reads
+    cost seconds; starting parallel workers for one cost more than they saved)."""
 
     def settings(conn: sa.Connection) -> dict[str, str]:
         rows = conn.exec_driver_sql(
             "SELECT name, setting FROM pg_settings"
-            " WHERE name IN ('jit', 'statement_timeout', 'lock_timeout')"
+            " WHERE name IN ('jit', 'max_parallel_workers_per_gather', 'statement_timeout',"
+            " 'lock_timeout')"
         )
         return {name: setting for name, setting in rows}
 
     bound = str(round(database_config.timeout * 1000))  # pg_settings counts milliseconds
     assert await database.run(settings) == {
         "jit": "off",
+        "max_parallel_workers_per_gather": "0",
         "statement_timeout": bound,
         "lock_timeout": bound,
     }

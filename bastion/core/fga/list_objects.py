@@ -1,7 +1,8 @@
 """ListObjects: every object of a type on which ``user`` has ``relation``.
 
 Reverse expansion from the user over :class:`ReverseGraph` collects candidate objects
-(reading tuples by user, so the cost follows what the user can reach), then each candidate
+(reading tuples by user, so the cost follows what the user can reach; over a store read
+on demand the walk goes on from round to round, :mod:`core.fga.reverse_walk`), then each candidate
 is confirmed with Check in one shared request, so the answer agrees with Check exactly.
 Walk and checks are interleaved (:class:`ObjectSearch`): each object is confirmed as soon
 as the walk reaches it, so a stream (OpenFGA's StreamedListObjects) sends it at once.
@@ -28,15 +29,15 @@ the whole request, even when the user reaches the object another way.
 
 from __future__ import annotations
 
-from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from bastion.core.fga.check import Checker
 from bastion.core.fga.errors import ErrorCode, FgaError
 from bastion.core.fga.graph import ReverseGraph
 from bastion.core.fga.request import RequestContext, RequestOptions
-from bastion.core.fga.tuples import TupleKey, TupleReader, split_object, split_user
+from bastion.core.fga.reverse_walk import ReverseWalk
+from bastion.core.fga.tuples import TupleReader, split_user
 from bastion.core.fga.typesystem import TypeSystem
 
 __all__ = ["EXACT_MARGIN", "ListResult", "ObjectSearch", "list_objects"]
@@ -64,93 +65,6 @@ def _validate(ts: TypeSystem, object_type: str, relation: str, user: str) -> Non
     problem = ts.user_problem(user)
     if problem is not None:
         raise FgaError(ErrorCode.VALIDATION_ERROR, problem)
-
-
-def _walk(
-    request: RequestContext,
-    graph: ReverseGraph,
-    object_type: str,
-    relation: str,
-    user: str,
-    out_of_time: Callable[[], bool],
-) -> Iterator[tuple[str, int]]:
-    """Objects of ``object_type`` that may have ``relation`` for ``user`` (a superset),
-    each once, as the walk reaches them, with the steps of the path that reached them
-    (tuples and computed relations alike); it stops early once ``out_of_time()``."""
-    ts, reader = request.ts, request.reader
-    facts: set[tuple[str, str]] = set()
-    subjects: deque[tuple[str, int]] = deque([(user, 0)])
-    seen_subjects = {user}
-    user_type, user_id, user_relation = split_user(user)
-    if not user_relation and user_id != "*":
-        subjects.append((f"{user_type}:*", 0))
-    found: list[tuple[str, int]] = []
-    leading = graph.leading_to(object_type, relation)
-    #: By a subject's (type, relation): the types whose tuples the walk may follow from
-    #: it, those with a relation leading to the target that admits it directly; the
-    #: store is asked of those alone (every other tuple would fail ``follows``).
-    admitting: dict[tuple[str, str], tuple[str, ...]] = {}
-
-    def types_for(subject: str) -> tuple[str, ...]:
-        subject_type, _, subject_relation = split_user(subject)
-        form = (subject_type, subject_relation)
-        types = admitting.get(form)
-        if types is None:
-            types = admitting[form] = tuple(
-                type_name
-                for type_name in ts.types
-                if any(
-                    ref.type == subject_type and (ref.relation or "") == subject_relation
-                    for leading_type, rel in leading
-                    if leading_type == type_name
-                    for ref in ts.directly_related(type_name, rel)
-                )
-            )
-        return types
-
-    def follows(key: TupleKey, type_name: str, rel: str) -> bool:
-        """Whether the walk takes ``key`` towards ``type_name#rel``; raises FgaError."""
-        if (type_name, rel) not in leading or not request.valid(key):
-            return False
-        return request.condition_holds(key)
-
-    def add_fact(obj: str, rel: str, hops: int) -> None:
-        pending = [(obj, rel, hops)]
-        while pending:
-            fact_obj, fact_rel, hops = pending.pop()
-            fact = (fact_obj, fact_rel)
-            if fact in facts:
-                continue
-            facts.add(fact)
-            fact_type = split_object(fact_obj)[0]
-            if fact_type == object_type and fact_rel == relation:
-                found.append((fact_obj, hops))
-            subject = f"{fact_obj}#{fact_rel}"
-            if subject not in seen_subjects:
-                seen_subjects.add(subject)
-                subjects.append((subject, hops))
-            pending.extend(
-                (fact_obj, r, hops + 1) for r in graph.computed.get((fact_type, fact_rel), ())
-            )
-            for parent_type, parent_rel, tupleset in graph.ttu.get((fact_type, fact_rel), ()):
-                for key in reader.read_by_user(fact_obj, parent_type):
-                    if key.relation == tupleset and follows(key, parent_type, parent_rel):
-                        pending.append((key.object, parent_rel, hops + 1))
-
-    if user_relation:
-        add_fact(f"{user_type}:{user_id}", user_relation, 0)
-        yield from found
-        found.clear()
-    while subjects:
-        if out_of_time():
-            return
-        subject, hops = subjects.popleft()
-        for type_name in types_for(subject):
-            for key in reader.read_by_user(subject, type_name):
-                if follows(key, type_name, key.relation):
-                    add_fact(key.object, key.relation, hops + 1)
-                    yield from found
-                    found.clear()
 
 
 class ObjectSearch:
@@ -199,9 +113,11 @@ class ObjectSearch:
     def __iter__(self) -> Iterator[str]:
         object_type, relation, user = self._target
         checker = Checker(self._request)
-        walk = _walk(self._request, self._graph, object_type, relation, user, self._out_of_time)
+        request = self._request
+        walk = ReverseWalk.for_request(request, self._graph, object_type, relation, user)
+        candidates = walk.run(request, self._out_of_time)
         exact_within = self._exact_hops()
-        for candidate, hops in walk:
+        for candidate, hops in candidates:
             if hops <= exact_within:
                 yield candidate
                 if self._out_of_time():

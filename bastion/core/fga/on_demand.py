@@ -49,6 +49,7 @@ from typing import Generic, Literal, Protocol, TypeVar, cast
 from bastion.core.fga.tuples import TupleKey, TupleReader, split_object
 
 __all__ = [
+    "MISSED",
     "OBJECT_LIMIT",
     "ObjectReader",
     "ObjectTuples",
@@ -307,7 +308,7 @@ class RoundReader:
     object's index. The three reads by object repeat those first lines on purpose: a
     helper shared by them would be one more call on the engine's hottest path."""
 
-    __slots__ = ("_answers", "_known", "_limit", "_objects", "_scope", "missed")
+    __slots__ = ("_answers", "_known", "_limit", "_objects", "_scope", "carried", "missed")
 
     def __init__(
         self,
@@ -316,6 +317,7 @@ class RoundReader:
         known: Callable[[ReadKey], Answer | None],
         object_limit: int | None = None,
         objects: dict[str, _Whole] | None = None,
+        carried: dict[Hashable, object] | None = None,
     ) -> None:
         self._scope = scope
         self._answers = answers
@@ -324,6 +326,9 @@ class RoundReader:
         self._objects: dict[str, _Whole] = {} if objects is None else objects
         #: The reads this round could not answer, in the order it asked them.
         self.missed: dict[ReadKey, None] = {}
+        #: What an evaluation keeps from one round of the request to the next, built from
+        #: answered reads only (ListObjects' walk, :mod:`core.fga.reverse_walk`).
+        self.carried: dict[Hashable, object] = {} if carried is None else carried
 
     def _get(self, key: ReadKey) -> Answer:
         return () if (found := self._lookup(key)) is None else found
@@ -394,7 +399,23 @@ class RoundReader:
         return () if found is None else found[1]
 
     def read_by_user(self, user: str, object_type: str) -> Sequence[TupleKey]:
-        return self._get((self._scope, "read_by_user", user, object_type))
+        """As the store; a read that missed answers :data:`MISSED` (no tuples)."""
+        found = self._lookup((self._scope, "read_by_user", user, object_type))
+        return MISSED if found is None else found
+
+    def missed_by_user(self, user: str, object_type: str) -> bool:
+        """Whether this round's :meth:`read_by_user` of these missed (through a reader
+        that combines its answer with others, where :data:`MISSED` is not seen)."""
+        return (self._scope, "read_by_user", user, object_type) in self.missed
+
+
+class _Missed(tuple[TupleKey, ...]):
+    """The type of :data:`MISSED`."""
+
+
+#: What a :class:`RoundReader`'s :meth:`~RoundReader.read_by_user` answers for a read it
+#: could not answer: no tuples, told apart from an answer of none by identity.
+MISSED: Sequence[TupleKey] = _Missed()
 
 
 def _as_whole(answer: Answer, limit: int) -> _Whole:
@@ -424,6 +445,7 @@ class Speculation(Generic[T]):
         self._answers: dict[ReadKey, Answer] = {}
         #: Objects read whole, as the request's rounds have met them.
         self._objects: dict[str, _Whole] = {}
+        self._carried: dict[Hashable, object] = {}
         self._result: object = _NOT_YET
         self._error: Exception | None = None
         #: Rounds run so far.
@@ -436,7 +458,12 @@ class Speculation(Generic[T]):
             return []
         self.rounds += 1
         reader = RoundReader(
-            self._scope, self._answers, self._known, self._object_limit, self._objects
+            self._scope,
+            self._answers,
+            self._known,
+            self._object_limit,
+            self._objects,
+            self._carried,
         )
         try:
             result = self._run(reader)

@@ -80,6 +80,8 @@ class RequestContext:
         self.context = options.context
         self.max_depth = options.max_depth
         self.deadline = options.deadline
+        #: The store, under the contextual tuples (``reader`` reads both).
+        self.store = store
         if options.contextual_tuples:
             typesystem.validate_contextual(list(options.contextual_tuples))
             self.reader: TupleReader = CombinedReader(

@@ -63,12 +63,19 @@ def configure_sqlite(engine: sa.Engine, timeout: float) -> None:
 
 def pg_settings(config: StorageConfig) -> dict[str, str]:
     """Each PostgreSQL session's settings: statements and lock waits bounded by the
-    timeout, and no JIT compilation. bastion's statements are index reads and small
-    writes; the planner's cost estimates for a batch of the engine's reads (a
-    ``UNION ALL`` of ``= ANY(array)`` parts) pass JIT's thresholds, and compiling one took
-    3.5 s of a cold ListObjects' 4.2 s statement (bench/RESULTS.md)."""
+    timeout, no JIT compilation and no parallel query. bastion's statements are index
+    reads and small writes; the planner's cost estimates for a batch of the engine's reads
+    (a ``UNION ALL`` of ``= ANY(array)`` parts) pass JIT's thresholds, and compiling one
+    took 3.5 s of a cold ListObjects' 4.2 s statement; they also pass the parallel
+    thresholds, and starting the workers cost more than they saved (a part of 5,000 reads:
+    55-63 ms with two workers, 20-32 ms without; bench/RESULTS.md)."""
     bound = f"{milliseconds(config.timeout)}ms"
-    return {"statement_timeout": bound, "lock_timeout": bound, "jit": "off"}
+    return {
+        "statement_timeout": bound,
+        "lock_timeout": bound,
+        "jit": "off",
+        "max_parallel_workers_per_gather": "0",
+    }
 
 
 def asyncpg_args(config: StorageConfig) -> dict[str, Any]:

@@ -150,7 +150,9 @@ def fetch_sql(
     """
     t = fga_tuples.c
     size = _ARRAY if conn.dialect.name == "postgresql" else _CHUNK
-    found: dict[Read, list[Any]] = {read: [] for read in reads}
+    #: The rows of each read that has some (a cold ListObjects asks tens of thousands of
+    #: reads, most of them answered by nothing).
+    found: dict[Read, list[Any]] = {}
     #: (method, second argument) of each part, by the part's number.
     parts: list[tuple[str, str]] = []
     selects: list[sa.Select[Any]] = []
@@ -193,12 +195,20 @@ def fetch_sql(
         for row in conn.execute(statement).all():
             method, second = parts[row[_PART]]
             if method == "read_exact":
-                found[exact[row[_HASH]]].append(row)
+                read = exact[row[_HASH]]
             elif method == "read_by_user":
-                found[(method, row[_USER], row[_TYPE])].append(row)
+                read = (method, row[_USER], row[_TYPE])
             else:
-                found[(method, row[_OBJECT], second)].append(row)
-    return Fetched(revision, [_answer(found[read]) for read in reads])
+                read = (method, row[_OBJECT], second)
+            rows = found.get(read)
+            if rows is None:
+                found[read] = [row]
+            else:
+                rows.append(row)
+    answered = found.get
+    return Fetched(
+        revision, [() if (rows := answered(read)) is None else _answer(rows) for read in reads]
+    )
 
 
 _ID, _HASH, _OBJECT, _RELATION, _USER, _TYPE, _CONDITION, _CONTEXT, _PART = range(9)

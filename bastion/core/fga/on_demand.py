@@ -93,7 +93,10 @@ _INDEXED_TUPLE_BYTES = 160
 
 
 def _entry_size(key: ReadKey, answer: Answer) -> int:
-    size = _ENTRY_BYTES + sum(len(part) for part in key if isinstance(part, str))
+    size = _ENTRY_BYTES
+    for part in key:
+        if isinstance(part, str):
+            size += len(part)
     if isinstance(answer, ObjectTuples):
         size += _INDEX_BYTES + len(answer.by_relation) * _RELATION_BYTES
         size += len(answer) * _INDEXED_TUPLE_BYTES
@@ -166,10 +169,13 @@ class ReadCache:
 
     def put(self, key: ReadKey, answer: Answer) -> None:
         size = _entry_size(key, answer)
-        self.discard(key)
+        entries = self._entries
+        replaced = entries.pop(key, None)
+        if replaced is not None:
+            self.bytes -= replaced.size
         if size > self.max_bytes // 8:
             return
-        self._entries[key] = _Entry(answer, size)
+        entries[key] = _Entry(answer, size)
         self.bytes += size
         if self.bytes > self.max_bytes:
             self._evict()

@@ -45,7 +45,7 @@ import itertools
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TypeVar, cast
 
 import trio
 
@@ -308,5 +308,8 @@ class EngineState:
 
 
 def _store_read(key: ReadKey) -> Read:
-    """A cache key without its scope: the store's question."""
-    return tuple(str(part) for part in key[1:])
+    """A cache key without its scope: the store's question (its parts text: a whole
+    object's limit is an int)."""
+    if key[1] == "read_object":
+        return tuple(str(part) for part in key[1:])
+    return cast(Read, key[1:])

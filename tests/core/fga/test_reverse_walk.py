@@ -71,7 +71,8 @@ def test_a_round_stopped_by_the_result_bound_leaves_the_next_to_start_afresh() -
     ts, store = chain()
     options = RequestOptions(max_results=3)
     result, walks = rounds(ts, store, "user:anne", options)
-    assert result.truncated and len(result.items) == 3
+    assert result.truncated
+    assert len(result.items) == 3
     assert set(result.items) <= set(list_objects(ts, store, "doc", "viewer", "user:anne").items)
     # The rounds once the bound was reached stopped their walk in the middle.
     assert len({id(walk) for walk in walks}) > 1
@@ -86,7 +87,8 @@ def test_a_read_that_missed_through_contextual_tuples_is_walked_again() -> None:
     result, _ = rounds(ts, store, "user:bob", options)
     direct = list_objects(ts, store, "doc", "viewer", "user:bob", options)
     assert result == direct
-    assert "doc:extra" in result.items and len(result.items) == 2 * DEPTH + 1
+    assert "doc:extra" in result.items
+    assert len(result.items) == 2 * DEPTH + 1
 
 
 def test_a_read_that_missed_is_told_apart_from_an_empty_answer() -> None:

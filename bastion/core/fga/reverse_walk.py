@@ -15,7 +15,9 @@ contextual tuples answered, the store's not) is simply done again whole.
 The state is carried only from a round whose walk ended on its own (the subjects all
 walked, or the deadline passed between two units); a round stopped in the middle (an
 error, or its caller took what it needed and left) leaves it marked, and the next round
-starts afresh, as every round did before.
+starts afresh, as every round did before. Once the deadline has passed, a round walks
+nothing further, not even the reads the last one missed: the search answers with what
+it had, in the round after the deadline, as when each round walked from the start.
 """
 
 from __future__ import annotations
@@ -87,6 +89,9 @@ class ReverseWalk:
         self.whole = False
         found = self._found
         yield from found[: len(found)]
+        if out_of_time():  # what missed is not walked any further
+            self.whole = True
+            return
         new = len(found)
         facts, subjects, seen_subjects = self._facts, self._subjects, self._seen_subjects
         computed, ttu, leading = self._graph.computed, self._graph.ttu, self._leading

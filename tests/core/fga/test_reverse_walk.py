@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from bastion.core.fga.list_objects import ListResult, list_objects
 from bastion.core.fga.on_demand import MISSED, RoundReader, Speculation, answer_from
-from bastion.core.fga.request import RequestOptions
+from bastion.core.fga.request import Deadline, RequestOptions
 from bastion.core.fga.reverse_walk import ReverseWalk
 from bastion.core.fga.tuples import MemoryTupleReader, TupleKey
 from bastion.core.fga.typesystem import TypeSystem
@@ -101,3 +101,27 @@ def test_a_read_that_missed_is_told_apart_from_an_empty_answer() -> None:
     assert not reader.missed_by_user("user:anne", "doc")
     assert reader.read_by_user("user:bob", "doc") is MISSED
     assert reader.missed_by_user("user:bob", "doc")
+
+
+def test_once_the_deadline_passed_no_round_walks_further() -> None:
+    """The reads a round missed are not walked after the deadline: the search answers
+    with what it had, as when each round walked from the start."""
+    ts, store = chain()
+    now = [0.0]
+    options = RequestOptions(max_results=0, deadline=Deadline.after(50, lambda: now[0]))
+    count = [0]
+
+    def run(reader: RoundReader) -> ListResult:
+        count[0] += 1
+        if count[0] == 3:
+            now[0] = 100.0
+        return list_objects(ts, reader, "doc", "viewer", "user:anne", options)
+
+    speculation = Speculation(run, lambda _: None, "s")
+    while reads := speculation.step():
+        for read in reads:
+            speculation.answer(read, answer_from(store, read))
+    result = speculation.result
+    assert result.timed_out
+    assert len(result.items) < 2 * DEPTH
+    assert speculation.rounds == 3

@@ -43,29 +43,42 @@ _WHITESPACE = re.compile(r"\s")
 VALIDITY_CACHE_ENTRIES = 1 << 18
 
 
-def _shape(key: TupleKey) -> tuple[str, str, str, str, bool, str] | None:
-    """What the model's verdict on ``key`` depends on (the object's type, the relation,
-    the user's type and relation, a wildcard user, the condition), or ``None`` when its
-    ids are not well formed: the checks of :meth:`TypeSystem.object_problem` and
-    :meth:`TypeSystem.user_problem` that do not ask the model."""
-    obj, user = key.object, key.user
+def _object_type(obj: str) -> str | None:
+    """``obj``'s type when it is a well-formed object (``type:id``), else ``None``."""
     object_type, _, object_id = obj.partition(":")
     if (
         not object_type
-        or not object_id
+        or not object_id  # also when there is no ":"
         or ":" in object_id
         or object_id == "*"
         or "#" in obj
         or " " in obj
         or "\t" in obj
         or "\n" in obj
-        or user.count(":") != 1
-        or user.count("#") > 1
     ):
         return None
-    user_type, user_id, user_relation = split_user(user)
-    if not user_type or not user_id or _WHITESPACE.search(user):
+    return object_type
+
+
+def _user_parts(user: str) -> tuple[str, str, str] | None:
+    """``user`` split (:func:`split_user`) when it is well formed, else ``None``."""
+    if user.count(":") != 1 or user.count("#") > 1:
         return None
+    parts = split_user(user)
+    if not parts[0] or not parts[1] or _WHITESPACE.search(user):
+        return None
+    return parts
+
+
+def _shape(key: TupleKey) -> tuple[str, str, str, str, bool, str] | None:
+    """What the model's verdict on ``key`` depends on (the object's type, the relation,
+    the user's type and relation, a wildcard user, the condition), or ``None`` when its
+    ids are not well formed."""
+    object_type = _object_type(key.object)
+    user = _user_parts(key.user)
+    if object_type is None or user is None:
+        return None
+    user_type, user_id, user_relation = user
     return object_type, key.relation, user_type, user_relation, user_id == "*", key.condition
 
 
@@ -133,11 +146,10 @@ class TypeSystem:
 
     def user_problem(self, user: str) -> str | None:
         """Why ``user`` is not a well-formed user of this model, or ``None``."""
-        if user.count(":") != 1 or user.count("#") > 1:
+        parts = _user_parts(user)
+        if parts is None:
             return f"invalid user '{user}'"
-        user_type, user_id, user_relation = split_user(user)
-        if not user_type or not user_id or _WHITESPACE.search(user):
-            return f"invalid user '{user}'"
+        user_type, user_id, user_relation = parts
         if user_type not in self.types:
             return f"type '{user_type}' not found"
         if user_id == "*" and user_relation:
@@ -148,17 +160,8 @@ class TypeSystem:
 
     def object_problem(self, obj: str, relation: str) -> tuple[ErrorCode, str] | None:
         """Loose validation of ``obj#relation`` (Check's request tuple)."""
-        object_type, _, object_id = obj.partition(":")
-        if (
-            not object_type
-            or not object_id  # also when there is no ":"
-            or ":" in object_id
-            or object_id == "*"
-            or "#" in obj
-            or " " in obj
-            or "\t" in obj
-            or "\n" in obj
-        ):
+        object_type = _object_type(obj)
+        if object_type is None:
             return ErrorCode.VALIDATION_ERROR, f"invalid object '{obj}'"
         typedef = self.types.get(object_type)
         if typedef is None:

@@ -10,6 +10,22 @@ from bastion.core.fga.typesystem import TypeSystem
 
 HEADER = "model\n  schema 1.1\n"
 
+#: Groups nested in groups, folders in folders, documents in folders; viewing is granted
+#: on folders and documents and inherited down the tree.
+NESTED = """type user
+type group
+  relations
+    define member: [user, group#member]
+type folder
+  relations
+    define parent: [folder]
+    define viewer: [user, group#member] or viewer from parent
+type doc
+  relations
+    define parent: [folder]
+    define viewer: [user, group#member] or viewer from parent
+"""
+
 
 def key(text: str, condition: str = "", context: dict[str, Any] | None = None) -> TupleKey:
     """``"doc:1#viewer@user:anne"`` -> TupleKey."""

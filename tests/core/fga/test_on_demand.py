@@ -20,21 +20,7 @@ from bastion.core.fga.on_demand import (
 )
 from bastion.core.fga.request import RequestContext, RequestOptions
 from bastion.core.fga.tuples import MemoryTupleReader, TupleKey
-from tests.core.fga.support import key, world
-
-NESTED = """type user
-type group
-  relations
-    define member: [user, group#member]
-type folder
-  relations
-    define parent: [folder]
-    define viewer: [user, group#member] or viewer from parent
-type doc
-  relations
-    define parent: [folder]
-    define viewer: [user, group#member] or viewer from parent
-"""
+from tests.core.fga.support import NESTED, key, world
 
 
 def answer(n: int) -> tuple[TupleKey, ...]:

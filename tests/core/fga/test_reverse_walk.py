@@ -11,21 +11,8 @@ from bastion.core.fga.request import Deadline, RequestOptions
 from bastion.core.fga.reverse_walk import ReverseWalk
 from bastion.core.fga.tuples import MemoryTupleReader, TupleKey
 from bastion.core.fga.typesystem import TypeSystem
-from tests.core.fga.support import key, world
+from tests.core.fga.support import NESTED, key, world
 
-TREE = """type user
-type group
-  relations
-    define member: [user, group#member]
-type folder
-  relations
-    define parent: [folder]
-    define viewer: [user, group#member] or viewer from parent
-type doc
-  relations
-    define parent: [folder]
-    define viewer: [user, group#member] or viewer from parent
-"""
 DEPTH = 6
 
 
@@ -34,7 +21,17 @@ def chain() -> tuple[TypeSystem, MemoryTupleReader]:
     tuples = ["folder:f0#viewer@group:g#member", "group:g#member@user:anne"]
     tuples += [f"folder:f{n}#parent@folder:f{n - 1}" for n in range(1, DEPTH)]
     tuples += [f"doc:{n}_{d}#parent@folder:f{n}" for n in range(DEPTH) for d in range(2)]
-    return world(TREE, *tuples)
+    return world(NESTED, *tuples)
+
+
+def driven(
+    speculation: Speculation[ListResult], store: MemoryTupleReader
+) -> Speculation[ListResult]:
+    """``speculation`` run to its result, each round's reads answered by ``store``."""
+    while reads := speculation.step():
+        for read in reads:
+            speculation.answer(read, answer_from(store, read))
+    return speculation
 
 
 def rounds(
@@ -49,11 +46,7 @@ def rounds(
         finally:
             walks.extend(reader.carried.values())
 
-    speculation = Speculation(run, lambda _: None, "s")
-    while reads := speculation.step():
-        for read in reads:
-            speculation.answer(read, answer_from(store, read))
-    return speculation.result, walks
+    return driven(Speculation(run, lambda _: None, "s"), store).result, walks
 
 
 def test_each_round_goes_on_with_the_walk_of_the_last() -> None:
@@ -117,10 +110,7 @@ def test_once_the_deadline_passed_no_round_walks_further() -> None:
             now[0] = 100.0
         return list_objects(ts, reader, "doc", "viewer", "user:anne", options)
 
-    speculation = Speculation(run, lambda _: None, "s")
-    while reads := speculation.step():
-        for read in reads:
-            speculation.answer(read, answer_from(store, read))
+    speculation = driven(Speculation(run, lambda _: None, "s"), store)
     result = speculation.result
     assert result.timed_out
     assert len(result.items) < 2 * DEPTH

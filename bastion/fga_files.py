@@ -22,6 +22,7 @@ import csv
 import json
 import operator
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from itertools import islice
 from pathlib import PurePath
 from typing import IO, Any, NamedTuple
 
@@ -162,22 +163,22 @@ def csv_rows(lines: Iterable[str], layout: CsvLayout, before: int) -> Iterator[R
         yield _csv_row(start, *pick(record))
 
 
-def csv_chunks(lines: Iterable[str], before: int, size: int) -> Iterator[tuple[int, list[str]]]:
-    """CSV records ``lines`` in chunks of about ``size`` lines, each with the lines before
-    it (as :func:`csv_rows` takes them), cut only between records: not where a quoted
-    field spans lines (an odd number of quotes so far)."""
-    chunk: list[str] = []
-    quoted = False
-    for text in lines:
-        chunk.append(text)
-        if text.count('"') % 2:
-            quoted = not quoted
-        if len(chunk) >= size and not quoted:
-            yield before, chunk
-            before += len(chunk)
-            chunk = []
-    if chunk:
-        yield before, chunk
+def csv_chunks(lines: Iterable[str], before: int, size: int) -> Iterator[tuple[int, str]]:
+    """CSV records ``lines`` in chunks of about ``size`` lines, joined, each with the lines
+    before it (:func:`csv_rows` reads a chunk through ``io.StringIO(chunk, newline="")``,
+    which splits it into the same lines), cut only between records: not where a quoted
+    field spans lines (an odd number of quotes so far). The lines are taken ``size`` at a
+    time and their quotes counted once a chunk: the command's own process does this for
+    every line of a large import."""
+    stream = iter(lines)
+    while chunk := list(islice(stream, size)):
+        if "".join(chunk).count('"') % 2:  # inside a quoted field: on to its record's end
+            for text in stream:
+                chunk.append(text)
+                if text.count('"') % 2:
+                    break
+        yield before, "".join(chunk)
+        before += len(chunk)
 
 
 def _read_csv(stream: Iterable[str]) -> Iterator[Row]:

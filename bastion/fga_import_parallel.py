@@ -5,7 +5,8 @@ Reading a tuple, checking it against the model and writing it as ``COPY`` text i
 6 µs of Python per tuple: one core's worth for the whole of a large import's first
 phase, while PostgreSQL takes the text at a fraction of a core (bench/RESULTS.md). Here
 the command's own process only cuts the file into chunks of lines (between records,
-never inside a quoted field) and sends each worker's text on, in the file's order; at
+never inside a quoted field) and sends each worker's text on, in the file's order (the
+usual file's chunks take the fast path of :mod:`bastion.fga_plain_csv`); at
 most :data:`AHEAD` chunks a worker are in flight, so the file is never read ahead into
 memory. The rows are checked exactly as in one process (:mod:`bastion.fga_tuple_check`):
 the same problems, named by the same lines, and nothing passed on once one is bad.
@@ -14,14 +15,17 @@ the same problems, named by the same lines, and nothing passed on once one is ba
 from __future__ import annotations
 
 import gc
+import io
 import multiprocessing
 import os
+import re
 from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from multiprocessing.pool import AsyncResult
 
 from bastion.fga_files import CsvLayout, csv_chunks, csv_header, csv_layout, csv_rows
+from bastion.fga_plain_csv import plain_copy_text, plain_pattern
 from bastion.fga_tuple_check import BATCH, MAX_PROBLEMS, BadTuples, Validator, checked
 from bastion.service.fga.engine import ActiveModel
 from bastion.storage.fga import StoredModel
@@ -50,6 +54,8 @@ class _Reader:
     validator: Validator
     layout: CsvLayout
     path: str
+    #: A plain record's pattern (:mod:`bastion.fga_plain_csv`), if the columns allow one.
+    plain: re.Pattern[str] | None
 
 
 #: A worker's: set once by :func:`_start`.
@@ -110,17 +116,21 @@ def _taken(result: tuple[str, int, list[str]], problems: list[str]) -> Iterator[
 def _start(model_id: str, dsl: str, header: list[str], path: str) -> None:
     global _reader
     model = ActiveModel.load(StoredModel(model_id, dsl))
-    _reader = _Reader(Validator(model), csv_layout(header), path)
+    _reader = _Reader(Validator(model), csv_layout(header), path, plain_pattern(header))
     # What the worker imported lives as long as it does: out of the collector's passes,
     # which the rows' allocations trigger (a quarter of a chunk's CPU otherwise).
     gc.freeze()
 
 
-def _work(before: int, lines: list[str]) -> tuple[str, int, list[str]]:
+def _work(before: int, chunk: str) -> tuple[str, int, list[str]]:
     """One chunk: its ``COPY`` text (none once a tuple is bad), its tuples, its problems."""
     reader = _reader
     assert reader is not None
+    if reader.plain is not None:
+        made = plain_copy_text(chunk, before, reader.plain, reader.validator)
+        if made is not None:
+            return made[0], made[1], []
     problems: list[str] = []
-    rows = csv_rows(lines, reader.layout, before)
+    rows = csv_rows(io.StringIO(chunk, newline=""), reader.layout, before)
     batch = list(checked(rows, reader.validator, reader.path, problems))
     return ("" if problems else copy_text(batch)), len(batch), problems

@@ -36,6 +36,11 @@ class Validator:
         self._model = model
         self._good: set[tuple[str, ...]] = set()
 
+    def knows(self, shape: tuple[str, str, str, str, str]) -> bool:
+        """Whether tuples of ``shape`` (object type, relation, user type, user relation,
+        condition) with plain ids were found good."""
+        return shape in self._good
+
     def problem(self, key: TupleKey) -> str | None:
         plain = (
             not key.context

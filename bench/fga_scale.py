@@ -57,10 +57,14 @@ from bastion.fga_files import CSV_COLUMNS  # noqa: E402
 from bastion.service.fga.engine import EngineCaches, EngineState  # noqa: E402
 from bastion.storage import StorageConfig, open_storage  # noqa: E402
 from bastion.storage.fga import SqlFgaStore  # noqa: E402
+from bastion.storage.sql.schema import DEFAULT_FGA_STORE  # noqa: E402
 from bench.fga import Organisation, generate, rss_mib  # noqa: E402
 from bench.fga_import import prepare, timed  # noqa: E402
 from tests.dbfixtures import fresh_postgres_url, fresh_redis_url  # noqa: E402
 from tests.server.harness import ADMIN_SECRET, base_flags, start_server  # noqa: E402
+
+#: The OpenFGA API's key on the measured server.
+OPENFGA_KEY = "fga-scale-bench"
 
 WRK_HOT = """
 math.randomseed(%(seed)d)
@@ -213,6 +217,10 @@ async def inprocess(url: str, org: Organisation, draws: int, mib: int, seed: int
             f"{percentiles(freshness)} |"
         )
         options = RequestOptions(max_results=0)
+        # The cold list gets a new engine, as a new server process has; the old one's
+        # cache is let go first (kept, its objects would sit in every full pass of the
+        # cyclic collector during the list, which no server of this cache's size has).
+        del reads
         for label in ("cold", "warm"):
             if label == "cold":
                 engine = EngineState(SqlFgaStore(storage.db), EngineCaches.sized(mib))
@@ -236,6 +244,30 @@ async def inprocess(url: str, org: Organisation, draws: int, mib: int, seed: int
     return rows
 
 
+def list_through_server(url: str, user: str) -> str:
+    """OpenFGA's ``list-objects`` for ``user`` on one connection (one worker, which has
+    served checks over the whole store, never this user's), twice: its first list, then
+    the same with its reads cached."""
+    body = {"type": "document", "relation": "viewer", "user": user}
+    took = []
+    with httpx.Client(base_url=url, timeout=120) as client:
+        for _ in range(2):
+            start = time.perf_counter()
+            reply = client.post(
+                f"/stores/{DEFAULT_FGA_STORE}/list-objects",
+                json=body,
+                headers={"authorization": f"Bearer {OPENFGA_KEY}"},
+            )
+            took.append(time.perf_counter() - start)
+            reply.raise_for_status()
+    found = len(reply.json()["objects"])
+    return (
+        f"| list_objects through the server (OpenFGA's API, one worker after the checks "
+        f"above), user seeing {found:,} documents | first {took[0]:.2f} s, "
+        f"again {took[1]:.2f} s |"
+    )
+
+
 def workers_of(pid: int) -> list[int]:
     found = []
     for entry in Path("/proc").iterdir():
@@ -256,6 +288,8 @@ def through_server(url: str, org: Organisation, spread: int, seconds: int, seed:
             *[f for f in base_flags("postgres", url) if not f.startswith("--log-level")],
             f"--memory-store-url={fresh_redis_url()}",
             "--workers=2",
+            f"--openfga-api-key={OPENFGA_KEY}",
+            "--fga-list-objects-max-results=0",
             "--log-level=error",
         ]
         started = time.perf_counter()
@@ -294,6 +328,7 @@ def through_server(url: str, org: Organisation, spread: int, seconds: int, seed:
                     assert reply.status_code == 200, reply.text
                 took = time.perf_counter() - begun
                 after = [rss_mib(p) for p in pids]
+                rows.append(list_through_server(server.url, org.probe_user))
                 rows.append(
                     f"| server RSS per worker, at start / after {spread:,} uniform checks over "
                     f"the store ({spread / took:,.0f} checks/s, batches of 100) | "

@@ -126,8 +126,20 @@ def _among(conn: sa.Connection, column: sa.ColumnElement[str], values: list[str]
     """``column`` is one of ``values``: on PostgreSQL ``= ANY(array)``, one parameter (the
     statement's text, hence its plan, the same whatever the count); elsewhere ``IN``."""
     if conn.dialect.name == "postgresql":
-        return column == sa.any_(sa.literal(values, postgresql.ARRAY(sa.String())))
+        return column == sa.any_(_text_array(values))
     return column.in_(values)
+
+
+def _text_array(values: list[str]) -> sa.ColumnElement[Any]:
+    """A PostgreSQL array of ``values``, sent as one text of them a line each and split
+    by the server when no value holds a line end or is empty (ids never do): the driver
+    then writes one string, not an array literal whose every element it must scan for
+    quoting (a fifth of a cold ListObjects' largest fetch, 65,536 reads)."""
+    joined = "\n".join(values)
+    if joined.count("\n") != len(values) - 1 or not all(values):
+        return sa.literal(values, postgresql.ARRAY(sa.String()))
+    split = sa.func.string_to_array(sa.literal(joined, sa.Text()), sa.literal("\n"))
+    return sa.cast(split, postgresql.ARRAY(sa.String()))
 
 
 def _one_of(t: Any, types: tuple[str, ...]) -> sa.ColumnElement[bool]:
@@ -231,11 +243,7 @@ def _whole_objects(
     t = fga_tuples.c
     tag = sa.literal(part, sa.Integer()).label("part")
     if conn.dialect.name == "postgresql":
-        wanted = (
-            sa.func.unnest(sa.literal(objects, postgresql.ARRAY(sa.String())))
-            .table_valued("wanted")
-            .render_derived()
-        )
+        wanted = sa.func.unnest(_text_array(objects)).table_valued("wanted").render_derived()
         each = (
             sa.select(*_COLUMNS)
             .where(t.store_id == store_id, t.object == wanted.c.wanted)

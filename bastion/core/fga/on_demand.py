@@ -86,10 +86,10 @@ _ENTRY_BYTES = 240
 _TUPLE_BYTES = 260
 #: An object read whole also keeps its index (:class:`ObjectTuples`): the instance's
 #: dict and the index's, each relation's two tuples and dict, and a tuple's share (its
-#: slot in them and its own one-tuple), estimated the same way.
+#: slots in them), estimated the same way.
 _INDEX_BYTES = 400
 _RELATION_BYTES = 400
-_INDEXED_TUPLE_BYTES = 160
+_INDEXED_TUPLE_BYTES = 112
 
 
 def _entry_size(key: ReadKey, answer: Answer) -> int:
@@ -117,34 +117,27 @@ class CacheStatistics:
     evictions: int
 
 
-class _Entry:
-    """One answer of a :class:`ReadCache`, its estimated bytes, and whether it was used
-    since the eviction's last walk passed it."""
-
-    __slots__ = ("answer", "size", "used")
-
-    def __init__(self, answer: Answer, size: int) -> None:
-        self.answer = answer
-        self.size = size
-        self.used = False
-
-
 class ReadCache:
     """Read answers, least recently used first out (nearly), at most ``max_bytes``
     (estimated).
 
-    Entries are a dict in insertion order with a *used* mark (the clock algorithm): a hit
-    only sets the mark, and the eviction walks from the oldest, moves a marked entry to
-    the end with its mark cleared and takes the others, down to fifteen sixteenths of the
-    bound in one walk. A hit is then one lookup, not a removal and an insertion. An
-    answer larger than an eighth of the bound is not kept (one group of millions of
-    members would push out everything else).
+    Entries are a dict in insertion order, each an answer and its estimated bytes, and a
+    set of the keys *used* since the eviction's walk last passed them (the clock
+    algorithm): a hit only adds its key there, and the eviction walks from the oldest,
+    moves a used entry to the end with its mark taken and takes the others, down to
+    fifteen sixteenths of the bound in one walk. A hit is then one lookup and one set
+    insert, not a removal and an insertion. An entry is a plain tuple, not an object with
+    a mark: the cyclic collector stops tracking a tuple of untracked parts (an empty
+    answer, the usual one), where each object would be one more for its full passes to
+    walk. An answer larger than an eighth of the bound is not kept (one group of
+    millions of members would push out everything else).
     """
 
     def __init__(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes
         self.bytes = 0
-        self._entries: dict[ReadKey, _Entry] = {}
+        self._entries: dict[ReadKey, tuple[Answer, int]] = {}
+        self._used: set[ReadKey] = set()
         self.hits = 0
         self.misses = 0
         self.evictions = 0
@@ -157,25 +150,26 @@ class ReadCache:
         if found is None:
             self.misses += 1
             return None
-        found.used = True
+        self._used.add(key)
         self.hits += 1
-        return found.answer
+        return found[0]
 
     def peek(self, key: ReadKey) -> Answer | None:
         """:meth:`get` without marking the entry used or counting: one read of the dict,
         safe from a worker thread while the owning thread uses the cache."""
         found = self._entries.get(key)
-        return None if found is None else found.answer
+        return None if found is None else found[0]
 
     def put(self, key: ReadKey, answer: Answer) -> None:
         size = _entry_size(key, answer)
         entries = self._entries
         replaced = entries.pop(key, None)
         if replaced is not None:
-            self.bytes -= replaced.size
+            self.bytes -= replaced[1]
         if size > self.max_bytes // 8:
+            self._used.discard(key)
             return
-        entries[key] = _Entry(answer, size)
+        entries[key] = (answer, size)
         self.bytes += size
         if self.bytes > self.max_bytes:
             self._evict()
@@ -183,24 +177,25 @@ class ReadCache:
     def discard(self, key: ReadKey) -> None:
         found = self._entries.pop(key, None)
         if found is not None:
-            self.bytes -= found.size
+            self.bytes -= found[1]
+            self._used.discard(key)
 
     def _evict(self) -> None:
         target = self.max_bytes - self.max_bytes // 16
-        entries = self._entries
+        entries, used = self._entries, self._used
         while self.bytes > target:
             victims: list[ReadKey] = []
             spared: list[ReadKey] = []
             freed = 0
-            for key, entry in entries.items():
+            for key, (_, size) in entries.items():
                 if self.bytes - freed <= target:
                     break
-                if entry.used:
-                    entry.used = False
+                if key in used:
+                    used.discard(key)
                     spared.append(key)
                 else:
                     victims.append(key)
-                    freed += entry.size
+                    freed += size
             if not victims and not spared:
                 break
             for key in victims:
@@ -263,8 +258,9 @@ def answer_from(reader: TupleReader, key: ReadKey) -> Answer:
     return tuple(ask(*args))
 
 
-#: One relation of an object read whole: its tuples, its userset tuples, by user.
-_Relation = tuple[Answer, Answer, dict[str, Answer]]
+#: One relation of an object read whole: its tuples, its userset tuples, each tuple by
+#: its user (a key is unique: one tuple a user).
+_Relation = tuple[Answer, Answer, dict[str, TupleKey]]
 
 
 class ObjectTuples(tuple[TupleKey, ...]):
@@ -276,7 +272,7 @@ class ObjectTuples(tuple[TupleKey, ...]):
 
     def __new__(cls, tuples: Sequence[TupleKey]) -> ObjectTuples:
         made = super().__new__(cls, tuples)
-        lists: dict[str, tuple[list[TupleKey], list[TupleKey], dict[str, Answer]]] = {}
+        lists: dict[str, tuple[list[TupleKey], list[TupleKey], dict[str, TupleKey]]] = {}
         for found in made:
             entry = lists.get(found.relation)
             if entry is None:
@@ -284,7 +280,7 @@ class ObjectTuples(tuple[TupleKey, ...]):
             entry[0].append(found)
             if "#" in found.user:
                 entry[1].append(found)
-            entry[2][found.user] = (found,)
+            entry[2][found.user] = found
         made.by_relation = {
             relation: (tuple(every), tuple(usersets), by_user)
             for relation, (every, usersets, by_user) in lists.items()
@@ -391,7 +387,12 @@ class RoundReader:
         if whole is False:
             return self._get((self._scope, "read_exact", obj, relation, user))
         found = whole.get(relation)
-        return () if found is None else found[2].get(user, ())
+        if found is None:
+            return ()
+        # Not kept as one-tuples: a million cached tuples would be a million more
+        # objects for the cyclic collector's full passes to walk.
+        exact = found[2].get(user)
+        return () if exact is None else (exact,)
 
     def read_usersets(self, obj: str, relation: str) -> Sequence[TupleKey]:
         whole = self._objects.get(obj)

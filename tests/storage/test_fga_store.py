@@ -182,24 +182,30 @@ async def test_objects_read_whole_up_to_their_limit(open_store: Opener) -> None:
         assert list(by_relation) == big
 
 
-async def test_reads_of_ids_with_line_ends_or_empty_find_their_own_tuples(
+async def test_large_batches_and_ids_with_line_ends_or_empty_read_their_own_tuples(
     open_store: Opener,
 ) -> None:
-    """PostgreSQL gets a batch's ids as one text split by line ends, except when an id
-    has one (or is empty): the store itself takes such ids (the API refuses them), and
+    """PostgreSQL gets a large batch's ids as one text split by line ends, except when an
+    id has one (or is empty): the store itself takes such ids (the API refuses them), and
     they are read exactly as any other."""
     async with open_store() as store:
         odd = key("user:a", obj="doc:x\ny")
-        await store.write_tuples([odd, key("user:a", obj="doc:x"), key("user:b", obj="doc:y")])
+        plain = [key("user:a", obj="doc:x"), key("user:b", obj="doc:y")]
+        await store.write_tuples([odd, *plain])
+        many = [f"doc:n{n}" for n in range(1000)]
         fetched = await store.fetch(
             [
-                ("read_object", "doc:x\ny", "3"),
-                ("read_object", "", "3"),
+                *(("read_by_user", user, "doc") for user in ["user:b", *many]),
+                *(("read_object", obj, "3") for obj in ["doc:x\ny", "", *many]),
                 ("read_by_user", "user:a\nuser:b", "doc"),
-                ("read", "doc:x\ny", "viewer"),
             ]
         )
-        assert [list(answer) for answer in fetched.answers] == [[odd], [], [], [odd]]
+        answers = [list(answer) for answer in fetched.answers]
+        assert answers[0] == [plain[1]]
+        assert answers[1001:1003] == [[odd], []]
+        assert answers[-1] == []
+        assert not any(answers[1:1001])
+        assert not any(answers[1003:-1])
 
 
 async def test_a_batch_is_all_or_nothing(open_store: Opener) -> None:

@@ -4,6 +4,7 @@ follows it through the changelog."""
 
 from __future__ import annotations
 
+import gc
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
@@ -11,7 +12,7 @@ import pytest
 import sqlalchemy as sa
 import trio
 
-from bastion.core.fga.on_demand import OBJECT_LIMIT, ReadKey
+from bastion.core.fga.on_demand import OBJECT_LIMIT, ObjectTuples, ReadKey, whole_object
 from bastion.core.fga.tuples import TupleKey, TupleReader
 from bastion.service.fga.engine import EngineCaches, EngineState
 from bastion.storage.fga import (
@@ -305,6 +306,25 @@ async def test_engine_state_follows_writes_from_another_handle(open_store: Opene
         assert follower.model is None
         assert await viewers(follower) == []
         assert follower.revision == await writer.revision()
+
+
+async def test_cached_answers_are_out_of_the_cyclic_collector(open_store: Opener) -> None:
+    """An answer the engine caches (an object read whole: its tuples, its index by relation
+    and user) is untracked by the cyclic collector, whose full passes would otherwise
+    walk a whole warm cache; it answers as before."""
+    async with open_store() as store:
+        await store.write_model(MODEL)
+        await store.write_tuples([key("user:a"), key("user:b"), key("user:c", "owner")])
+        engine = EngineState(store)
+        await engine.fresh()
+        assert await viewers(engine) == ["user:a", "user:b"]
+        answer = engine.caches.reads.peek(whole_object(engine.scope, "doc:1", OBJECT_LIMIT))
+        assert isinstance(answer, ObjectTuples)
+        relation = answer.by_relation["viewer"]
+        parts = [answer, *answer, answer.by_relation, relation, *relation, answer.__dict__]
+        assert [gc.is_tracked(part) for part in parts] == [False] * len(parts)
+        gc.collect()
+        assert await viewers(engine) == ["user:a", "user:b"]
 
 
 async def test_rounds_run_in_a_worker_thread_answer_the_same(open_store: Opener) -> None:

@@ -51,6 +51,7 @@ from bastion.core.fga.tuples import TupleKey, TupleReader, split_object
 __all__ = [
     "MISSED",
     "OBJECT_LIMIT",
+    "Answer",
     "ObjectReader",
     "ObjectTuples",
     "ReadCache",

@@ -65,6 +65,7 @@ from bastion.core.fga.on_demand import (
 )
 from bastion.core.fga.tuples import TupleKey
 from bastion.core.fga.typesystem import TypeSystem
+from bastion.service.fga.untracked import untrack_answer
 from bastion.storage.fga import Change, FgaStore, Read, StoredModel, TupleFilter
 from bastion.storage.fga_generation import GatedFgaStore
 from bastion.storage.fga_replica import ReplicatedFgaStore
@@ -188,7 +189,9 @@ class EngineState:
         for obj, tuples in by_object.items():
             read = whole_object(scope, obj, OBJECT_LIMIT)
             if reads.peek(read) is None:  # a request's fetch may be newer
-                reads.put(read, ObjectTuples(tuples[: OBJECT_LIMIT + 1]))
+                answer = ObjectTuples(tuples[: OBJECT_LIMIT + 1])
+                untrack_answer(answer)
+                reads.put(read, answer)
                 put += 1
         return put
 
@@ -200,6 +203,7 @@ class EngineState:
         reads = self.caches.reads
         for key, fetched_answer in zip(keys, fetched.answers, strict=True):
             answer = as_answer(key, fetched_answer)
+            untrack_answer(answer)
             speculation.answer(key, answer)
             if keep:
                 reads.put(key, answer)

@@ -79,8 +79,9 @@ Answer = tuple[TupleKey, ...]
 #: group's handful, with room for a large team; past it, reads by relation and user.
 OBJECT_LIMIT = 100
 
-#: Estimated bytes of one cache entry besides its tuples and key text: the dict slot, the
-#: key and answer tuples, the entry's own tuple (measured with tracemalloc, rounded up).
+#: Estimated bytes of one cache entry besides its tuples and key text: its slots in the
+#: dicts of answers and sizes, the key and answer tuples (measured with tracemalloc,
+#: rounded up).
 _ENTRY_BYTES = 240
 #: Estimated bytes of one tuple of an answer besides its text: the TupleKey (slots), its
 #: share of the answer tuple, and the strings' headers (not shared for the estimate).
@@ -122,22 +123,23 @@ class ReadCache:
     """Read answers, least recently used first out (nearly), at most ``max_bytes``
     (estimated).
 
-    Entries are a dict in insertion order, each an answer and its estimated bytes, and a
-    set of the keys *used* since the eviction's walk last passed them (the clock
+    Entries are a dict of answers in insertion order, their estimated bytes beside it, and
+    a set of the keys *used* since the eviction's walk last passed them (the clock
     algorithm): a hit only adds its key there, and the eviction walks from the oldest,
     moves a used entry to the end with its mark taken and takes the others, down to
     fifteen sixteenths of the bound in one walk. A hit is then one lookup and one set
-    insert, not a removal and an insertion. An entry is a plain tuple, not an object with
-    a mark: the cyclic collector stops tracking a tuple of untracked parts (an empty
-    answer, the usual one), where each object would be one more for its full passes to
-    walk. An answer larger than an eighth of the bound is not kept (one group of
-    millions of members would push out everything else).
+    insert, not a removal and an insertion. No object is made for an entry: the answers
+    themselves are all the cache holds, which a driver may keep out of the cyclic
+    collector's passes (``service/fga/untracked.py``). An answer larger than an eighth of
+    the bound is not kept (one group of millions of members would push out everything
+    else).
     """
 
     def __init__(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes
         self.bytes = 0
-        self._entries: dict[ReadKey, tuple[Answer, int]] = {}
+        self._entries: dict[ReadKey, Answer] = {}
+        self._sizes: dict[ReadKey, int] = {}
         self._used: set[ReadKey] = set()
         self.hits = 0
         self.misses = 0
@@ -153,42 +155,40 @@ class ReadCache:
             return None
         self._used.add(key)
         self.hits += 1
-        return found[0]
+        return found
 
     def peek(self, key: ReadKey) -> Answer | None:
         """:meth:`get` without marking the entry used or counting: one read of the dict,
         safe from a worker thread while the owning thread uses the cache."""
-        found = self._entries.get(key)
-        return None if found is None else found[0]
+        return self._entries.get(key)
 
     def put(self, key: ReadKey, answer: Answer) -> None:
         size = _entry_size(key, answer)
-        entries = self._entries
-        replaced = entries.pop(key, None)
-        if replaced is not None:
-            self.bytes -= replaced[1]
+        entries, sizes = self._entries, self._sizes
+        if entries.pop(key, None) is not None:
+            self.bytes -= sizes.pop(key)
         if size > self.max_bytes // 8:
             self._used.discard(key)
             return
-        entries[key] = (answer, size)
+        entries[key] = answer
+        sizes[key] = size
         self.bytes += size
         if self.bytes > self.max_bytes:
             self._evict()
 
     def discard(self, key: ReadKey) -> None:
-        found = self._entries.pop(key, None)
-        if found is not None:
-            self.bytes -= found[1]
+        if self._entries.pop(key, None) is not None:
+            self.bytes -= self._sizes.pop(key)
             self._used.discard(key)
 
     def _evict(self) -> None:
         target = self.max_bytes - self.max_bytes // 16
-        entries, used = self._entries, self._used
+        entries, sizes, used = self._entries, self._sizes, self._used
         while self.bytes > target:
             victims: list[ReadKey] = []
             spared: list[ReadKey] = []
             freed = 0
-            for key, (_, size) in entries.items():
+            for key in entries:
                 if self.bytes - freed <= target:
                     break
                 if key in used:
@@ -196,11 +196,12 @@ class ReadCache:
                     spared.append(key)
                 else:
                     victims.append(key)
-                    freed += size
+                    freed += sizes[key]
             if not victims and not spared:
                 break
             for key in victims:
                 del entries[key]
+                del sizes[key]
             for key in spared:  # a second chance, at the end of the walk's order
                 entries[key] = entries.pop(key)
             self.bytes -= freed

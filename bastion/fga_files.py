@@ -172,12 +172,14 @@ def csv_chunks(lines: Iterable[str], before: int, size: int) -> Iterator[tuple[i
     every line of a large import."""
     stream = iter(lines)
     while chunk := list(islice(stream, size)):
-        if "".join(chunk).count('"') % 2:  # inside a quoted field: on to its record's end
+        joined = "".join(chunk)
+        if joined.count('"') % 2:  # inside a quoted field: on to its record's end
             for text in stream:
                 chunk.append(text)
                 if text.count('"') % 2:
                     break
-        yield before, "".join(chunk)
+            joined = "".join(chunk)
+        yield before, joined
         before += len(chunk)
 
 

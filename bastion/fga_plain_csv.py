@@ -23,12 +23,10 @@ import re
 from bastion.core.fga.tuples import TupleKey
 from bastion.core.limits import TEXT_LIMITS
 from bastion.fga_files import CSV_COLUMNS
-from bastion.fga_tuple_check import Validator
+from bastion.fga_tuple_check import PLAIN_ID, PLAIN_NAME, Validator
 
 __all__ = ["plain_copy_text", "plain_pattern"]
 
-_NAME = r"[\w-]+"
-_ID = r"[\w|@.+/-]+"
 _USER_MAX, _OBJECT_MAX, _RELATION_MAX = (TEXT_LIMITS[n] for n in ("user", "object", "relation"))
 
 
@@ -40,7 +38,8 @@ def plain_pattern(header: list[str]) -> re.Pattern[str] | None:
     if width < 6 or names != list(CSV_COLUMNS[:width]):
         return None
     empty = "," * (width - 6)  # the condition's columns, empty
-    fields = rf"({_NAME}),({_ID}),((?:{_NAME})?),({_NAME}),({_NAME}),({_ID})"
+    name, ident = PLAIN_NAME, PLAIN_ID
+    fields = rf"({name}),({ident}),((?:{name})?),({name}),({name}),({ident})"
     return re.compile(rf"^{fields}{empty}\r?$", re.MULTILINE)
 
 

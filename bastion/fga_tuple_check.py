@@ -13,17 +13,30 @@ from bastion.service.fga.base import _write_problem
 from bastion.service.fga.engine import ActiveModel
 from bastion.service.fga.openfga_input import OpenFgaError, tuple_key
 
-__all__ = ["BATCH", "MAX_PROBLEMS", "BadTuples", "Validator", "checked", "checked_batches"]
+__all__ = [
+    "BATCH",
+    "MAX_PROBLEMS",
+    "PLAIN_ID",
+    "PLAIN_NAME",
+    "BadTuples",
+    "Validator",
+    "checked",
+    "checked_batches",
+]
 
 #: Tuples validated and sent to the database at a time.
 BATCH = 5_000
 #: Bad lines named before an import gives up reading.
 MAX_PROBLEMS = 20
 
-#: An object or a user whose ids pass every rule of the ids themselves (no ``*``, ``:``,
-#: ``#`` or blank in an id): whether it is good then depends on its shape alone.
-_PLAIN_OBJECT = re.compile(r"[\w-]+:[\w|@.+/-]+")
-_PLAIN_USER = re.compile(r"[\w-]+:[\w|@.+/-]+(?:#[\w-]+)?")
+#: A type's or a relation's name, and an id, of a *plain* tuple: ids that pass every rule
+#: of the ids themselves (no ``*``, ``:``, ``#`` or blank in an id), so that whether the
+#: tuple is good depends on its shape alone (also the import's fast path,
+#: :mod:`bastion.fga_plain_csv`).
+PLAIN_NAME = r"[\w-]+"
+PLAIN_ID = r"[\w|@.+/-]+"
+_PLAIN_OBJECT = re.compile(rf"{PLAIN_NAME}:{PLAIN_ID}")
+_PLAIN_USER = re.compile(rf"{PLAIN_NAME}:{PLAIN_ID}(?:#{PLAIN_NAME})?")
 
 
 class Validator:

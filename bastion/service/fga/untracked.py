@@ -45,8 +45,6 @@ def untrack_answer(answer: Answer) -> None:
     untrack = _untrack
     if untrack is None:
         return
-    for key in answer:
-        untrack(key)
     if isinstance(answer, ObjectTuples):
         by_relation = answer.by_relation
         for relation in by_relation.values():
@@ -56,4 +54,8 @@ def untrack_answer(answer: Answer) -> None:
             untrack(relation)
         untrack(by_relation)
         untrack(answer.__dict__)
+    elif not answer:
+        return  # the empty tuple, never tracked: most of a cold ListObjects' answers
+    for key in answer:
+        untrack(key)
     untrack(answer)

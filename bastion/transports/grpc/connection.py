@@ -56,6 +56,7 @@ from bastion.transports.grpc.framing import (
     parse_timeout,
     status_headers,
 )
+from bastion.transports.grpc.hpack_memo import remembering
 
 log = logging.getLogger("bastion.grpc")
 
@@ -117,7 +118,7 @@ class Connection:
         self._sock = stream
         self._dispatch = dispatch
         self._peer = peer
-        self._h2 = H2Connection(config=_CONFIG)
+        self._h2 = remembering(H2Connection(config=_CONFIG))
         self._h2.local_settings = Settings(
             client=False, initial_values={SettingCodes.MAX_CONCURRENT_STREAMS: MAX_STREAMS}
         )
@@ -367,7 +368,8 @@ class Connection:
             with trio.CancelScope() as sending:  # a reset while waiting for window ends it
                 stream.scope = sending
                 self._h2.send_headers(stream.id, REPLY_HEADERS + encoded(initial))
-                await self._send_message(stream.id, reply)
+                # Headers, message and trailers in one write (when the window has room).
+                await self._send_message(stream.id, reply, flush=False)
                 end = status_headers(status, message) + encoded(trailers)
                 self._h2.send_headers(stream.id, end, end_stream=True)
                 self._send_soon()
@@ -427,8 +429,9 @@ class Connection:
             return  # the stream is gone already
         self._send_soon()
 
-    async def _send_message(self, sid: int, data: bytes) -> None:
-        """``data`` as one length-prefixed message, as the peer's windows allow."""
+    async def _send_message(self, sid: int, data: bytes, *, flush: bool = True) -> None:
+        """``data`` as one length-prefixed message, as the peer's windows allow; sent at
+        once unless ``flush`` is false (the caller has more to send with it)."""
         h2 = self._h2
         framed = PREFIX.pack(0, len(data)) + data
         offset, size = 0, len(framed)
@@ -440,7 +443,8 @@ class Connection:
                 continue
             h2.send_data(sid, framed[offset : offset + room])
             offset += room
-        self._send_soon()
+        if flush:
+            self._send_soon()
 
     def _send_soon(self) -> None:
         """Send what h2 has to send: straight to a plain socket with room when nothing is

@@ -67,7 +67,8 @@ def test_a_call_sent_again_is_answered_from_memory() -> None:
     decoder.decode(first, raw=True)
     again = encoder.encode(CALL)  # all indexed now: the table stays as it is
     assert decoder.decode(again, raw=True) == CALL
-    assert encoder._memory.answers and decoder._memory.answers
+    assert encoder._memory.answers
+    assert decoder._memory.answers
     assert encoder.encode(CALL) == again
     assert decoder.decode(again, raw=True) == CALL
 

@@ -166,13 +166,36 @@ class Connection:
 
     # -- reading ---------------------------------------------------------------------
 
+    async def _receive(self) -> bytes:
+        """What the client sent next (b"": it is gone). A plain socket holding data is read
+        at once, as the HTTP server reads: one checkpoint, not trio's socket layers."""
+        fd = self._fd
+        if fd is None:
+            try:
+                return bytes(await self._sock.receive_some(_READ))
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                return b""
+        waited = False
+        while True:
+            try:
+                data = os.read(fd, _READ)
+            except BlockingIOError:
+                waited = True
+                try:
+                    await trio.lowlevel.wait_readable(fd)
+                except trio.ClosedResourceError:
+                    return b""
+                continue
+            except OSError:  # reset
+                return b""
+            if not waited:
+                await trio.lowlevel.checkpoint()  # let the calls it started run
+            return data
+
     async def _reader(self) -> None:
         h2 = self._h2
         while True:
-            try:
-                data = await self._sock.receive_some(_READ)
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                return
+            data = await self._receive()
             if not data:
                 return
             try:
@@ -365,14 +388,23 @@ class Connection:
             if reply is None:
                 self._answer(stream.id, status, message, encoded(initial + trailers))
                 return
-            with trio.CancelScope() as sending:  # a reset while waiting for window ends it
-                stream.scope = sending
-                self._h2.send_headers(stream.id, REPLY_HEADERS + encoded(initial))
-                # Headers, message and trailers in one write (when the window has room).
-                await self._send_message(stream.id, reply, flush=False)
-                end = status_headers(status, message) + encoded(trailers)
-                self._h2.send_headers(stream.id, end, end_stream=True)
-                self._send_soon()
+            h2, sid = self._h2, stream.id
+            headers = REPLY_HEADERS + encoded(initial)
+            framed = PREFIX.pack(0, len(reply)) + reply
+            end = status_headers(status, message) + encoded(trailers)
+            if len(framed) <= min(h2.local_flow_control_window(sid), h2.max_outbound_frame_size):
+                # The usual reply: headers, message and trailers in one frame each, one
+                # write, nothing to wait for (so no cancel scope either).
+                h2.send_headers(sid, headers)
+                h2.send_data(sid, framed)
+                h2.send_headers(sid, end, end_stream=True)
+            else:
+                with trio.CancelScope() as sending:  # a reset while waiting for window ends it
+                    stream.scope = sending
+                    h2.send_headers(sid, headers)
+                    await self._send_framed(sid, framed)
+                    h2.send_headers(sid, end, end_stream=True)
+            self._send_soon()
         except H2Error:
             pass  # the client reset the stream, or closed the connection, meanwhile
         finally:
@@ -429,11 +461,15 @@ class Connection:
             return  # the stream is gone already
         self._send_soon()
 
-    async def _send_message(self, sid: int, data: bytes, *, flush: bool = True) -> None:
-        """``data`` as one length-prefixed message, as the peer's windows allow; sent at
-        once unless ``flush`` is false (the caller has more to send with it)."""
+    async def _send_message(self, sid: int, data: bytes) -> None:
+        """``data`` as one length-prefixed message, as the peer's windows allow."""
+        await self._send_framed(sid, PREFIX.pack(0, len(data)) + data)
+        self._send_soon()
+
+    async def _send_framed(self, sid: int, framed: bytes) -> None:
+        """A framed message handed to h2 as the peer's windows allow (what is ready is
+        sent while it waits; the rest is left for the caller to send)."""
         h2 = self._h2
-        framed = PREFIX.pack(0, len(data)) + data
         offset, size = 0, len(framed)
         while offset < size:
             room = min(h2.local_flow_control_window(sid), h2.max_outbound_frame_size)
@@ -443,8 +479,6 @@ class Connection:
                 continue
             h2.send_data(sid, framed[offset : offset + room])
             offset += room
-        if flush:
-            self._send_soon()
 
     def _send_soon(self) -> None:
         """Send what h2 has to send: straight to a plain socket with room when nothing is

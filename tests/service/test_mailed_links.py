@@ -8,6 +8,8 @@ stored, no mail queued) and get byte-identical answers.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import time
 from collections.abc import AsyncIterator
@@ -21,6 +23,7 @@ import trio
 
 from bastion.core.errors import InvalidArgument
 from bastion.core.settings import settings_from_flags
+from bastion.core.state_machines.oauth_authorize_effects import RedirectToLogin
 from bastion.service.auth.requests import (
     ForgotPasswordRequest,
     MagicLinkLoginRequest,
@@ -191,6 +194,46 @@ async def test_the_session_a_link_signs_in_survives_the_marker_written_a_second_
     profile = await auth.profile(ProfileRequest(), caller)
     assert profile.body["email"] == email
     assert profile.body["email_verified"] is True
+
+
+async def test_an_authorize_code_a_magic_link_binds_survives_the_marker_a_second_later(
+    site: Site,
+) -> None:
+    """A magic link that lands with an authorize ``state`` binds the announced code to the
+    session it signs in, and ends the account's other sessions (the link proves the
+    address to whoever asked for it). The code's authentication time is the session's
+    minting time: with the clock a second later at every reading, the "sessions valid
+    after" marker must refuse neither the session nor the code (the code once took an
+    earlier reading, and a slow second in CI made its redemption invalid_grant)."""
+    auth, oauth = site.runtime.auth, site.runtime.oauth
+    redirect_uri = f"{site.flags['url']}/done"
+    verifier = "v" * 43
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest())
+    params = {
+        "client_id": site.flags["client-id"],
+        "redirect_uri": redirect_uri,
+        "response_type": "code",
+        "state": "state-of-the-app",
+        "code_challenge": challenge.decode().rstrip("="),
+        "code_challenge_method": "S256",
+    }
+    announced = await oauth.authorize(params, CALLER)
+    assert isinstance(announced, RedirectToLogin)  # to the login page, the code announced
+    code = dict(announced.params)["code"]
+    email = "landing@example.com"
+    await auth.magic_link_login(MagicLinkLoginRequest(email=email, state=params["state"]), CALLER)
+    await site.drain()  # the account, then its mail
+    (mail,) = [m for m in await site.rows(outbox) if m.kind == "mail"]
+    token = token_in(json.loads(mail.payload)["html"])
+    clock, system = SteppingClock(), auth.clock
+    auth.clock = clock
+    landed = await auth.verify_email(VerifyEmailRequest(token=token, state=params["state"]), CALLER)
+    assert clock.readings >= 2
+    auth.clock = system
+    assert landed.body["access_token"]
+    form = {"code": code, "redirect_uri": redirect_uri, "code_verifier": verifier}
+    redeemed = await oauth.redeem(form, CALLER, client_authenticated=None)
+    assert redeemed.body["access_token"]
 
 
 async def test_a_queued_link_is_the_requesters_whichever_process_claims_it(site: Site) -> None:

@@ -268,9 +268,12 @@ class FlowRun:
         if isinstance(effect, IssueTokens):
             sid = self.sid or effect.nonce
             self.sid = sid
-            if effect.state is not None and self.auth.state_binder is not None:
-                effect = await self.auth.state_binder(effect, self.caller, sid)
+            # One time for the tokens and the code this login binds: a marker that ends
+            # the other sessions at the tokens' time (DeleteUserSessions' keep_nonce) must
+            # not refuse the code because a second ticked between the two.
             now = self._now
+            if effect.state is not None and self.auth.state_binder is not None:
+                effect = await self.auth.state_binder(effect, self.caller, sid, now)
             tokens = await self.auth.mint(effect, sid=sid, now=now)
             self._minted_at[tokens.nonce] = now
             return TokensIssued(tokens=tokens)

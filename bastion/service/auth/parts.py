@@ -134,9 +134,10 @@ class AuthParts:
             ids=self.ids,
         )
         #: binds a login carrying an authorize ``state`` to that request (the OAuth
-        #: provider's ``bind_state``) and the login's session family, attached by the Runtime
+        #: provider's ``bind_state``), the login's session family and the time its tokens
+        #: are minted at, attached by the Runtime
         self.state_binder: (
-            Callable[[IssueTokens, CallerContext, str], Awaitable[IssueTokens]] | None
+            Callable[[IssueTokens, CallerContext, str, int], Awaitable[IssueTokens]] | None
         ) = None
         #: the server's metrics (logins, tokens, MFA outcomes), attached by the Runtime
         self.metrics: Metrics | None = None

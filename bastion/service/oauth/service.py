@@ -221,10 +221,13 @@ class OAuthService:
             raise Internal("redemption ended without tokens")
         return Reply(answer.result.to_api_dict())
 
-    async def bind_state(self, effect: IssueTokens, caller: CallerContext, sid: str) -> IssueTokens:
+    async def bind_state(
+        self, effect: IssueTokens, caller: CallerContext, sid: str, now: int
+    ) -> IssueTokens:
         """A login carrying the ``state`` of a parked authorize request: bind the request's
         announced code to it and to its session family ``sid`` (the code dies with that
-        session) and give the ID token the request's ``nonce``."""
+        session), authenticated at ``now`` (when the login's tokens are minted), and give
+        the ID token the request's ``nonce``."""
         if effect.state is None:
             return effect
         pending = await self.store.take_pending(effect.state)
@@ -235,7 +238,7 @@ class OAuthService:
             user_id=effect.user.id,
             roles=effect.roles,
             login_method=effect.login_method,
-            auth_time=int(self.auth.clock.now()),
+            auth_time=now,
             sid=sid,
         )
         await self._run(self._machine(), event, caller)

@@ -8,8 +8,6 @@ stored, no mail queued) and get byte-identical answers.
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import json
 import time
 from collections.abc import AsyncIterator
@@ -38,6 +36,7 @@ from bastion.service.runtime import Runtime
 from bastion.storage import StorageConfig, open_storage
 from bastion.storage.sql.schema import outbox, users, verification_requests
 from tests.dbfixtures import fresh_postgres_url, fresh_sqlite_url
+from tests.server.test_oauth_flow import pkce
 from tests.service.flags import QUEUED_MAIL, REQUIRED
 from tests.service.test_flow_outages import token_in
 
@@ -207,14 +206,13 @@ async def test_an_authorize_code_a_magic_link_binds_survives_the_marker_a_second
     earlier reading, and a slow second in CI made its redemption invalid_grant)."""
     auth, oauth = site.runtime.auth, site.runtime.oauth
     redirect_uri = f"{site.flags['url']}/done"
-    verifier = "v" * 43
-    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest())
+    verifier, challenge = pkce()
     params = {
         "client_id": site.flags["client-id"],
         "redirect_uri": redirect_uri,
         "response_type": "code",
         "state": "state-of-the-app",
-        "code_challenge": challenge.decode().rstrip("="),
+        "code_challenge": challenge,
         "code_challenge_method": "S256",
     }
     announced = await oauth.authorize(params, CALLER)

@@ -1,7 +1,7 @@
-"""A request's deadline that never hides a write (issue 36): a 503 means nothing was
-written.
+"""A request's deadline that never hides a write (issue 36): a 503 (gRPC's UNAVAILABLE)
+means nothing was written.
 
-:func:`request_deadline` runs a request's work in a cancel scope with the
+:class:`RequestDeadline` runs a request's work in a cancel scope with the
 ``--request-timeout`` deadline, and makes the SQL transactions the work runs (through
 :class:`~bastion.storage.sql.database.Database`, reads in autocommit aside) settle that
 deadline's fate:
@@ -19,13 +19,14 @@ deadline's fate:
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
-from contextlib import contextmanager
 from contextvars import ContextVar
+from types import TracebackType
 
 import trio
 
-__all__ = ["Ledger", "current_ledger", "request_deadline"]
+from bastion.core.errors import Unavailable
+
+__all__ = ["Ledger", "RequestDeadline", "current_ledger", "overrun"]
 
 
 class Ledger:
@@ -61,14 +62,35 @@ def current_ledger() -> Ledger | None:
     return _LEDGER.get()
 
 
-@contextmanager
-def request_deadline(timeout: float) -> Iterator[trio.CancelScope]:
+class RequestDeadline:
     """The request's cancel scope: its deadline ``timeout`` seconds from now, held by the
     transactions it runs (see the module). ``scope.cancelled_caught`` after the block says
-    the deadline ended the request."""
-    with trio.CancelScope(deadline=trio.current_time() + timeout) as scope:
-        token = _LEDGER.set(Ledger(scope, scope.deadline))
-        try:
-            yield scope
-        finally:
-            _LEDGER.reset(token)
+    the deadline ended the request: :func:`overrun` is then its answer.
+
+    A class rather than a generator: it wraps every request on every surface."""
+
+    __slots__ = ("_scope", "_token", "timeout")
+
+    def __init__(self, timeout: float) -> None:
+        self.timeout = timeout
+
+    def __enter__(self) -> trio.CancelScope:
+        scope = self._scope = trio.CancelScope(deadline=trio.current_time() + self.timeout)
+        scope.__enter__()
+        self._token = _LEDGER.set(Ledger(scope, scope.deadline))
+        return scope
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> bool:
+        _LEDGER.reset(self._token)
+        return self._scope.__exit__(kind, error, trace)
+
+
+def overrun(timeout: float) -> Unavailable:
+    """What a request the deadline ended answers, on every surface (503 over HTTP,
+    UNAVAILABLE over gRPC): nothing was written, so a retry is safe."""
+    return Unavailable(f"the request did not finish within {timeout:g}s")

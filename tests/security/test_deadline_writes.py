@@ -3,7 +3,8 @@ as the issue found it: signups wait on ``service_users`` locked by another conne
 and the lock is released at moments spread around the deadline (``--request-timeout``),
 some before it, some just after it (when a cancel used to race the commit), some long
 after. Whatever each answer, the database agrees with it: a 503 saved no account, a 200
-saved it. And a tuple write whose announcement in Redis stalls after its commit answers
+saved it. The same over gRPC, which the deadline bounds too: UNAVAILABLE saved nothing,
+OK saved it. And a tuple write whose announcement in Redis stalls after its commit answers
 the commit's success. PostgreSQL + Redis, the deployment the issue measured."""
 
 from __future__ import annotations
@@ -15,11 +16,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+import grpc
 import httpx
 import psycopg
 import pytest
 from redis import Redis
 
+from bastion.transports.grpc.proto.authorizer.v1 import authorizer_pb2, authorizer_pb2_grpc
 from tests.security.conftest import PASSWORD, flags_for
 from tests.server.harness import ADMIN_SECRET, ServerProcess, running
 from tests.server.locks import postgres_dsn, postgres_users_locked
@@ -70,6 +73,36 @@ def test_a_signup_answered_503_saved_nothing(deployment: Deployment, release: fl
         status = answer.result().status_code
     assert status in (200, 503), answer.result().text
     assert saved(url, email) is (status == 200), (release, status)
+
+
+@pytest.mark.parametrize("release", RELEASES[2:11])
+def test_a_grpc_signup_answered_unavailable_saved_nothing(
+    deployment: Deployment, release: float
+) -> None:
+    """No grpc-timeout: the server's deadline is the call's only one."""
+    server, url = deployment.server, deployment.database_url
+    email = f"deadline-{uuid.uuid4().hex[:10]}@example.com"
+    request = authorizer_pb2.SignupRequest(
+        email=email, password=PASSWORD, confirm_password=PASSWORD
+    )
+
+    def signup() -> grpc.StatusCode:
+        with grpc.insecure_channel(f"127.0.0.1:{server.grpc_port}") as channel:
+            try:
+                authorizer_pb2_grpc.AuthorizerServiceStub(channel).Signup(request)
+            except grpc.RpcError as error:
+                # The deadline's own answer, or the database's lock wait that inherits it.
+                return error.code()  # type: ignore[no-any-return]
+        return grpc.StatusCode.OK
+
+    with ThreadPoolExecutor(1) as pool:
+        with postgres_users_locked(url):
+            sent = time.monotonic()
+            answer = pool.submit(signup)
+            time.sleep(max(0.0, TIMEOUT + release - (time.monotonic() - sent)))
+        status = answer.result()
+    assert status in (grpc.StatusCode.OK, grpc.StatusCode.UNAVAILABLE)
+    assert saved(url, email) is (status == grpc.StatusCode.OK), (release, status)
 
 
 MODEL = "model\n  schema 1.1\n\ntype user\n\ntype doc\n  relations\n    define viewer: [user]\n"

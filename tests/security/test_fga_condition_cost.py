@@ -87,7 +87,7 @@ def _check(who: str, doc: str, context: dict[str, Any]) -> dict[str, Any]:
 
 
 def _grpc_check(
-    server: ServerProcess, who: str, doc: str, context: dict[str, Any]
+    server: ServerProcess, who: str, doc: str, context: dict[str, Any], timeout: float = 30
 ) -> authorizer_pb2.CheckPermissionsResponse:
     check = types_pb2.PermissionCheckInput(relation="viewer", object=doc)
     check.context.update(context)
@@ -96,7 +96,7 @@ def _grpc_check(
         reply: authorizer_pb2.CheckPermissionsResponse = stub.CheckPermissions(
             authorizer_pb2.CheckPermissionsRequest(user=who, checks=[check]),
             metadata=[("x-service-admin-secret", ADMIN_SECRET)],
-            timeout=30,
+            timeout=timeout,
         )
     return reply
 
@@ -202,9 +202,10 @@ def test_healthz_answers_while_allowed_evaluations_run_and_the_deadline_ends_the
     """No cost limit: 150 x 150 x 150 steps, far longer than ``--request-timeout=4``.
 
     Once the server is seen burning CPU on them, ``/healthz`` answers again and again
-    while they run (on the event loop it could not); each answers 503 at the deadline;
-    then a small check is answered, so their worker threads have stopped (they hold
-    every evaluation slot while they run).
+    while they run (on the event loop it could not); each answers 503 at the deadline,
+    and the one sent over gRPC (with a grpc-timeout of its own far later) UNAVAILABLE
+    with the same message; then a small check is answered, so their worker threads have
+    stopped (they hold every evaluation slot while they run).
     """
     for srv in _start(tmp_path, "--fga-max-condition-cost=0", "--request-timeout=4"):
         with srv.client() as client:
@@ -214,12 +215,14 @@ def test_healthz_answers_while_allowed_evaluations_run_and_the_deadline_ends_the
             with concurrent.futures.ThreadPoolExecutor(4) as pool:
                 pending = [
                     pool.submit(client.post, "/v1/check_permissions", json=heavy, headers=ADMIN)
-                    for _ in range(4)
+                    for _ in range(3)
                 ]
-                while _cpu_seconds(srv) < before + 0.2 and not all(f.done() for f in pending):
+                over_grpc = pool.submit(_grpc_check, srv, who, doc, _nested(150), timeout=120)
+                every = [*pending, over_grpc]
+                while _cpu_seconds(srv) < before + 0.2 and not all(f.done() for f in every):
                     time.sleep(0.05)
                 answered = 0
-                while not all(f.done() for f in pending):
+                while not all(f.done() for f in every):
                     assert client.get("/healthz").status_code == 200
                     answered += 1
                 assert answered >= 3
@@ -227,5 +230,9 @@ def test_healthz_answers_while_allowed_evaluations_run_and_the_deadline_ends_the
                     response = future.result()
                     assert response.status_code == 503
                     assert response.json()["message"] == "the request did not finish within 4s"
+                with pytest.raises(grpc.RpcError) as caught:
+                    over_grpc.result()
+                assert caught.value.code() == grpc.StatusCode.UNAVAILABLE
+                assert caught.value.details() == "the request did not finish within 4s"
             small = admin(client, "/v1/check_permissions", _check(who, doc, _nested(2)))
             assert small["results"][0]["allowed"] is True

@@ -12,7 +12,7 @@ import sqlalchemy as sa
 import trio
 import trio.lowlevel
 
-from bastion.storage.deadline import request_deadline
+from bastion.storage.deadline import RequestDeadline
 from bastion.storage.sql import Database
 from bastion.storage.sql.schema import users
 from tests.storage.test_database import count_email, user_row
@@ -41,7 +41,7 @@ async def test_a_write_committing_after_the_deadline_is_answered(database: Datab
         conn.execute(sa.insert(users).values(user_row(email)))
 
     answered = False
-    with request_deadline(DEADLINE) as scope:
+    with RequestDeadline(DEADLINE) as scope:
         await database.run(write, write=True)
         await trio.lowlevel.checkpoint()  # a checkpoint past the deadline
         answered = True
@@ -53,7 +53,7 @@ async def test_a_write_committing_after_the_deadline_is_answered(database: Datab
 async def test_after_a_commit_the_rest_of_the_request_is_answered(database: Database) -> None:
     email = f"{uuid.uuid4().hex}@example.com"
     answered = False
-    with request_deadline(DEADLINE) as scope:
+    with RequestDeadline(DEADLINE) as scope:
         await database.run(lambda conn: conn.execute(sa.insert(users).values(user_row(email))))
         await trio.sleep(DEADLINE * 3)  # the rest of the work outlasts the deadline
         answered = True
@@ -65,7 +65,7 @@ async def test_a_read_in_flight_at_the_deadline_still_ends_the_request(
     database: Database,
 ) -> None:
     reached = False
-    with request_deadline(DEADLINE) as scope:
+    with RequestDeadline(DEADLINE) as scope:
         await database.run(slowly)
         await trio.lowlevel.checkpoint()
         reached = True
@@ -81,7 +81,7 @@ async def test_a_write_rolled_back_after_the_deadline_writes_nothing(database: D
         slowly(conn)
         raise LookupError("refused after writing")
 
-    with request_deadline(DEADLINE) as scope:
+    with RequestDeadline(DEADLINE) as scope:
         try:
             await database.run(refused, write=True)
         except LookupError:

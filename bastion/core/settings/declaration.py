@@ -66,11 +66,12 @@ class Settings(SocialFlags, RetentionFlags):
     request_timeout: float = flag_field(
         10.0,
         _S,
-        "Seconds an HTTP request may take; past it the answer is 503 unavailable with "
-        "Retry-After, and nothing was written (a transaction in flight is waited for; one "
-        "that committed is answered). Database statements and lock waits inherit it "
-        "(statement_timeout and lock_timeout on PostgreSQL, innodb_lock_wait_timeout and "
-        "lock_wait_timeout on MySQL/MariaDB, busy_timeout on SQLite).",
+        "Seconds a request (HTTP or gRPC) may take; past it the answer is 503 unavailable "
+        "with Retry-After (gRPC: UNAVAILABLE), and nothing was written (a transaction in "
+        "flight is waited for; one that committed is answered). Database statements and "
+        "lock waits inherit it (statement_timeout and lock_timeout on PostgreSQL, "
+        "innodb_lock_wait_timeout and lock_wait_timeout on MySQL/MariaDB, busy_timeout on "
+        "SQLite).",
     )
     shutdown_timeout: float = flag_field(
         10.0,

@@ -28,7 +28,7 @@ from bastion.service import tracing
 from bastion.service.context import CallerContext, Protocol, Reply
 from bastion.service.runtime import Runtime
 from bastion.storage import StorageUnavailable
-from bastion.storage.deadline import request_deadline
+from bastion.storage.deadline import RequestDeadline, overrun
 from bastion.transports.http import edge
 from bastion.transports.http.body import BodyReceiver
 from bastion.transports.http.cookies import with_cookies
@@ -191,12 +191,12 @@ class HttpApp:
                 body.limit = route.body_limit
         if endpoint.instant:
             return _instant(endpoint.handler(request))
-        with request_deadline(self.request_timeout):
+        with RequestDeadline(self.request_timeout):
             return await endpoint.handler(request)
         # --request-timeout: what the endpoint awaited is cancelled, its connection back in
         # the pool; a transaction in flight was waited for and wrote nothing (one that
         # committed lifts the deadline: storage/deadline.py), so the 503 hides no write.
-        raise errors.Unavailable(f"the request did not finish within {self.request_timeout:g}s")
+        raise overrun(self.request_timeout)
 
     async def _edge_out(
         self,

@@ -30,21 +30,33 @@ __all__ = ["Ledger", "RequestDeadline", "current_ledger", "overrun"]
 
 
 class Ledger:
-    """The writes of one request and the deadline they hold."""
+    """The writes of one request and the deadline they hold; while it is entered, the
+    request's ledger (:func:`current_ledger`).
 
-    __slots__ = ("_deadline", "_in_flight", "_scope", "committed")
+    ``held`` is the scope's deadline while a transaction holds the request's: none by
+    default; a gRPC call's own (``grpc-timeout``), which stays the client's to keep."""
 
-    def __init__(self, scope: trio.CancelScope, deadline: float) -> None:
+    __slots__ = ("_deadline", "_held", "_in_flight", "_scope", "_token", "committed")
+
+    def __init__(self, scope: trio.CancelScope, deadline: float, held: float = math.inf) -> None:
         self._scope = scope
         self._deadline = deadline
+        self._held = held
         self._in_flight = 0
         #: a transaction of this request wrote and committed
         self.committed = False
 
+    def __enter__(self) -> Ledger:
+        self._token = _LEDGER.set(self)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        _LEDGER.reset(self._token)
+
     def begin(self) -> None:
         """A transaction starts: the deadline waits for it."""
         self._in_flight += 1
-        self._scope.deadline = math.inf
+        self._scope.deadline = self._held
 
     def end(self, *, wrote: bool) -> None:
         """A transaction ended; ``wrote``: it wrote and committed."""
@@ -67,9 +79,9 @@ class RequestDeadline:
     transactions it runs (see the module). ``scope.cancelled_caught`` after the block says
     the deadline ended the request: :func:`overrun` is then its answer.
 
-    A class rather than a generator: it wraps every request on every surface."""
+    A class rather than a generator: it wraps every HTTP request."""
 
-    __slots__ = ("_scope", "_token", "timeout")
+    __slots__ = ("_ledger", "_scope", "timeout")
 
     def __init__(self, timeout: float) -> None:
         self.timeout = timeout
@@ -77,7 +89,7 @@ class RequestDeadline:
     def __enter__(self) -> trio.CancelScope:
         scope = self._scope = trio.CancelScope(deadline=trio.current_time() + self.timeout)
         scope.__enter__()
-        self._token = _LEDGER.set(Ledger(scope, scope.deadline))
+        self._ledger = Ledger(scope, scope.deadline).__enter__()
         return scope
 
     def __exit__(
@@ -86,7 +98,7 @@ class RequestDeadline:
         error: BaseException | None,
         trace: TracebackType | None,
     ) -> bool:
-        _LEDGER.reset(self._token)
+        self._ledger.__exit__()
         return self._scope.__exit__(kind, error, trace)
 
 

@@ -4,6 +4,7 @@ binary metadata, compression, size limits, and draining. A test's methods are se
 
 from __future__ import annotations
 
+import math
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from functools import partial
@@ -14,10 +15,12 @@ import h2.config
 import h2.connection
 import h2.events
 import trio
+import trio.lowlevel
 import trio.testing
 from google.protobuf.wrappers_pb2 import BytesValue
 
 from bastion.service.metrics import Metrics
+from bastion.storage.deadline import current_ledger
 from bastion.transports.grpc.calls import Abort, Call, Counted, Method, Status
 from bastion.transports.grpc.connection import MAX_RECEIVE, Connection, Dispatch
 
@@ -26,12 +29,14 @@ PATIENCE = 30.0
 
 
 @asynccontextmanager
-async def serving(methods: dict[str, Method]) -> AsyncIterator[tuple[str, Dispatch, trio.Event]]:
+async def serving(
+    methods: dict[str, Method], request_timeout: float = math.inf
+) -> AsyncIterator[tuple[str, Dispatch, trio.Event]]:
     """The target to call, the server's state, and an event set when a connection closes."""
     paths = {f"/test.Echo/{name}".encode(): method for name, method in methods.items()}
     metrics = Metrics()
     counted = {path: Counted(path.decode(), metrics) for path in paths}
-    dispatch = Dispatch(paths, counted, limit=32)
+    dispatch = Dispatch(paths, counted, limit=32, request_timeout=request_timeout)
 
     closed = trio.Event()
 
@@ -66,7 +71,7 @@ async def call(target: str, method: str, value: bytes, **options: Any) -> Any:
                 response_deserializer=BytesValue.FromString,
             )
             try:
-                return stub.with_call(BytesValue(value=value), timeout=PATIENCE, **options)
+                return stub.with_call(BytesValue(value=value), **{"timeout": PATIENCE, **options})
             except grpc.RpcError as error:
                 return error
 
@@ -183,3 +188,37 @@ async def test_a_unary_request_longer_than_its_message_is_refused_before_it_ends
         await stream.aclose()
     assert status == b"13"
     assert dispatch.in_flight == 0
+
+
+async def test_the_request_timeout_ends_a_call_whose_own_deadline_is_later() -> None:
+    """``--request-timeout`` (here 0.5 s) ends a call with a later grpc-timeout (30 s) as
+    UNAVAILABLE, under a ledger whose transaction holds it (a write that committed is
+    answered); a call whose own deadline is sooner keeps it, with no ledger."""
+    ledgers: list[bool] = []
+
+    async def hang(request: BytesValue, call: Call) -> BytesValue:
+        ledgers.append(current_ledger() is not None)
+        await trio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    async def commit_late(request: BytesValue, call: Call) -> BytesValue:
+        ledger = current_ledger()
+        assert ledger is not None
+        ledger.begin()  # a transaction, in flight past the deadline, that commits
+        await trio.sleep(0.8)
+        ledger.end(wrote=True)
+        await trio.lowlevel.checkpoint()  # the deadline stays lifted after the commit
+        return request
+
+    methods = {"Hang": unary(hang), "CommitLate": unary(commit_late)}
+    async with serving(methods, request_timeout=0.5) as (target, dispatch, _):
+        overrun = await call(target, "Hang", b"")
+        # Counted before its answer was sent.
+        assert set(dispatch.counted[b"/test.Echo/Hang"].codes) == {Status.UNAVAILABLE}
+        own_sooner = await call(target, "Hang", b"", timeout=0.3)
+        committed, _ = await call(target, "CommitLate", b"written")
+    assert overrun.code() == grpc.StatusCode.UNAVAILABLE
+    assert overrun.details() == "the request did not finish within 0.5s"
+    assert own_sooner.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+    assert ledgers == [True, False]
+    assert committed.value == b"written"

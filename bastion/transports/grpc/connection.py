@@ -2,8 +2,10 @@
 
 The connection's task reads frames and feeds them to ``h2``; every call (stream) runs in
 a task of its own, inside a cancel scope whose deadline is the call's ``grpc-timeout``
-and which a client's RST_STREAM, or the connection's end, cancels: a call that ends early
-never leaves a database query running behind it. A unary call's task starts when its
+or, when that is later or absent, ``--request-timeout`` (then held by the call's
+transactions, as an HTTP request's is: ``storage/deadline.py``), and which a client's
+RST_STREAM, or the connection's end, cancels: a call that ends early never leaves a
+database query running behind it. A unary call's task starts when its
 request has arrived whole; a streaming call's (health Watch, reflection) when its headers
 have. One writer task sends what ``h2`` has to send, so calls answered together share a
 write. Replies larger than the peer's flow-control window wait for its WINDOW_UPDATEs.
@@ -27,7 +29,7 @@ import math
 import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from contextlib import aclosing
+from contextlib import aclosing, nullcontext
 from dataclasses import dataclass, field
 
 import trio
@@ -47,6 +49,7 @@ from h2.exceptions import H2Error
 from h2.settings import SettingCodes, Settings
 from hyperframe.frame import GoAwayFrame
 
+from bastion.storage.deadline import Ledger, overrun
 from bastion.transports.grpc.calls import Abort, Call, Counted, Metadata, Method, Status
 from bastion.transports.grpc.framing import (
     PREFIX,
@@ -76,6 +79,8 @@ _CONFIG = H2Configuration(
     validate_inbound_headers=False,
     normalize_inbound_headers=False,
 )
+#: A call whose own deadline comes first keeps no ledger: that deadline is the client's.
+_NO_LEDGER = nullcontext()
 _UNDECODABLE = "the request is not a valid protobuf message for this method"
 _NOT_ONE_MESSAGE = "the request is not one whole message"
 
@@ -88,6 +93,8 @@ class Dispatch:
     methods: dict[bytes, Method]
     counted: dict[bytes, Counted]
     limit: int
+    #: ``--request-timeout``: a unary call's deadline unless its own comes sooner.
+    request_timeout: float = math.inf
     in_flight: int = 0
     #: Stopping: a connection opened now is drained at once.
     draining: bool = False
@@ -358,8 +365,16 @@ class Connection:
         started = time.perf_counter()
         status, message, reply = Status.OK, "", None
         trailers: Metadata = ()
+        own = stream.deadline
+        timeout = self._dispatch.request_timeout
+        limit = trio.current_time() + timeout
         try:
-            with trio.CancelScope(deadline=stream.deadline) as scope:
+            # --request-timeout as over HTTP, when the call's own deadline is later: past
+            # it UNAVAILABLE, with nothing written (storage/deadline.py).
+            with (
+                trio.CancelScope(deadline=min(own, limit)) as scope,
+                Ledger(scope, limit, held=own) if limit < own else _NO_LEDGER,
+            ):
                 stream.scope = scope
                 try:
                     try:
@@ -378,8 +393,11 @@ class Connection:
                     log.exception("unhandled error", extra={"method": stream.path.decode()})
                     status, message = Status.INTERNAL, "internal server error"
             if scope.cancelled_caught:
-                status, message = Status.CANCELLED, ""
-                if not stream.reset:
+                if stream.reset:
+                    status, message = Status.CANCELLED, ""
+                elif limit < own and trio.current_time() < own:
+                    status, message = Status.UNAVAILABLE, overrun(timeout).message
+                else:
                     status, message = Status.DEADLINE_EXCEEDED, "deadline exceeded"
             counted.observe(status, started)
             if stream.reset:

@@ -65,7 +65,9 @@ class GrpcListener:
             for path, method in methods.items()
             if method.unary is not None
         }
-        self._dispatch = Dispatch(methods, counted, MAX_CONCURRENT_RPCS)
+        self._dispatch = Dispatch(
+            methods, counted, MAX_CONCURRENT_RPCS, request_timeout=settings.request_timeout
+        )
         self._tls = _tls_context(settings.grpc_tls_cert, settings.grpc_tls_key)
         self._socket = _bind(
             settings.host, settings.grpc_port if port is None else port, share_port

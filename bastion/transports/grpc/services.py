@@ -13,9 +13,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from http.cookies import SimpleCookie
-from typing import Any
 
-import trio
 from google.protobuf import json_format, message_factory
 from google.protobuf.descriptor import ServiceDescriptor
 from google.protobuf.message import Message
@@ -23,10 +21,9 @@ from google.protobuf.message import Message
 from bastion.core import errors, input_rules
 from bastion.core.networks import client_ip
 from bastion.service import tracing
-from bastion.service.context import CallerContext, Cookie, Protocol, Reply
+from bastion.service.context import CallerContext, Cookie, Protocol
 from bastion.service.requests import WireOperation, bind
 from bastion.service.runtime import Runtime
-from bastion.storage.deadline import RequestDeadline, overrun
 from bastion.transports.grpc.admin_shapes import renamed, unwrapped, wrapped
 from bastion.transports.grpc.auth_shapes import grpc_shaped
 from bastion.transports.grpc.calls import Abort, Call, Method, Status
@@ -342,7 +339,6 @@ def _handler(runtime: Runtime, rpc: _Rpc, method: str) -> Callable[..., Awaitabl
     """``method`` is the RPC's full name (``authorizer.v1.AuthorizerService/Login``)."""
     operation = rpc.operation(runtime)
     facts = {"rpc.system": "grpc", "rpc.method": method}
-    timeout = runtime.settings.request_timeout
 
     async def handle(request: Message, call: Call) -> Message:
         caller = _caller(runtime, call)
@@ -358,7 +354,7 @@ def _handler(runtime: Runtime, rpc: _Rpc, method: str) -> Callable[..., Awaitabl
                 facts,
             ):
                 await runtime.rate_limiter.check(caller.client_ip, surface="grpc")
-                reply = await _within(timeout, operation, body, caller)
+                reply = await operation(body, caller)
         except errors.BastionError as error:
             trailers: tuple[tuple[str, str | bytes], ...] = ()
             if isinstance(error, errors.ResourceExhausted):
@@ -377,19 +373,6 @@ def _handler(runtime: Runtime, rpc: _Rpc, method: str) -> Callable[..., Awaitabl
         return to_message(payload, rpc.response)
 
     return handle
-
-
-async def _within(
-    seconds: float, operation: WireOperation, body: dict[str, Any], caller: CallerContext
-) -> Reply:
-    """``--request-timeout`` as over HTTP, within the call's own ``grpc-timeout``: past it,
-    UNAVAILABLE with nothing written (storage/deadline.py), which a client's retry policy
-    may safely retry. A call whose own deadline comes first needs no second one."""
-    if trio.current_effective_deadline() <= trio.current_time() + seconds:
-        return await operation(body, caller)
-    with RequestDeadline(seconds):
-        return await operation(body, caller)
-    raise overrun(seconds)
 
 
 def _text(value: str | bytes | None) -> str | None:

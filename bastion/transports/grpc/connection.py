@@ -2,13 +2,13 @@
 
 The connection's task reads frames and feeds them to ``h2``; every call (stream) runs in
 a task of its own, inside a cancel scope whose deadline is the call's ``grpc-timeout``
-or, when that is later or absent, ``--request-timeout`` (then held by the call's
-transactions, as an HTTP request's is: ``storage/deadline.py``), and which a client's
+(for a unary call, ``--request-timeout`` when that is sooner, then held by the call's
+transactions as an HTTP request's is: ``storage/deadline.py``), and which a client's
 RST_STREAM, or the connection's end, cancels: a call that ends early never leaves a
-database query running behind it. A unary call's task starts when its
-request has arrived whole; a streaming call's (health Watch, reflection) when its headers
-have. One writer task sends what ``h2`` has to send, so calls answered together share a
-write. Replies larger than the peer's flow-control window wait for its WINDOW_UPDATEs.
+database query running behind it. A unary call's task starts when its request has
+arrived whole; a streaming call's (health Watch, reflection) when its headers have. One
+writer task sends what ``h2`` has to send, so calls answered together share a write.
+Replies larger than the peer's flow-control window wait for its WINDOW_UPDATEs.
 
 What gRPC over HTTP/2 asks and this answers: a wrong content-type is HTTP 415; an unknown
 path UNIMPLEMENTED; ``grpc-encoding`` other than identity UNIMPLEMENTED (no compression is

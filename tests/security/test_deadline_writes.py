@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
+from typing import TypeVar
 
 import grpc
 import httpx
@@ -26,6 +28,8 @@ from bastion.transports.grpc.proto.authorizer.v1 import authorizer_pb2, authoriz
 from tests.security.conftest import PASSWORD, flags_for
 from tests.server.harness import ADMIN_SECRET, ServerProcess, running
 from tests.server.locks import postgres_dsn, postgres_users_locked
+
+T = TypeVar("T")
 
 TIMEOUT = 1.0
 #: when the lock is released, from the moment the signup is sent, past the deadline
@@ -57,21 +61,28 @@ def saved(url: str, email: str) -> bool:
         return bool(row.fetchone()[0])  # type: ignore[index]
 
 
+def released_around_the_deadline(url: str, release: float, send: Callable[[], T]) -> T:
+    """``send()``'s answer, sent while ``service_users`` is locked; the lock is released
+    ``release`` seconds past the deadline, counted from the sending."""
+    with ThreadPoolExecutor(1) as pool:
+        with postgres_users_locked(url):
+            sent = time.monotonic()
+            answer = pool.submit(send)
+            time.sleep(max(0.0, TIMEOUT + release - (time.monotonic() - sent)))
+        return answer.result()
+
+
 @pytest.mark.parametrize("release", RELEASES)
 def test_a_signup_answered_503_saved_nothing(deployment: Deployment, release: float) -> None:
     server, url = deployment.server, deployment.database_url
     email = f"deadline-{uuid.uuid4().hex[:10]}@example.com"
     body = {"email": email, "password": PASSWORD, "confirm_password": PASSWORD}
-    with (
-        httpx.Client(base_url=server.url, headers={"origin": server.url}, timeout=30) as http,
-        ThreadPoolExecutor(1) as pool,
-    ):
-        with postgres_users_locked(url):
-            sent = time.monotonic()
-            answer = pool.submit(http.post, "/v1/signup", json=body)
-            time.sleep(max(0.0, TIMEOUT + release - (time.monotonic() - sent)))
-        status = answer.result().status_code
-    assert status in (200, 503), answer.result().text
+    with httpx.Client(base_url=server.url, headers={"origin": server.url}, timeout=30) as http:
+        answer = released_around_the_deadline(
+            url, release, partial(http.post, "/v1/signup", json=body)
+        )
+    status = answer.status_code
+    assert status in (200, 503), answer.text
     assert saved(url, email) is (status == 200), (release, status)
 
 
@@ -95,12 +106,7 @@ def test_a_grpc_signup_answered_unavailable_saved_nothing(
                 return error.code()  # type: ignore[no-any-return]
         return grpc.StatusCode.OK
 
-    with ThreadPoolExecutor(1) as pool:
-        with postgres_users_locked(url):
-            sent = time.monotonic()
-            answer = pool.submit(signup)
-            time.sleep(max(0.0, TIMEOUT + release - (time.monotonic() - sent)))
-        status = answer.result()
+    status = released_around_the_deadline(url, release, signup)
     assert status in (grpc.StatusCode.OK, grpc.StatusCode.UNAVAILABLE)
     assert saved(url, email) is (status == grpc.StatusCode.OK), (release, status)
 
